@@ -1,0 +1,68 @@
+#pragma once
+// The IDs shared by the model, the schedule generators, the runtime and the HDF5 rows: one enum
+// per concept, one name per value, one table of which algorithm applies to which collective.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commsim {
+
+enum class Collective : std::uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv, AllToAll };
+inline constexpr std::array kAllCollectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                                               Collective::Broadcast, Collective::Reduce,    Collective::SendRecv,
+                                               Collective::AllToAll};
+
+// Hand-written algorithms (schedules) first, then the library baselines the runtime can run.
+enum class Algorithm : std::uint8_t {
+  Ring,
+  Tree,               // double binary tree, pipelined in chunks (Sanders/Speck/Traff; NCCL)
+  RecursiveDoubling,
+  RecursiveHalving,
+  Rabenseifner,       // reduce-scatter (recursive halving) + allgather (recursive doubling)
+  Bruck,
+  Binomial,
+  Pairwise,
+  Direct,
+  Hierarchical,       // inside the node, then across nodes, then inside the node
+  Mpi,                // the MPI library's own collective
+  Nccl,               // NCCL, its own choice of algorithm/protocol
+  NcclRing,           // NCCL with NCCL_ALGO=Ring
+  NcclTree,           // NCCL with NCCL_ALGO=Tree
+};
+inline constexpr std::array kHandWrittenAlgorithms = {
+    Algorithm::Ring,     Algorithm::Tree,     Algorithm::RecursiveDoubling, Algorithm::RecursiveHalving,
+    Algorithm::Rabenseifner, Algorithm::Bruck, Algorithm::Binomial, Algorithm::Pairwise,
+    Algorithm::Direct,   Algorithm::Hierarchical};
+inline constexpr std::array kAllAlgorithms = {
+    Algorithm::Ring,     Algorithm::Tree,     Algorithm::RecursiveDoubling, Algorithm::RecursiveHalving,
+    Algorithm::Rabenseifner, Algorithm::Bruck, Algorithm::Binomial, Algorithm::Pairwise,
+    Algorithm::Direct,   Algorithm::Hierarchical, Algorithm::Mpi, Algorithm::Nccl,
+    Algorithm::NcclRing, Algorithm::NcclTree};
+
+// NCCL-style protocols, priced as latency/bandwidth variants. None = plain alpha-beta-gamma.
+enum class Protocol : std::uint8_t { None, LL, LL128, Simple };
+inline constexpr std::array kNcclProtocols = {Protocol::LL, Protocol::LL128, Protocol::Simple};
+
+std::string_view to_string(Collective c);
+std::string_view to_string(Algorithm a);
+std::string_view to_string(Protocol p);  // None -> "", LL -> "LL", LL128 -> "LL128", Simple -> "Simple"
+std::optional<Collective> parse_collective(std::string_view name);  // "allreduce", "all_reduce", "AllReduce"
+std::optional<Algorithm> parse_algorithm(std::string_view name);    // "recursive-doubling", "rd", "nccl-ring"
+std::optional<Protocol> parse_protocol(std::string_view name);      // "ll", "LL128", "simple"
+
+// True for the hand-written algorithms that have a schedule and a closed form.
+bool is_hand_written(Algorithm a);
+// True when the algorithm is implemented for the collective (hand-written or baseline).
+bool applies(Collective c, Algorithm a);
+// The hand-written algorithms that apply to c, in kHandWrittenAlgorithms order.
+std::vector<Algorithm> hand_written_algorithms(Collective c);
+// Collectives that reduce (have a gamma term and need a reduction op).
+bool reduces(Collective c);
+
+// nccl-tests bus-bandwidth factor: busbw = algbw * factor (doc/PERFORMANCE.md of nccl-tests).
+double busbw_factor(Collective c, int nranks);
+
+}  // namespace commsim

@@ -1,0 +1,75 @@
+#pragma once
+// A schedule is a hand-written algorithm written down as data: for every rank, an ordered list of
+// rounds, each a set of operations on element ranges of the rank's buffers. The generators in
+// src/collectives/ produce schedules; the executors (reference, host/MPI, CUDA, UCX) run them; the
+// model prices them (model/price.h). No MPI, CUDA or I/O here.
+//
+// Buffers, per rank (element counts are in the Schedule; every rank has the same sizes):
+//   Input   the user's send buffer (read only)
+//   Output  the user's receive buffer
+//   Scratch temporary space of scratch_count elements
+//
+// A round runs like this on one rank:
+//   1. its local ops (Copy, Reduce) run in the order listed;
+//   2. all its transfers (Send, Recv, RecvReduce) are posted at once, and proceed concurrently;
+//   3. the round ends when all its transfers are complete; a RecvReduce's data is combined into
+//      its destination when it arrives (dst = dst op received).
+// Messages between one sender and one receiver are matched in the order they are posted (as in
+// MPI), so the k-th Send from a to b pairs with the k-th Recv/RecvReduce on b from a, and both
+// carry the same number of elements. Ranks do not run rounds in lockstep: a round waits only on
+// its own transfers.
+#include <cstdint>
+#include <vector>
+
+#include "model/collective.h"
+
+namespace commsim {
+
+enum class BufferId : std::uint8_t { Input, Output, Scratch };
+
+// A range of elements of one buffer.
+struct Span {
+  BufferId buffer = BufferId::Output;
+  std::uint64_t offset = 0;  // elements
+  std::uint64_t count = 0;   // elements
+};
+
+enum class OpKind : std::uint8_t {
+  Send,        // send `src` to `peer`
+  Recv,        // receive from `peer` into `dst`
+  RecvReduce,  // receive from `peer` dst.count elements, then dst = dst op received
+  Copy,        // dst = src (local)
+  Reduce,      // dst = dst op src (local)
+};
+
+struct Op {
+  OpKind kind = OpKind::Copy;
+  int peer = -1;  // for transfers
+  Span src{};     // Send, Copy, Reduce
+  Span dst{};     // Recv, RecvReduce, Copy, Reduce
+};
+
+struct Round {
+  std::vector<Op> ops;
+};
+
+struct RankProgram {
+  std::vector<Round> rounds;
+};
+
+struct Schedule {
+  Collective collective = Collective::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;
+  int nranks = 0;
+  int root = 0;                    // broadcast / reduce
+  std::uint32_t elem_size = 4;     // bytes per element
+  std::uint64_t count = 0;         // the request's element count (nccl-tests meaning, see generators.h)
+  std::uint64_t input_count = 0;   // elements of each rank's Input
+  std::uint64_t output_count = 0;  // elements of each rank's Output
+  std::uint64_t scratch_count = 0; // elements of each rank's Scratch
+  std::vector<RankProgram> ranks;  // [rank]
+
+  std::uint64_t bytes(const Span& s) const { return s.count * elem_size; }
+};
+
+}  // namespace commsim

@@ -1,0 +1,74 @@
+#pragma once
+// A cluster described by a topology file (configs/topologies/*.yaml): nodes of identical GPUs (or
+// host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
+// constants. Plain data; load_topology() validates everything and reports file, line and field.
+#include <string>
+
+#include "model/units.h"
+
+namespace commsim {
+
+// One link tier: the cost of a message that crosses it is latency_s + bytes / bw_Bps.
+struct Tier {
+  std::string fabric;       // "nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge", "shared-memory", "infiniband", ...
+  Seconds latency_s = 0;    // per message (per hop), s
+  BytesPerSecond bw_Bps = 0;  // usable bandwidth per rank per direction, B/s
+};
+
+struct Network {
+  std::string kind;          // "infiniband", "roce", "ethernet", "tcp", "none"
+  std::string fabric_shape;  // "fat-tree", "rail-optimized", "single-switch", ...
+  int nics_per_node = 0;     // NICs of a node, shared by its ranks
+  BytesPerSecond nic_bw_Bps = 0;  // usable bandwidth of one NIC per direction, B/s
+  Seconds latency_s = 0;     // end-to-end latency of one message between nodes, s
+  double oversubscription = 1.0;  // >= 1; the fabric's bandwidth between nodes is divided by it
+  bool present() const { return nics_per_node > 0; }
+  // Bandwidth out of one node into the network, B/s (all NICs, after oversubscription).
+  BytesPerSecond node_bw_Bps() const { return nics_per_node * nic_bw_Bps / oversubscription; }
+};
+
+// NCCL's protocol constants (src/graph/tuning.cc), indexed [algorithm ring=0/tree=1][protocol LL=0/LL128=1/Simple=2].
+struct NcclConstants {
+  bool present = false;
+  double base_latency_s[2][3] = {};     // per call
+  double intra_hop_latency_s[2][3] = {};  // per hop inside the node (NVLink or PCIe values)
+  double inter_hop_latency_s[2][3] = {};  // per hop across the network
+  double bw_fraction[3] = {0.5, 120.0 / 128.0, 1.0};  // protocol bandwidth relative to Simple
+};
+
+struct Topology {
+  std::string name;          // from the file's `name`
+  std::string description;
+  std::string source_path;   // the file it was read from ("" when parsed from text)
+  std::string text;          // the YAML text as read, stored with every result
+
+  bool gpu = true;           // false: host ranks (CPU only)
+  int ranks_per_node = 1;    // GPUs per node (one rank per GPU), or host ranks per node
+  std::string device_name;   // "NVIDIA H100 80GB HBM3", "CPU"
+  Bytes device_memory_bytes = 0;  // per GPU (per node for host topologies)
+  BytesPerSecond memory_bw_Bps = 0;  // HBM (or DRAM) bandwidth per device
+  int max_nodes = 0;         // 0 = no limit
+
+  Tier intra;                // between ranks of one node
+  Tier host_link;            // GPU <-> host (PCIe / C2C); unused for host topologies
+  Network network;           // between nodes
+  BytesPerSecond reduce_bw_Bps = 0;  // bytes reduced per second by one rank (gamma = 1 / this)
+
+  NcclConstants nccl;
+
+  Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
+};
+
+// Reads and validates a topology file. Throws Error("FILE:LINE: FIELD: what is wrong") for an
+// unknown key, a missing field, a wrong type, a non-positive bandwidth, an unknown unit, or a
+// file that is empty or not YAML.
+Topology load_topology(const std::string& path);
+// The same from text; `origin` names it in error messages.
+Topology parse_topology(const std::string& yaml_text, const std::string& origin);
+
+// Where presets live: $COMMSIM_CONFIG_DIR, else the source tree's configs/ (compiled in), else
+// configs/ next to the binary's ../share/commsim. A bare name ("dgx-h100") resolves to
+// <dir>/topologies/dgx-h100.yaml; a path is used as it is.
+std::string resolve_topology_path(const std::string& name_or_path);
+
+}  // namespace commsim

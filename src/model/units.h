@@ -1,0 +1,36 @@
+#pragma once
+// Units: every quantity in the model carries its unit in its name (`latency_s`, `bw_Bps`,
+// `bytes`). These functions parse the human-written values of topology files and command lines
+// ("450 GB/s", "25 Gb/s", "2 us", "4GiB") and format numbers for people.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commsim {
+
+using Seconds = double;         // time, s
+using BytesPerSecond = double;  // bandwidth, B/s
+using Bytes = std::uint64_t;    // sizes, B
+
+// "8", "8B", "1KiB", "1 KB" (1000), "4GiB", "1.5MiB". Throws Error naming the text.
+Bytes parse_bytes(std::string_view text);
+// "450 GB/s" (decimal bytes), "25 Gb/s" (bits), "3.35 TB/s", "100 MiB/s". Must be > 0.
+BytesPerSecond parse_bandwidth(std::string_view text);
+// "2 us", "2us", "1.5 µs", "500 ns", "0.1 ms", "1 s". Must be >= 0.
+Seconds parse_time(std::string_view text);
+
+// A list of sizes: "8B:4GiB" (factor 2), "8B:4GiB:x4" (factor 4), "1KiB,1MiB,3MiB", or mixed
+// with commas. Sorted, duplicates removed. Throws Error on an empty or reversed range.
+std::vector<Bytes> parse_size_list(std::string_view text);
+// "1,2,4,8" or a range "1:1024" (factor 2) or "1:16:x4". Positive integers.
+std::vector<int> parse_int_list(std::string_view text);
+
+// 1024 -> "1KiB", 1536 -> "1.5KiB", 8 -> "8B".
+std::string format_bytes(Bytes bytes);
+// Seconds as "12.3 us", "4.56 ms", "1.23 s".
+std::string format_time(Seconds s);
+// B/s as "370.8 GB/s" (decimal, like nccl-tests).
+std::string format_bandwidth(BytesPerSecond bw);
+
+}  // namespace commsim
