@@ -32,6 +32,10 @@ if(NOT COMMSIM_MODEL_ONLY)
     find_package(MPI COMPONENTS C)
   endif()
   commsim_resolve(MPI MPI_C_FOUND)
+  if(COMMSIM_HAVE_MPI)
+    # C API only, everywhere (Open MPI and MPICH otherwise drag in their deprecated C++ bindings).
+    target_compile_definitions(MPI::MPI_C INTERFACE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
+  endif()
 
   if(NOT COMMSIM_WITH_CUDA STREQUAL "OFF")
     include(CheckLanguage)

@@ -1,0 +1,22 @@
+// Subcommands not yet built in this version. Each is removed from here when its cmd_<name>.cc lands.
+#include <cstdio>
+
+#include "runtime/command.h"
+
+namespace commsim {
+namespace {
+int pending(const char* name) {
+  std::fprintf(stderr, "commsim %s: not available in this build\n", name);
+  return 2;
+}
+}  // namespace
+
+int cmd_predict(int, char**) { return pending("predict"); }
+int cmd_run(int, char**) { return pending("run"); }
+int cmd_merge(int, char**) { return pending("merge"); }
+int cmd_probe(int, char**) { return pending("probe"); }
+int cmd_calibrate(int, char**) { return pending("calibrate"); }
+int cmd_report(int, char**) { return pending("report"); }
+int cmd_plan(int, char**) { return pending("plan"); }
+
+}  // namespace commsim
