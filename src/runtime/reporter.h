@@ -89,10 +89,12 @@ class JsonReporter : public Reporter {
   explicit JsonReporter(std::ostream& out, bool with_samples = false);
   void context(const RunContext& ctx) override;  // the first context is the document's "context"
   void point(const Point& p) override;
+  void note(std::string_view text) override;  // collected into "notes": [...] after "points"
   void finalize() override;  // closes the document; "context": null when none was given
 
  private:
   void open();
+  std::vector<std::string> notes_;
   std::ostream& out_;
   bool with_samples_;
   bool opened_ = false;

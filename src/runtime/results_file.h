@@ -10,6 +10,7 @@
 // Not thread-safe; under MPI only one rank (rank 0) owns a ResultsFile.
 #include <compare>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ inline constexpr int kResultsSchemaVersion = 1;
 
 enum class RunStatus { Running, Complete, Interrupted, Failed };
 std::string_view to_string(RunStatus s);  // "running", "complete", "interrupted", "failed"
+std::optional<RunStatus> parse_run_status(std::string_view text);
 
 // What identifies a point: `run --resume` skips every key already in the file.
 struct PointKey {
