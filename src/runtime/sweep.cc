@@ -1,0 +1,288 @@
+#include "runtime/sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "model/error.h"
+#include "model/price.h"
+#include "model/select.h"
+#include "model/units.h"
+#include "runtime/stats.h"
+
+#ifdef COMMSIM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace commsim {
+
+std::string point_label(const Point& p) {
+  return std::string(to_string(p.collective)) + " " + std::string(to_string(p.algorithm)) + " " +
+         format_bytes(p.bytes);
+}
+
+std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, int nranks) {
+  std::uint64_t count = bytes / elem_size;
+  if (c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll)
+    count = count / static_cast<std::uint64_t>(nranks) * static_cast<std::uint64_t>(nranks);
+  return count;
+}
+
+namespace {
+
+double predicted_busbw_gbps(Collective c, Bytes bytes, int nranks, double time_s) {
+  if (!(time_s > 0)) return kNaN;
+  return static_cast<double>(bytes) / time_s / 1e9 * busbw_factor(c, nranks);
+}
+
+// The model's fastest hand-written algorithm among `algs` for c at `bytes` (closed forms).
+std::optional<Choice> fastest(const Topology& topo, Collective c, const Placement& placement, Bytes bytes,
+                              const std::vector<Algorithm>& algs) {
+  std::vector<Candidate> candidates;
+  for (Algorithm a : algs)
+    if (is_hand_written(a) && applies(c, a)) candidates.push_back({a, Protocol::None});
+  if (candidates.empty()) return std::nullopt;
+  try {
+    return best_candidate(topo, c, placement.nnodes, placement.max_ranks_per_node(), bytes, candidates);
+  } catch (const Error&) {
+    return std::nullopt;  // e.g. an algorithm the closed forms do not cover for this rank count
+  }
+}
+
+}  // namespace
+
+std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
+                                     const std::vector<Bytes>& sizes, const SweepSettings& settings,
+                                     const Topology& topology, const Placement& placement,
+                                     const Backend& backend) {
+  const std::uint32_t elem = dtype_size(settings.dtype);
+  const int nranks = placement.nranks;
+  std::vector<PlannedPoint> plan;
+  for (const auto& [c, algs] : pairs) {
+    std::vector<Algorithm> all_hand_written(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+    std::set<std::uint64_t> seen_counts;
+    for (Bytes requested : sizes) {
+      const std::uint64_t count = element_count(c, requested, elem, nranks);
+      if (!seen_counts.insert(count).second) continue;
+      const Bytes bytes = count * elem;
+      const auto winner = fastest(topology, c, placement, bytes, algs);
+      for (Algorithm a : algs) {
+        PlannedPoint pp;
+        Point& row = pp.row;
+        row.collective = c;
+        row.algorithm = a;
+        row.backend = std::string(backend.name());
+        row.transport = std::string(backend.transport());
+        row.dtype = std::string(to_string(settings.dtype));
+        row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
+        row.nodes = placement.nnodes;
+        row.ranks = nranks;
+        row.bytes = bytes;
+        row.count = count;
+        row.root = settings.root;
+        row.iters = settings.iters;
+        row.status = "skipped";
+        if (winner) row.predicted_winner = std::string(to_string(winner->candidate.algorithm));
+
+        PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1};
+        Schedule schedule;
+        try {
+          if (is_hand_written(a)) {
+            pp.request = ScheduleRequest{c, a, nranks, count, elem, settings.root, &placement,
+                                         settings.pipeline_chunk_bytes};
+            schedule = make_schedule(pp.request);
+            setup.schedule = &schedule;
+            const double t_s = price_schedule(schedule, topology, placement).time_s;
+            row.predicted_us = t_s * 1e6;
+            row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, t_s);
+          } else {
+            // A library chooses its own algorithm: predict the one the model would choose.
+            const auto choice = fastest(topology, c, placement, bytes, all_hand_written);
+            if (choice) {
+              row.predicted_us = choice->cost.time_s * 1e6;
+              row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, choice->cost.time_s);
+              row.note = "predicted: closed form of " + std::string(to_string(choice->candidate.algorithm)) +
+                         ", the model's fastest";
+            }
+          }
+        } catch (const Error& e) {
+          row.note = e.what();
+          pp.runnable = false;
+        }
+        if (pp.runnable) {
+          if (std::string why = backend.unsupported(setup); !why.empty()) {
+            row.note = why;
+            pp.runnable = false;
+          } else {
+            pp.bytes_needed = backend.bytes_needed(setup);
+          }
+        }
+        plan.push_back(std::move(pp));
+      }
+    }
+  }
+  return plan;
+}
+
+#ifdef COMMSIM_HAVE_MPI
+
+void check_memory(const std::vector<PlannedPoint>& plan, const Backend& backend) {
+  const unsigned long long available = backend.bytes_available();
+  std::vector<unsigned long long> need(plan.size()), most(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) need[i] = plan[i].runnable ? plan[i].bytes_needed : 0;
+  unsigned long long least_available = 0;
+  MPI_Allreduce(need.data(), most.data(), static_cast<int>(need.size()), MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                MPI_COMM_WORLD);
+  MPI_Allreduce(&available, &least_available, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  std::string first_bad;
+  Bytes largest_ok = 0;
+  bool any_ok = false;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    if (!plan[i].runnable) continue;
+    if (most[i] > least_available) {
+      if (first_bad.empty())
+        first_bad = point_label(plan[i].row) + " needs " + format_bytes(most[i]) + " of memory per rank";
+    } else if (!any_ok || plan[i].row.bytes > largest_ok) {
+      largest_ok = plan[i].row.bytes;
+      any_ok = true;
+    }
+  }
+  if (first_bad.empty()) return;
+  throw Error(first_bad + ", but a rank has only " + format_bytes(least_available) +
+              " available (its node's free memory shared by the ranks on it); ask for smaller --sizes" +
+              (any_ok ? " (the largest point that fits is " + format_bytes(largest_ok) + ")" : std::string()));
+}
+
+namespace {
+
+// The barrier before an iteration, which is also where all ranks agree to stop.
+bool barrier_and_agree_stop(MPI_Comm comm) {
+  int local = stop_signal() != 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm);
+  return any != 0;
+}
+
+enum class PointEnd { Done, Abandoned };
+
+PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& settings, Backend& backend,
+                   Watchdog& watchdog, MPI_Comm comm, int rank, Point& row) {
+  row = pp.row;
+  Schedule schedule;
+  PointSetup setup{row.collective, row.algorithm, row.count, settings.dtype, settings.op, settings.root, nullptr,
+                   settings.inject_error_rank};
+  watchdog.begin_point(index, point_label(row));
+
+  // A failure to prepare on one rank (e.g. out of memory) must not leave the others waiting.
+  std::string error;
+  try {
+    if (is_hand_written(row.algorithm)) {
+      schedule = make_schedule(pp.request);
+      setup.schedule = &schedule;
+    }
+    backend.prepare(setup);
+  } catch (const std::exception& e) {
+    error = e.what();
+    std::fprintf(stderr, "commsim run: rank %d: %s: %s\n", rank, point_label(row).c_str(), error.c_str());
+  }
+  int bad = error.empty() ? 0 : 1, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
+  if (any_bad) {
+    backend.release();
+    watchdog.end_point(index);
+    row.status = "error";
+    row.note = error.empty() ? "failed on another rank (see its message)" : error;
+    return PointEnd::Done;
+  }
+
+  for (int i = 0; i < settings.warmup; ++i) {
+    if (barrier_and_agree_stop(comm)) {
+      backend.release();
+      watchdog.end_point(index);
+      return PointEnd::Abandoned;
+    }
+    backend.run_once();
+  }
+  std::vector<double> local_s(static_cast<std::size_t>(settings.iters)), max_s(local_s.size());
+  for (int i = 0; i < settings.iters; ++i) {
+    if (barrier_and_agree_stop(comm)) {
+      backend.release();
+      watchdog.end_point(index);
+      return PointEnd::Abandoned;
+    }
+    local_s[static_cast<std::size_t>(i)] = backend.run_once();
+  }
+  MPI_Reduce(local_s.data(), max_s.data(), settings.iters, MPI_DOUBLE, MPI_MAX, 0, comm);
+
+  long long wrong = -1;
+  if (settings.check) {
+    long long local_wrong = static_cast<long long>(backend.check());
+    MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
+  }
+  backend.release();
+  watchdog.end_point(index);
+  if (rank != 0) return PointEnd::Done;
+
+  row.samples_us.resize(max_s.size());
+  std::transform(max_s.begin(), max_s.end(), row.samples_us.begin(), [](double s) { return s * 1e6; });
+  const SampleStats st = summarize(row.samples_us);
+  row.iters = settings.iters;
+  row.measured_min_us = st.min;
+  row.measured_median_us = st.median;
+  row.measured_mean_us = st.mean;
+  row.measured_p95_us = st.p95;
+  row.measured_max_us = st.max;
+  derive_bandwidths(row);
+  row.wrong = wrong;
+  row.status = wrong > 0 ? "wrong" : "ok";
+  return PointEnd::Done;
+}
+
+}  // namespace
+
+SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSettings& settings, Backend& backend,
+                       Watchdog& watchdog, const SweepCallbacks& callbacks) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  SweepOutcome out;
+  const int total = static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
+  int ordinal = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const PlannedPoint& pp = plan[i];
+    if (!pp.runnable) {
+      ++out.skipped;
+      if (rank == 0 && callbacks.point_done) callbacks.point_done(pp.row);
+      continue;
+    }
+    ++ordinal;
+    if (rank == 0 && callbacks.progress) callbacks.progress(pp.row, ordinal, total);
+    Point row;
+    if (run_point(pp, static_cast<int>(i), settings, backend, watchdog, comm, rank, row) == PointEnd::Abandoned) {
+      out.stop_signal = std::max(stop_signal(), 1);
+      break;
+    }
+    ++out.finished;
+    // Every rank counts the same statuses: "error" is agreed; "wrong" only rank 0 knows.
+    if (row.status == "error") ++out.errors;
+    if (rank == 0) {
+      if (row.status == "wrong") ++out.wrong;
+      if (callbacks.point_done) callbacks.point_done(row);
+      watchdog.drain();
+    }
+  }
+  MPI_Comm_free(&comm);
+  return out;
+}
+
+#else
+
+void check_memory(const std::vector<PlannedPoint>&, const Backend&) {}
+SweepOutcome run_sweep(const std::vector<PlannedPoint>&, const SweepSettings&, Backend&, Watchdog&,
+                       const SweepCallbacks&) {
+  throw Error("this build has no MPI: commsim run is not available");
+}
+
+#endif
+
+}  // namespace commsim

@@ -1,0 +1,90 @@
+#pragma once
+// The loop over points of `commsim run`: plan every (collective x algorithm x size) point with its
+// prediction before anything runs, then run them one by one on a Backend under MPI.
+//
+// Per point, on every rank: prepare (buffers, inputs); `warmup` untimed iterations; `iters` timed
+// iterations, each preceded by a barrier (an MPI_Allreduce of the stop flag, so every rank also
+// agrees on whether a stop signal arrived); the iteration's time is the maximum over ranks; with
+// check, one more iteration whose wrong elements are summed over ranks. Rank 0 gets the finished
+// row (statistics, algbw/busbw, relative error, status) through a callback.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/dtype.h"
+#include "collectives/generators.h"
+#include "model/placement.h"
+#include "model/topology.h"
+#include "runtime/backend.h"
+#include "runtime/point.h"
+#include "runtime/watchdog.h"
+
+namespace commsim {
+
+struct SweepSettings {
+  DType dtype = DType::Float32;
+  RedOp op = RedOp::Sum;
+  int root = 0;
+  int iters = 20;
+  int warmup = 5;
+  bool check = false;
+  // Chunk of the pipelined algorithms, bytes; 0: the generator's (model's) default.
+  std::uint64_t pipeline_chunk_bytes = 0;
+  // Testing only (PointSetup::inject_error_rank).
+  int inject_error_rank = -1;
+};
+
+// One point, decided before anything runs, identically on every rank.
+struct PlannedPoint {
+  Point row;                 // key and prediction; a point that cannot run has status "skipped" and a note
+  bool runnable = true;
+  ScheduleRequest request;   // for hand-written algorithms
+  std::uint64_t bytes_needed = 0;  // this rank's memory for the point (Backend::bytes_needed)
+};
+
+// "allreduce ring 1MiB": how points are named in progress lines and messages.
+std::string point_label(const Point& p);
+
+// Element count of a request of `bytes` (nccl-tests): bytes / element size, and for allgather,
+// reducescatter and alltoall rounded down to a multiple of nranks.
+std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, int nranks);
+
+// The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
+// same element count are kept once). Predictions: a hand-written algorithm's schedule priced on
+// the topology with the real placement (price_schedule); `mpi`: the closed form of the fastest
+// hand-written algorithm the model would choose (named in the note). predicted_winner: the
+// model's fastest among the hand-written algorithms asked for that collective. A point the
+// backend cannot run, or whose schedule cannot be built, is planned as skipped with the reason.
+std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
+                                     const std::vector<Bytes>& sizes, const SweepSettings& settings,
+                                     const Topology& topology, const Placement& placement,
+                                     const Backend& backend);
+
+// Collective: throws Error (the same on every rank) when a runnable point needs more memory on
+// some rank than that rank has available, naming the point and the sizes.
+void check_memory(const std::vector<PlannedPoint>& plan, const Backend& backend);
+
+struct SweepOutcome {
+  int finished = 0;  // points run to the end (ok, wrong or error)
+  int wrong = 0;     // points with status "wrong"
+  int errors = 0;    // points with status "error"
+  int skipped = 0;   // planned as skipped (reported, not run)
+  int stop_signal = 0;  // the signal that stopped the sweep early, 0 when it ran to the end
+};
+
+struct SweepCallbacks {
+  // Rank 0, before a point runs: its 1-based ordinal among the runnable points, and their total.
+  std::function<void(const Point& p, int ordinal, int total)> progress;
+  // Rank 0, for every finished or skipped point, in order.
+  std::function<void(const Point& p)> point_done;
+};
+
+// Collective: runs the plan on every rank (all ranks pass the same plan). Stops early, after the
+// current iteration, when a stop signal reached any rank (watchdog.h); the abandoned point is not
+// reported.
+SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSettings& settings, Backend& backend,
+                       Watchdog& watchdog, const SweepCallbacks& callbacks);
+
+}  // namespace commsim

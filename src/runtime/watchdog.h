@@ -1,0 +1,57 @@
+#pragma once
+// Faults around a sweep: a point that hangs (a peer that never arrives) and the signals a batch
+// system sends at its time limit.
+//
+// Watchdog: a thread on every rank. Each rank tells rank 0, outside the timed iterations, when it
+// begins and ends a point (small messages on a private communicator). When rank 0's current point
+// has run longer than the timeout, rank 0's watchdog thread reads those reports, prints
+//   point <collective> <algorithm> <size> timed out after N s; ranks that did not arrive: ...
+// calls the timeout handler (which closes the results file as far as it can) and MPI_Aborts the
+// job. The other ranks abort by themselves if rank 0 has not after twice the timeout (rank 0
+// stopped, or its node lost). Needs MPI_THREAD_MULTIPLE: the reports are read while the main thread
+// may be blocked inside MPI.
+//
+// Stop signals: SIGTERM and SIGINT (Slurm sends SIGTERM at the time limit, then SIGKILL after
+// KillWait) only set a flag; the sweep checks it before every iteration, all ranks agree, and the
+// run ends cleanly with the finished points written.
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace commsim {
+
+// Installs the SIGTERM/SIGINT handlers (idempotent).
+void install_stop_handlers();
+// The signal received, 0 when none.
+int stop_signal();
+
+class Watchdog {
+ public:
+  // Called on rank 0's watchdog thread just before the job is aborted; the main thread is stuck
+  // inside the point, so the handler may use what the main thread only touches between points.
+  using TimeoutHandler = std::function<void(const std::string& message)>;
+
+  // Collective over MPI_COMM_WORLD (duplicates it). timeout_s <= 0: no thread, no reports.
+  Watchdog(double timeout_s, TimeoutHandler on_timeout);
+  // Stops the thread. Frees MPI resources only after finish().
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Every rank, in the same order: a point with this index (unique, increasing) and label starts
+  // or has ended on this rank.
+  void begin_point(int index, const std::string& label);
+  void end_point(int index);
+  // Rank 0: reads the reports that have arrived (call between points to keep the queue short).
+  void drain();
+  // Collective, on the normal path at the end: completes the reports and frees the communicator.
+  void finish();
+
+  double timeout_s() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace commsim
