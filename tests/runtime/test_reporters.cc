@@ -1,0 +1,384 @@
+// The reporters, tested on their real output: the CSV and JSON are parsed back by independent
+// small parsers here, the HDF5 read back with read_results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <variant>
+
+#include "runtime/reporter.h"
+#include "runtime/results_file.h"
+#include "test_util.h"
+
+namespace commsim {
+namespace {
+
+// ---- an RFC 4180 CSV reader
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, row_open = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        field += ch;
+      }
+      continue;
+    }
+    row_open = true;
+    if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      row.push_back(field);
+      field.clear();
+    } else if (ch == '\n') {
+      row.push_back(field);
+      field.clear();
+      rows.push_back(row);
+      row.clear();
+      row_open = false;
+    } else {
+      field += ch;
+    }
+  }
+  EXPECT_FALSE(quoted) << "unterminated quote";
+  EXPECT_FALSE(row_open) << "last line has no newline";
+  return rows;
+}
+
+// ---- a small JSON parser (objects, arrays, strings with escapes, numbers, true/false/null)
+
+struct Json;
+using JsonObject = std::map<std::string, Json>;
+using JsonArray = std::vector<Json>;
+struct Json {
+  std::variant<std::nullptr_t, bool, double, std::string, JsonArray, JsonObject> v;
+  bool is_null() const { return std::holds_alternative<std::nullptr_t>(v); }
+  double num() const { return std::get<double>(v); }
+  const std::string& str() const { return std::get<std::string>(v); }
+  const JsonArray& arr() const { return std::get<JsonArray>(v); }
+  const JsonObject& obj() const { return std::get<JsonObject>(v); }
+  const Json& operator[](const std::string& k) const { return obj().at(k); }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  Json document() {
+    Json j = value();
+    ws();
+    if (i_ != s_.size()) throw std::runtime_error("trailing text at " + std::to_string(i_));
+    return j;
+  }
+
+ private:
+  void ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  char peek() {
+    ws();
+    if (i_ >= s_.size()) throw std::runtime_error("unexpected end");
+    return s_[i_];
+  }
+  void expect(char ch) {
+    if (peek() != ch) throw std::runtime_error(std::string("expected ") + ch + " at " + std::to_string(i_));
+    ++i_;
+  }
+  bool literal(const char* w) {
+    std::size_t n = std::strlen(w);
+    if (s_.compare(i_, n, w) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  Json value() {
+    char ch = peek();
+    if (ch == '{') {
+      ++i_;
+      JsonObject o;
+      if (peek() == '}') {
+        ++i_;
+        return Json{o};
+      }
+      for (;;) {
+        std::string k = string();
+        expect(':');
+        o.emplace(k, value());
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
+        expect('}');
+        return Json{o};
+      }
+    }
+    if (ch == '[') {
+      ++i_;
+      JsonArray a;
+      if (peek() == ']') {
+        ++i_;
+        return Json{a};
+      }
+      for (;;) {
+        a.push_back(value());
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
+        expect(']');
+        return Json{a};
+      }
+    }
+    if (ch == '"') return Json{string()};
+    if (literal("null")) return Json{nullptr};
+    if (literal("true")) return Json{true};
+    if (literal("false")) return Json{false};
+    std::size_t used = 0;
+    double d = std::stod(s_.substr(i_, 64), &used);  // throws on anything else (NaN, inf are not JSON)
+    std::string tok = s_.substr(i_, used);
+    if (tok.find_first_of("nNiI") != std::string::npos) throw std::runtime_error("not a JSON number: " + tok);
+    i_ += used;
+    return Json{d};
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char ch = s_[i_++];
+      if (static_cast<unsigned char>(ch) < 0x20) throw std::runtime_error("raw control character in string");
+      if (ch != '\\') {
+        out += ch;
+        continue;
+      }
+      char e = s_.at(i_++);
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'u': out += static_cast<char>(std::stoi(s_.substr(i_, 4), nullptr, 16)); i_ += 4; break;
+        default: throw std::runtime_error("bad escape");
+      }
+    }
+    expect('"');
+    return out;
+  }
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+double cell_number(const std::string& s) { return s.empty() ? kNaN : std::stod(s); }
+
+std::vector<Point> sample_points() {
+  std::vector<Point> v = {test::measured_point(1024), test::predicted_point(Collective::AllGather, 4096),
+                          test::measured_point(3)};
+  v[0].note = "has, a comma and \"quotes\"\nand a newline";
+  v[2].status = "wrong";
+  v[2].wrong = 5;
+  return v;
+}
+
+TEST(CsvReporter, HeaderAndCellsReadBack) {
+  std::ostringstream out;
+  auto points = sample_points();
+  {
+    CsvReporter r(out);
+    EXPECT_EQ(out.str().find('\n') + 1, out.str().size()) << "header written at construction";
+    for (const Point& p : points) r.point(p);
+    r.finalize();
+  }
+  auto rows = parse_csv(out.str());
+  ASSERT_EQ(rows.size(), 1 + points.size());
+  const std::vector<std::string> required = {
+      "collective", "algorithm",   "backend",    "protocol",  "dtype",
+      "nodes",      "ranks",       "bytes",      "predicted_us", "predicted_busbw_gbps",
+      "measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error",
+      "wrong",      "status"};
+  const auto& header = rows[0];
+  ASSERT_GE(header.size(), required.size());
+  for (std::size_t i = 0; i < required.size(); ++i) EXPECT_EQ(header[i], required[i]) << "column " << i;
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  ASSERT_TRUE(col.count("note"));
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    SCOPED_TRACE(k);
+    const auto& row = rows[k + 1];
+    const Point& p = points[k];
+    ASSERT_EQ(row.size(), header.size());
+    EXPECT_EQ(row[col["collective"]], to_string(p.collective));
+    EXPECT_EQ(row[col["algorithm"]], to_string(p.algorithm));
+    EXPECT_EQ(row[col["protocol"]], to_string(p.protocol));
+    EXPECT_EQ(std::stoull(row[col["bytes"]]), p.bytes);
+    EXPECT_EQ(std::stoi(row[col["ranks"]]), p.ranks);
+    for (auto [name, value] : std::vector<std::pair<std::string, double>>{
+             {"predicted_us", p.predicted_us},
+             {"predicted_busbw_gbps", p.predicted_busbw_gbps},
+             {"measured_median_us", p.measured_median_us},
+             {"measured_p95_us", p.measured_p95_us},
+             {"algbw_gbps", p.algbw_gbps},
+             {"busbw_gbps", p.busbw_gbps},
+             {"rel_error", p.rel_error}}) {
+      double got = cell_number(row[col[name]]);
+      if (std::isnan(value))
+        EXPECT_TRUE(row[col[name]].empty()) << name << " should be an empty cell";
+      else
+        EXPECT_EQ(got, value) << name;  // shortest round-trip text: exact
+    }
+    EXPECT_EQ(row[col["wrong"]], p.wrong < 0 ? "" : std::to_string(p.wrong));
+    EXPECT_EQ(row[col["status"]], p.status);
+    EXPECT_EQ(row[col["note"]], p.note);
+  }
+}
+
+TEST(JsonReporter, DocumentParsesWithNaNAsNull) {
+  std::ostringstream out;
+  auto points = sample_points();
+  RunContext ctx = test::sample_context();
+  {
+    JsonReporter r(out, /*with_samples=*/true);
+    r.context(ctx);
+    for (const Point& p : points) r.point(p);
+    r.note("on 2 nodes, allreduce: tree beats ring below 1 MiB");
+    r.finalize();
+  }
+  Json doc;
+  ASSERT_NO_THROW(doc = JsonParser(out.str()).document()) << out.str();
+  EXPECT_EQ(doc["context"]["backend"].str(), "host");
+  EXPECT_EQ(doc["context"]["topology_text"].str(), ctx.topology_text);
+  EXPECT_EQ(doc["context"]["slurm"]["job_id"].str(), "1234");
+  EXPECT_EQ(doc["context"]["hostnames"].arr().size(), 4u);
+  const auto& pts = doc["points"].arr();
+  ASSERT_EQ(pts.size(), points.size());
+  EXPECT_EQ(pts[0]["note"].str(), points[0].note);
+  EXPECT_EQ(pts[0]["measured_median_us"].num(), points[0].measured_median_us);
+  EXPECT_EQ(pts[0]["samples_us"].arr().size(), points[0].samples_us.size());
+  EXPECT_TRUE(pts[1]["measured_median_us"].is_null());
+  EXPECT_TRUE(pts[1]["wrong"].is_null());
+  EXPECT_EQ(pts[1]["protocol"].str(), "LL128");
+  EXPECT_EQ(pts[2]["wrong"].num(), 5);
+  EXPECT_EQ(doc["notes"].arr().at(0).str(), "on 2 nodes, allreduce: tree beats ring below 1 MiB");
+}
+
+TEST(JsonReporter, EmptyDocumentIsValid) {
+  std::ostringstream out;
+  {
+    JsonReporter r(out);
+    r.finalize();
+  }
+  Json doc = JsonParser(out.str()).document();
+  EXPECT_TRUE(doc["context"].is_null());
+  EXPECT_TRUE(doc["points"].arr().empty());
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+TEST(TableReporter, PredictedTableHasUnitsAndDerivedBandwidth) {
+  std::ostringstream out;
+  Point p = test::predicted_point(Collective::AllReduce, 1 << 20);
+  p.predicted_us = 50.0;
+  {
+    TableReporter r(out, TableReporter::Columns::Predicted);
+    r.point(p);
+    r.note("on 16 nodes, allreduce: tree beats ring below 2 MiB");
+    r.finalize();
+  }
+  std::string s = out.str();
+  EXPECT_NE(s.find("(us)"), std::string::npos) << s;
+  EXPECT_NE(s.find("(GB/s)"), std::string::npos) << s;
+  EXPECT_NE(s.find("allreduce: 16 nodes x 8 ranks = 128 ranks"), std::string::npos) << s;
+  // The data row: size count type redop algorithm proto time algbw busbw winner.
+  std::vector<std::string> row;
+  for (const auto& l : lines_of(s))
+    if (!l.empty() && l[0] != '#' && l.find("beats") == std::string::npos) row = words(l);
+  ASSERT_EQ(row.size(), 10u) << s;
+  EXPECT_EQ(std::stoull(row[0]), p.bytes);
+  EXPECT_EQ(std::stoull(row[1]), p.count);
+  EXPECT_EQ(row[4], "tree");
+  EXPECT_EQ(row[5], "LL128");
+  EXPECT_DOUBLE_EQ(std::stod(row[6]), 50.0);
+  EXPECT_NEAR(std::stod(row[7]), (1 << 20) / 50e-6 / 1e9, 0.01);  // algbw = bytes / time
+  EXPECT_NEAR(std::stod(row[8]), 99.0, 0.01);
+  EXPECT_NE(s.find("tree beats ring below 2 MiB"), std::string::npos);
+}
+
+TEST(TableReporter, MeasuredTableShowsWrongPredictionAndError) {
+  std::ostringstream out;
+  Point p = test::measured_point(1024);
+  {
+    TableReporter r(out, TableReporter::Columns::Measured);
+    r.context(test::sample_context());
+    r.point(p);
+    Point q = test::measured_point(2048);
+    q.collective = Collective::AllGather;
+    r.point(q);
+  }
+  std::string s = out.str();
+  EXPECT_NE(s.find("#wrong"), std::string::npos);
+  EXPECT_NE(s.find("rel.err"), std::string::npos);
+  EXPECT_NE(s.find("backend host, transport mpi, 4 ranks on 2 nodes"), std::string::npos) << s;
+  EXPECT_NE(s.find("# allgather:"), std::string::npos) << "a new block per collective";
+  std::vector<std::string> row;
+  for (const auto& l : lines_of(s))
+    if (!l.empty() && l[0] != '#') {
+      row = words(l);
+      break;
+    }
+  ASSERT_GE(row.size(), 14u) << s;
+  EXPECT_NEAR(std::stod(row[6]), p.measured_median_us, 0.01);
+  EXPECT_EQ(row[9], "0");
+  EXPECT_NEAR(std::stod(row[10]), p.predicted_us, 0.01);
+  EXPECT_NEAR(std::stod(row[11]), p.rel_error * 100, 0.06);
+  EXPECT_EQ(row[12], "tree");
+  EXPECT_EQ(row[13], "ok");
+}
+
+TEST(Hdf5Reporter, RowsReadBack) {
+  test::TempDir dir;
+  const std::string path = dir.file("r.h5");
+  auto points = sample_points();
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    MultiReporter m;
+    std::ostringstream csv;
+    m.add(std::make_unique<Hdf5Reporter>(f));
+    m.add(std::make_unique<CsvReporter>(csv));
+    for (const Point& p : points) m.point(p);
+    m.finalize();
+    f.finish(RunStatus::Complete);
+    EXPECT_EQ(parse_csv(csv.str()).size(), 1 + points.size());
+  }
+  auto back = read_points(path);
+  ASSERT_EQ(back.size(), points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(back[i].bytes, points[i].bytes);
+    EXPECT_EQ(back[i].note, points[i].note);
+    EXPECT_EQ(back[i].samples_us, points[i].samples_us);
+  }
+}
+
+}  // namespace
+}  // namespace commsim

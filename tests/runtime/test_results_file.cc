@@ -1,0 +1,380 @@
+// The HDF5 results file: round trip, no silent overwrite, .partial + rename, a killed writer,
+// resume, schema version checks.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "model/error.h"
+#include "runtime/hdf5.h"
+#include "runtime/results_file.h"
+#include "test_util.h"
+
+namespace commsim {
+namespace {
+
+using test::TempDir;
+
+// Equal, or both NaN.
+void expect_same(double a, double b, const char* what) {
+  if (std::isnan(a) || std::isnan(b))
+    EXPECT_TRUE(std::isnan(a) && std::isnan(b)) << what << ": " << a << " vs " << b;
+  else
+    EXPECT_EQ(a, b) << what;
+}
+
+void expect_same_point(const Point& a, const Point& b) {
+  EXPECT_EQ(a.collective, b.collective);
+  EXPECT_EQ(a.algorithm, b.algorithm);
+  EXPECT_EQ(a.backend, b.backend);
+  EXPECT_EQ(a.transport, b.transport);
+  EXPECT_EQ(a.protocol, b.protocol);
+  EXPECT_EQ(a.dtype, b.dtype);
+  EXPECT_EQ(a.redop, b.redop);
+  EXPECT_EQ(a.nodes, b.nodes);
+  EXPECT_EQ(a.ranks, b.ranks);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.root, b.root);
+  expect_same(a.predicted_us, b.predicted_us, "predicted_us");
+  expect_same(a.predicted_busbw_gbps, b.predicted_busbw_gbps, "predicted_busbw_gbps");
+  EXPECT_EQ(a.predicted_winner, b.predicted_winner);
+  EXPECT_EQ(a.iters, b.iters);
+  expect_same(a.measured_min_us, b.measured_min_us, "measured_min_us");
+  expect_same(a.measured_median_us, b.measured_median_us, "measured_median_us");
+  expect_same(a.measured_mean_us, b.measured_mean_us, "measured_mean_us");
+  expect_same(a.measured_p95_us, b.measured_p95_us, "measured_p95_us");
+  expect_same(a.measured_max_us, b.measured_max_us, "measured_max_us");
+  expect_same(a.algbw_gbps, b.algbw_gbps, "algbw_gbps");
+  expect_same(a.busbw_gbps, b.busbw_gbps, "busbw_gbps");
+  expect_same(a.rel_error, b.rel_error, "rel_error");
+  EXPECT_EQ(a.wrong, b.wrong);
+  EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.note, b.note);
+  EXPECT_EQ(a.samples_us, b.samples_us);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ResultsFile, RoundTripKeepsEveryFieldNaNAndSamples) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  RunContext ctx = test::sample_context();
+  std::vector<Point> points = {test::measured_point(1024), test::measured_point(8, Algorithm::Tree),
+                               test::predicted_point(Collective::AllGather, 1 << 20)};
+  points[0].note = "picked ring/LL128, \"quoted\", comma";
+  points[1].status = "wrong";
+  points[1].wrong = 17;
+  points[1].rel_error = -kNaN;  // any NaN stays NaN
+  {
+    ResultsFile f = ResultsFile::create(path, false, ctx);
+    EXPECT_TRUE(test::exists(path + ".partial"));
+    EXPECT_FALSE(test::exists(path));
+    for (const Point& p : points) f.append(p);
+    EXPECT_EQ(f.points_in_file(), 3u);
+    f.finish(RunStatus::Complete);
+  }
+  EXPECT_TRUE(test::exists(path));
+  EXPECT_FALSE(test::exists(path + ".partial"));
+
+  ResultsContents r = read_results(path);
+  EXPECT_EQ(r.schema_version, kResultsSchemaVersion);
+  EXPECT_EQ(r.command_line, ctx.command_line);
+  EXPECT_EQ(r.created.size(), 20u) << r.created;  // 2026-01-31T12:34:56Z
+  ASSERT_EQ(r.runs.size(), 1u);
+  const RunContext& c = r.runs[0];
+  EXPECT_EQ(c.index, 0);
+  EXPECT_EQ(c.status, "complete");
+  EXPECT_FALSE(c.finished.empty());
+  EXPECT_EQ(c.hostnames, ctx.hostnames);
+  EXPECT_EQ(c.ranks, 4);
+  EXPECT_EQ(c.nodes, 2);
+  EXPECT_EQ(c.backend, "host");
+  EXPECT_EQ(c.transport, "mpi");
+  EXPECT_EQ(c.mpi_version, ctx.mpi_version);
+  EXPECT_EQ(c.nccl_version, "");
+  EXPECT_TRUE(c.gpu_names.empty());
+  EXPECT_EQ(c.environment, ctx.environment);
+  EXPECT_EQ(c.slurm.job_id, "1234");
+  EXPECT_EQ(c.slurm.partition, "gpu");
+  EXPECT_EQ(c.slurm.node_list, "node-[a-b]");
+  EXPECT_EQ(c.topology_name, "local-cpu");
+  EXPECT_EQ(c.topology_text, ctx.topology_text);
+  EXPECT_EQ(c.command_line, ctx.command_line);
+  ASSERT_EQ(r.points.size(), points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same_point(r.points[i], points[i]);
+    EXPECT_EQ(r.run_of_point[i], 0);
+  }
+  EXPECT_TRUE(std::isnan(r.points[2].measured_median_us));
+  EXPECT_EQ(r.points[2].wrong, -1);
+
+  ResultsContents lean = read_results(path, false);
+  ASSERT_EQ(lean.points.size(), 3u);
+  EXPECT_TRUE(lean.points[0].samples_us.empty());
+  EXPECT_EQ(read_points(path).size(), 3u);
+}
+
+TEST(ResultsFile, RefusesToOverwriteWithoutForce) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    f.append(test::measured_point(8));
+    f.finish(RunStatus::Complete);
+  }
+  std::string msg = error_of([&] { ResultsFile::create(path, false, test::sample_context()); });
+  EXPECT_NE(msg.find(path + " exists"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--force"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--resume"), std::string::npos) << msg;
+  EXPECT_EQ(read_points(path).size(), 1u);  // untouched
+
+  {
+    ResultsFile f = ResultsFile::create(path, true, test::sample_context());
+    EXPECT_EQ(read_points(path).size(), 1u);  // the old file stays until finish
+    f.append(test::measured_point(16));
+    f.append(test::measured_point(32));
+    f.finish(RunStatus::Complete);
+  }
+  auto pts = read_points(path);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].bytes, 16u);
+}
+
+TEST(ResultsFile, LeftoverPartialBlocksCreateUnlessForced) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  std::ofstream(path + ".partial") << "left over";
+  std::string msg = error_of([&] { ResultsFile::create(path, false, test::sample_context()); });
+  EXPECT_NE(msg.find(".partial exists"), std::string::npos) << msg;
+  ResultsFile f = ResultsFile::create(path, true, test::sample_context());
+  f.finish(RunStatus::Complete);
+  EXPECT_EQ(read_results(path).runs.size(), 1u);
+}
+
+TEST(ResultsFile, MissingDirectoryIsAClearError) {
+  TempDir dir;
+  std::string msg = error_of([&] { ResultsFile::create(dir.file("no/such/dir/r.h5"), false, test::sample_context()); });
+  EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+}
+
+// A writer killed without any cleanup (what SIGKILL or a node failure does) leaves a .partial
+// file holding every appended point; resume continues it in a new run.
+TEST(ResultsFile, KilledWriterKeepsEveryPointAndResumeSkipsThem) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    for (Bytes b : {8, 16, 32}) f.append(test::measured_point(b));
+    _exit(0);  // no destructor, no close
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_FALSE(test::exists(path));
+  ASSERT_TRUE(test::exists(path + ".partial"));
+
+  ResultsContents killed = read_results(path + ".partial");
+  ASSERT_EQ(killed.points.size(), 3u);
+  EXPECT_EQ(killed.runs[0].status, "running");
+  EXPECT_EQ(killed.points[2].samples_us, test::measured_point(32).samples_us);
+
+  {
+    ResultsFile f = ResultsFile::resume(path, test::sample_context());
+    EXPECT_EQ(f.current_run(), 1);
+    EXPECT_EQ(f.existing_keys().size(), 3u);
+    EXPECT_TRUE(f.contains(key_of(test::measured_point(16))));
+    EXPECT_FALSE(f.contains(key_of(test::measured_point(64))));
+    PointKey other_algo = key_of(test::measured_point(16, Algorithm::Tree));
+    EXPECT_FALSE(f.contains(other_algo));
+    for (Bytes b : {8, 16, 32, 64, 128})
+      if (!f.contains(key_of(test::measured_point(b)))) f.append(test::measured_point(b));
+    EXPECT_TRUE(f.contains(key_of(test::measured_point(64))));
+    f.finish(RunStatus::Complete);
+  }
+  ResultsContents r = read_results(path);
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].status, "running");
+  EXPECT_EQ(r.runs[1].status, "complete");
+  ASSERT_EQ(r.points.size(), 5u);
+  std::vector<Bytes> sizes;
+  for (const Point& p : r.points) sizes.push_back(p.bytes);
+  EXPECT_EQ(sizes, (std::vector<Bytes>{8, 16, 32, 64, 128}));
+  EXPECT_EQ(r.run_of_point, (std::vector<int>{0, 0, 0, 1, 1}));
+  // samples of the resumed run are found through their offsets
+  EXPECT_EQ(r.points[4].samples_us, test::measured_point(128).samples_us);
+}
+
+TEST(ResultsFile, ResumeOfACompleteFileAddsARun) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    f.append(test::measured_point(8));
+    f.finish(RunStatus::Interrupted);
+  }
+  EXPECT_EQ(read_results(path).runs[0].status, "interrupted");
+  {
+    ResultsFile f = ResultsFile::resume(path, test::sample_context());
+    EXPECT_TRUE(test::exists(path + ".partial"));
+    EXPECT_FALSE(test::exists(path));
+    f.append(test::measured_point(16));
+    f.finish(RunStatus::Complete);
+  }
+  ResultsContents r = read_results(path);
+  EXPECT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.points.size(), 2u);
+}
+
+TEST(ResultsFile, ResumeOfNothingIsAnError) {
+  TempDir dir;
+  std::string msg = error_of([&] { ResultsFile::resume(dir.file("none.h5"), test::sample_context()); });
+  EXPECT_NE(msg.find("neither"), std::string::npos) << msg;
+}
+
+TEST(ResultsFile, SchemaVersionMismatchNamesBothVersions) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    f.finish(RunStatus::Complete);
+  }
+  {
+    h5::File raw = h5::open_file(path, true);
+    h5::set_attribute(raw.get(), "schema_version", std::int64_t{7});
+  }
+  std::string msg = error_of([&] { read_results(path); });
+  EXPECT_NE(msg.find("version 7"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("version " + std::to_string(kResultsSchemaVersion)), std::string::npos) << msg;
+  msg = error_of([&] { ResultsFile::resume(path, test::sample_context()); });
+  EXPECT_NE(msg.find("version 7"), std::string::npos) << msg;
+  EXPECT_TRUE(test::exists(path));  // not renamed by the failed resume
+}
+
+TEST(ResultsFile, NonResultsFilesAreRejected) {
+  TempDir dir;
+  const std::string text = dir.file("text.h5");
+  std::ofstream(text) << "not hdf5\n";
+  EXPECT_NE(error_of([&] { read_results(text); }).find("not an HDF5 file"), std::string::npos);
+  const std::string other = dir.file("other.h5");
+  { h5::File f = h5::create_file(other); }
+  EXPECT_NE(error_of([&] { read_results(other); }).find("not a commsim results file"), std::string::npos);
+  std::string missing = error_of([&] { read_results(dir.file("missing.h5")); });
+  EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+}
+
+TEST(ResultsFile, DestructorWithoutFinishMarksFailedAndKeepsPartial) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    f.append(test::measured_point(8));
+  }
+  ASSERT_TRUE(test::exists(path + ".partial"));
+  ResultsContents r = read_results(path + ".partial");
+  EXPECT_EQ(r.runs[0].status, "failed");
+  EXPECT_EQ(r.points.size(), 1u);
+
+  // Nothing written: nothing left behind.
+  const std::string empty = dir.file("e.h5");
+  { ResultsFile f = ResultsFile::create(empty, false, test::sample_context()); }
+  EXPECT_FALSE(test::exists(empty + ".partial"));
+  EXPECT_FALSE(test::exists(empty));
+}
+
+TEST(ResultsFile, TooLongNameIsAnErrorAndWritesNothing) {
+  TempDir dir;
+  const std::string path = dir.file("r.h5");
+  ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+  Point p = test::measured_point(8);
+  p.backend = std::string(40, 'x');
+  std::string msg = error_of([&] { f.append(p); });
+  EXPECT_NE(msg.find("backend"), std::string::npos) << msg;
+  EXPECT_EQ(f.points_in_file(), 0u);
+  f.append(test::measured_point(8));
+  f.finish(RunStatus::Complete);
+  ResultsContents r = read_results(path);
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].samples_us, test::measured_point(8).samples_us);
+}
+
+TEST(ResultsFile, MergeCopiesRunsWithTheirContexts) {
+  TempDir dir;
+  const std::string a = dir.file("a.h5"), b = dir.file("b.h5"), all = dir.file("all.h5");
+  for (const std::string* path : {&a, &b}) {
+    RunContext c = test::sample_context();
+    c.slurm.job_id = path == &a ? "100" : "200";
+    ResultsFile f = ResultsFile::create(*path, false, c);
+    f.append(test::measured_point(path == &a ? 8 : 16));
+    f.finish(RunStatus::Complete);
+  }
+  {
+    ResultsFile out = ResultsFile::create_empty(all, false, "commsim merge a.h5 b.h5");
+    for (const std::string* path : {&a, &b}) {
+      ResultsContents in = read_results(*path);
+      for (std::size_t r = 0; r < in.runs.size(); ++r) {
+        std::vector<Point> pts;
+        for (std::size_t i = 0; i < in.points.size(); ++i)
+          if (in.run_of_point[i] == static_cast<int>(r)) pts.push_back(in.points[i]);
+        out.add_run(in.runs[r], pts, *parse_run_status(in.runs[r].status));
+      }
+    }
+    out.finish(RunStatus::Complete);
+  }
+  ResultsContents r = read_results(all);
+  EXPECT_EQ(r.command_line, "commsim merge a.h5 b.h5");
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].slurm.job_id, "100");
+  EXPECT_EQ(r.runs[1].slurm.job_id, "200");
+  EXPECT_EQ(r.runs[1].started, read_results(b).runs[0].started);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.run_of_point, (std::vector<int>{0, 1}));
+  EXPECT_EQ(r.points[1].samples_us, test::measured_point(16).samples_us);
+}
+
+TEST(Hdf5Wrapper, FailureCarriesTheHdf5ErrorStack) {
+  TempDir dir;
+  std::string msg = error_of([&] { h5::open_file(dir.file("missing.h5"), false); });
+  EXPECT_NE(msg.find("cannot open HDF5 file"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("H5F"), std::string::npos) << msg;  // a frame of the HDF5 stack
+}
+
+TEST(RunContext, CollectLocalFiltersTheEnvironment) {
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("SLURM_JOB_ID", "777", 1);
+  setenv("SLURM_JWT", "secret", 1);
+  setenv("HOME_UNRELATED_VAR", "x", 1);
+  const char* argv[] = {"commsim", "predict", "--sizes", "1 KiB"};
+  RunContext c = RunContext::collect_local(4, argv);
+  EXPECT_EQ(c.command_line, "commsim predict --sizes '1 KiB'");
+  EXPECT_EQ(c.slurm.job_id, "777");
+  auto has = [&](const std::string& kv) {
+    return std::find(c.environment.begin(), c.environment.end(), kv) != c.environment.end();
+  };
+  EXPECT_TRUE(has("NCCL_DEBUG=INFO"));
+  EXPECT_TRUE(has("SLURM_JOB_ID=777"));
+  EXPECT_FALSE(has("SLURM_JWT=secret"));
+  EXPECT_FALSE(has("HOME_UNRELATED_VAR=x"));
+  EXPECT_TRUE(std::is_sorted(c.environment.begin(), c.environment.end()));
+  ASSERT_EQ(c.hostnames.size(), 1u);
+  EXPECT_FALSE(c.hostnames[0].empty());
+  unsetenv("NCCL_DEBUG");
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("SLURM_JWT");
+  unsetenv("HOME_UNRELATED_VAR");
+}
+
+}  // namespace
+}  // namespace commsim

@@ -1,0 +1,100 @@
+#pragma once
+// Helpers of the runtime tests: a fresh temporary directory per test, and sample points.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "runtime/point.h"
+#include "runtime/run_context.h"
+
+namespace commsim::test {
+
+// A directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("commsim-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" + std::to_string(getpid()));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
+
+// A measured host point with samples and a prediction.
+inline Point measured_point(Bytes bytes, Algorithm a = Algorithm::Ring) {
+  Point p;
+  p.collective = Collective::AllReduce;
+  p.algorithm = a;
+  p.backend = "host";
+  p.transport = "mpi";
+  p.dtype = "float32";
+  p.nodes = 2;
+  p.ranks = 4;
+  p.bytes = bytes;
+  p.count = bytes / 4;
+  p.predicted_us = 10.0 + static_cast<double>(bytes) / 1000.0;
+  p.predicted_busbw_gbps = 12.5;
+  p.predicted_winner = "tree";
+  p.iters = 3;
+  p.samples_us = {11.0 + bytes, 12.5 + bytes, 10.25 + bytes};
+  p.measured_min_us = 10.25 + bytes;
+  p.measured_median_us = 11.0 + bytes;
+  p.measured_mean_us = (11.0 + 12.5 + 10.25) / 3 + bytes;
+  p.measured_p95_us = 12.5 + bytes;
+  p.measured_max_us = 12.5 + bytes;
+  p.wrong = 0;
+  p.status = "ok";
+  derive_bandwidths(p);
+  return p;
+}
+
+// A model-only point: measurement fields stay NaN.
+inline Point predicted_point(Collective c, Bytes bytes) {
+  Point p;
+  p.collective = c;
+  p.algorithm = Algorithm::Tree;
+  p.protocol = Protocol::LL128;
+  p.nodes = 16;
+  p.ranks = 128;
+  p.bytes = bytes;
+  p.count = bytes / 4;
+  p.predicted_us = 42.5;
+  p.predicted_busbw_gbps = 99.0;
+  p.predicted_winner = "tree";
+  return p;
+}
+
+inline RunContext sample_context() {
+  const char* argv[] = {"commsim", "run", "--sizes", "8B:1MiB", "--note", "it's here"};
+  RunContext c = RunContext::collect_local(6, argv);
+  c.backend = "host";
+  c.transport = "mpi";
+  c.hostnames = {"node-a", "node-a", "node-b", "node-b"};
+  c.ranks = 4;
+  c.nodes = 2;
+  c.mpi_version = "Open MPI v4.1.4";
+  c.gpu_names = {};
+  c.environment = {"NCCL_ALGO=Ring", "OMPI_MCA_btl=self,tcp"};
+  c.slurm.job_id = "1234";
+  c.slurm.partition = "gpu";
+  c.slurm.node_list = "node-[a-b]";
+  c.topology_name = "local-cpu";
+  c.topology_path = "configs/topologies/local-cpu.yaml";
+  c.topology_text = "name: local-cpu\n# a comment with unicode: \xc2\xb5s\n";
+  return c;
+}
+
+}  // namespace commsim::test
