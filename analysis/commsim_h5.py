@@ -1,0 +1,117 @@
+"""Read commsim HDF5 results files (schema version 1, src/runtime/HDF5_SCHEMA.md) into pandas.
+
+Plain h5py, numpy and pandas: no commsim code is needed to read the files.
+
+    import commsim_h5
+    points = commsim_h5.read_points(["run.h5"])        # one row per point, all files
+    runs = commsim_h5.read_runs("run.h5")              # one row per run (context)
+    probe, attrs = commsim_h5.read_probe("portrait.h5")  # /probe measurements of `commsim probe`
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+import h5py
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+
+# Hand-written algorithms (schedules), as commsim names them; the rest are library baselines.
+HAND_WRITTEN = (
+    "ring",
+    "tree",
+    "recursive-doubling",
+    "recursive-halving",
+    "rabenseifner",
+    "bruck",
+    "binomial",
+    "pairwise",
+    "direct",
+    "hierarchical",
+)
+
+
+def _text(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace").rstrip("\x00")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return _text(value[()])
+    return "" if value is None else str(value)
+
+
+def _check_schema(f: h5py.File, path: str) -> None:
+    version = f.attrs.get("schema_version")
+    if version is None or "points" not in f:
+        raise ValueError(f"{path}: not a commsim results file (no schema_version attribute or /points table)")
+    if int(version) != SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema version {int(version)}, this reader knows version {SCHEMA_VERSION}")
+
+
+def read_runs(path: str) -> pd.DataFrame:
+    """One row per /runs/<NNNN> group: its attributes, hostnames and gpu_names as lists."""
+    rows = []
+    with h5py.File(path, "r") as f:
+        _check_schema(f, path)
+        for name in sorted(f["runs"].keys()):
+            g = f["runs"][name]
+            row = {k: (_text(v) if isinstance(v, (bytes, str, np.bytes_)) else v) for k, v in g.attrs.items()}
+            for lst in ("hostnames", "gpu_names", "environment"):
+                if lst in g:
+                    row[lst] = [_text(x) for x in g[lst][:]]
+            row["file"] = path
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def read_points_file(path: str) -> pd.DataFrame:
+    """The /points table of one file, strings decoded, with `file` and `run_status` columns."""
+    with h5py.File(path, "r") as f:
+        _check_schema(f, path)
+        table = f["points"][:]
+        status_of_run = {}
+        for name in f["runs"].keys():
+            g = f["runs"][name]
+            status_of_run[int(g.attrs["index"])] = _text(g.attrs.get("status", ""))
+    df = pd.DataFrame({name: table[name] for name in table.dtype.names})
+    for col in df.columns:
+        if df[col].dtype == object or df[col].dtype.kind == "S":
+            df[col] = [_text(v) for v in df[col]]
+    df["file"] = path
+    df["run_status"] = [status_of_run.get(int(r), "") for r in df["run"]] if len(df) else []
+    return df
+
+
+def read_points(paths: Iterable[str] | str) -> pd.DataFrame:
+    """The points of every file, in file order then row order (the order `commsim report` uses)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = [read_points_file(str(p)) for p in paths]
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    df["order"] = np.arange(len(df))
+    return df
+
+
+def read_samples(path: str, offset: int, count: int) -> np.ndarray:
+    """Per-iteration times (us) of one point: its samples_offset and samples_count."""
+    with h5py.File(path, "r") as f:
+        return f["samples"][offset : offset + count]
+
+
+def read_probe(path: str) -> tuple[pd.DataFrame, dict]:
+    """The /probe group of a `commsim probe` file: measurements as a DataFrame, attributes as a dict."""
+    with h5py.File(path, "r") as f:
+        if "probe" not in f:
+            raise ValueError(f"{path}: no /probe group (not written by `commsim probe`)")
+        g = f["probe"]
+        attrs = {k: (_text(v) if isinstance(v, (bytes, str, np.bytes_)) else int(v)) for k, v in g.attrs.items()}
+        m = g["measurements"]
+        cols = {}
+        for name in m.keys():
+            data = m[name][:]
+            cols[name] = [_text(v) for v in data] if data.dtype.kind in ("O", "S") else data
+    return pd.DataFrame(cols), attrs

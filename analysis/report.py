@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Plots and a Markdown report of commsim results files: how far the model is from the measurement.
+
+    python3 analysis/report.py run.h5 [more.h5 ...] --out report/
+
+writes into report/:
+    time_vs_size_<collective>.png   measured points and predicted lines per algorithm (log-log)
+    busbw_vs_size_<collective>.png  bus bandwidth, measured and predicted
+    error_heatmap.png               median |error| per size x (nodes, ranks), per collective
+    crossover_ring_tree.png         tree/ring time ratio, measured and predicted
+    node_scaling.png                time vs node count (or rank count on one node) at a few sizes
+    report.md                       the tables of `commsim report` and the figures
+    report.json                     the same numbers as `commsim report --format json`
+
+The numbers follow the definitions of `commsim report` exactly (src/runtime/report_tables.h):
+relative error = (predicted - measured median) / measured median over points with status "ok";
+geometric mean of max(|error|, 1e-6); winners among hand-written algorithms measured at the same
+(collective, backend, dtype, nodes, ranks, bytes), ties in the model within 1e-6 relative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import commsim_h5  # noqa: E402
+
+SMALL_LIMIT = 64 * 1024
+LARGE_START = 16 * 1024 * 1024
+GEOMEAN_FLOOR = 1e-6
+TIE_TOLERANCE = 1e-6
+BANDS = ["<64KiB", "64KiB-16MiB", ">=16MiB"]
+
+
+def band_index(nbytes: int) -> int:
+    return 0 if nbytes < SMALL_LIMIT else (1 if nbytes < LARGE_START else 2)
+
+
+def format_bytes(n: float) -> str:
+    n = int(round(n))
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:g}{unit}" if v == int(v) else f"{v:.3g}{unit}"
+    return f"{n}B"
+
+
+def stats(errors) -> dict:
+    e = np.abs(np.asarray(errors, dtype=float))
+    if e.size == 0:
+        return {"n": 0, "median_abs_rel_error": 0.0, "geomean_abs_rel_error": 0.0, "max_abs_rel_error": 0.0}
+    return {
+        "n": int(e.size),
+        "median_abs_rel_error": float(np.median(e)),
+        "geomean_abs_rel_error": float(math.exp(np.mean(np.log(np.maximum(e, GEOMEAN_FLOOR))))),
+        "max_abs_rel_error": float(e.max()),
+    }
+
+
+def comparable(df: pd.DataFrame) -> pd.DataFrame:
+    """Points in the error tables: measured with status ok, positive time, with a prediction."""
+    ok = (
+        (df["status"] == "ok")
+        & np.isfinite(df["measured_median_us"])
+        & (df["measured_median_us"] > 0)
+        & np.isfinite(df["predicted_us"])
+    )
+    c = df[ok].copy()
+    c["err"] = (c["predicted_us"] - c["measured_median_us"]) / c["measured_median_us"]
+    c["band"] = [band_index(int(b)) for b in c["bytes"]]
+    return c
+
+
+def crossover_sizes(sizes, ta, tb) -> list[float]:
+    out = []
+    for i in range(len(sizes) - 1):
+        d0 = math.log(ta[i] / tb[i])
+        d1 = math.log(ta[i + 1] / tb[i + 1])
+        if not (d0 * d1 < 0):
+            continue
+        x0, x1 = math.log(sizes[i]), math.log(sizes[i + 1])
+        out.append(math.exp(x0 + (x1 - x0) * d0 / (d0 - d1)))
+    return out
+
+
+def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> dict:
+    c = comparable(df)
+    r = {"files": files, "points": int(len(df)), "measured": int(np.isfinite(df["measured_median_us"]).sum()) if len(df) else 0,
+         "compared": int(len(c))}
+    r["summary"] = {
+        "all": stats(c["err"]),
+        "below_64KiB": stats(c[c["bytes"] < SMALL_LIMIT]["err"]),
+        "from_64KiB": stats(c[c["bytes"] >= SMALL_LIMIT]["err"]),
+    }
+    groups = []
+    if len(c):
+        for (coll, alg, backend, band), g in sorted(c.groupby(["collective", "algorithm", "backend", "band"]),
+                                                    key=lambda kv: kv[0]):
+            s = stats(g["err"])
+            groups.append({"collective": coll, "algorithm": alg, "backend": backend, "band": BANDS[band], **s})
+    r["groups"] = groups
+
+    hw = c[c["algorithm"].isin(commsim_h5.HAND_WRITTEN)]
+    hw = hw.drop_duplicates(subset=["collective", "backend", "dtype", "nodes", "ranks", "bytes", "algorithm"], keep="first")
+    rows, crossings = [], []
+    agree = within = 0
+    for (coll, backend, dtype, nodes, ranks), g in sorted(hw.groupby(["collective", "backend", "dtype", "nodes", "ranks"]),
+                                                          key=lambda kv: kv[0]):
+        for nbytes, s in sorted(g.groupby("bytes"), key=lambda kv: kv[0]):
+            if len(s) < 2:
+                continue
+            s = s.sort_values("algorithm")
+            best_pred = s["predicted_us"].min()
+            best_meas = s["measured_median_us"].min()
+            measured_winner = s.loc[s["measured_median_us"].idxmin(), "algorithm"]
+            tied = s[s["predicted_us"] <= best_pred * (1 + TIE_TOLERANCE)]
+            is_agree = measured_winner in set(tied["algorithm"])
+            loss = float(tied["measured_median_us"].min() / best_meas - 1.0)
+            agree += int(is_agree)
+            within += int(loss <= 0.05)
+            rows.append({"collective": coll, "backend": backend, "nodes": int(nodes), "ranks": int(ranks),
+                         "bytes": int(nbytes), "candidates": int(len(s)),
+                         "predicted_winner": "=".join(tied["algorithm"]), "measured_winner": measured_winner,
+                         "agree": bool(is_agree), "loss": loss})
+        names = sorted(set(g["algorithm"]))
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                ga = g[g["algorithm"] == a].set_index("bytes")
+                gb = g[g["algorithm"] == b].set_index("bytes")
+                common = sorted(x for x in set(ga.index) & set(gb.index) if x > 0)
+                if len(common) < 2:
+                    continue
+                pa = [ga.loc[x, "predicted_us"] for x in common]
+                pb = [gb.loc[x, "predicted_us"] for x in common]
+                if all(abs(x - y) <= TIE_TOLERANCE * min(x, y) for x, y in zip(pa, pb)):
+                    continue
+                ma = [ga.loc[x, "measured_median_us"] for x in common]
+                mb = [gb.loc[x, "measured_median_us"] for x in common]
+                sizes = [float(x) for x in common]
+                pred, meas = crossover_sizes(sizes, pa, pb), crossover_sizes(sizes, ma, mb)
+                if pred or meas:
+                    crossings.append({"collective": coll, "backend": backend, "nodes": int(nodes), "ranks": int(ranks),
+                                      "a": a, "b": b, "predicted_bytes": pred, "measured_bytes": meas})
+    r["winners"] = {"cases": len(rows), "agree": agree, "agreement": agree / len(rows) if rows else 0.0,
+                    "within_5pct": within, "rows": rows}
+    r["crossovers"] = crossings
+    c_sorted = c.assign(abs_err=c["err"].abs()).sort_values("abs_err", ascending=False, kind="stable")
+    r["outliers"] = [
+        {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+        for row in c_sorted.head(max_outliers)[
+            ["collective", "algorithm", "backend", "nodes", "ranks", "bytes", "measured_median_us", "predicted_us", "err"]
+        ].to_dict("records")
+    ]
+    bad = df[~df["status"].isin(["ok", "predicted"])]
+    r["failed"] = [
+        {"collective": x.collective, "algorithm": x.algorithm, "backend": x.backend, "nodes": int(x.nodes),
+         "ranks": int(x.ranks), "bytes": int(x.bytes), "why": x.status + (": " + x.note if x.note else "")}
+        for x in bad.itertuples()
+    ]
+    r["run_notes"] = sorted({f"{x.file}: run {int(x.run)}: {x.run_status}" for x in df.itertuples()
+                             if x.run_status not in ("complete", "")})
+    return r
+
+
+# ---- figures
+
+
+def _groups_by_where(c: pd.DataFrame):
+    return sorted(c.groupby(["collective", "backend", "nodes", "ranks"]), key=lambda kv: kv[0])
+
+
+def plot_time_vs_size(c: pd.DataFrame, out: str) -> list[str]:
+    files = []
+    for coll, cg in sorted(c.groupby("collective"), key=lambda kv: kv[0]):
+        wheres = sorted(cg.groupby(["backend", "nodes", "ranks"]), key=lambda kv: kv[0])
+        n = len(wheres)
+        fig, axes = plt.subplots(1, n, figsize=(6 * n, 4.5), squeeze=False)
+        for ax, ((backend, nodes, ranks), g) in zip(axes[0], wheres):
+            for i, (alg, a) in enumerate(sorted(g.groupby("algorithm"), key=lambda kv: kv[0])):
+                a = a[a["bytes"] > 0].sort_values("bytes")
+                color = f"C{i % 10}"
+                ax.loglog(a["bytes"], a["measured_median_us"], "o", color=color, label=f"{alg} measured")
+                ax.loglog(a["bytes"], a["predicted_us"], "-", color=color, alpha=0.7, label=f"{alg} predicted")
+            ax.set_title(f"{coll}, {backend}, {nodes} node(s), {ranks} ranks")
+            ax.set_xlabel("bytes")
+            ax.set_ylabel("time (us)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        name = f"time_vs_size_{coll}.png"
+        fig.savefig(os.path.join(out, name), dpi=90)
+        plt.close(fig)
+        files.append(name)
+    return files
+
+
+def plot_busbw(c: pd.DataFrame, out: str) -> list[str]:
+    files = []
+    for coll, cg in sorted(c.groupby("collective"), key=lambda kv: kv[0]):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i, ((alg, ranks), a) in enumerate(sorted(cg.groupby(["algorithm", "ranks"]), key=lambda kv: kv[0])):
+            a = a[a["bytes"] > 0].sort_values("bytes")
+            color = f"C{i % 10}"
+            ax.semilogx(a["bytes"], a["busbw_gbps"], "o-", color=color, label=f"{alg} p={ranks} measured")
+            if "predicted_busbw_gbps" in a:
+                ax.semilogx(a["bytes"], a["predicted_busbw_gbps"], "--", color=color, alpha=0.7,
+                            label=f"{alg} p={ranks} predicted")
+        ax.set_title(f"{coll}: bus bandwidth (nccl-tests definition)")
+        ax.set_xlabel("bytes")
+        ax.set_ylabel("busbw (GB/s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        name = f"busbw_vs_size_{coll}.png"
+        fig.savefig(os.path.join(out, name), dpi=90)
+        plt.close(fig)
+        files.append(name)
+    return files
+
+
+def plot_error_heatmap(c: pd.DataFrame, out: str) -> str:
+    colls = sorted(c["collective"].unique())
+    fig, axes = plt.subplots(len(colls), 1, figsize=(10, 2.2 + 1.2 * len(colls) * 1.5), squeeze=False)
+    for ax, coll in zip(axes[:, 0], colls):
+        g = c[c["collective"] == coll]
+        g = g.assign(abs_err=g["err"].abs(), where=[f"{n}n x {r}r" for n, r in zip(g["nodes"], g["ranks"])])
+        table = g.pivot_table(index="where", columns="bytes", values="abs_err", aggfunc="median")
+        im = ax.imshow(100 * table.values, aspect="auto", cmap="viridis_r" if False else "magma_r", vmin=0, vmax=100)
+        ax.set_xticks(range(len(table.columns)))
+        ax.set_xticklabels([format_bytes(b) for b in table.columns], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(table.index)))
+        ax.set_yticklabels(table.index, fontsize=8)
+        ax.set_title(f"{coll}: median |error| over algorithms (%)")
+        fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    name = "error_heatmap.png"
+    fig.savefig(os.path.join(out, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+def plot_crossover(c: pd.DataFrame, out: str) -> str:
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    drew = False
+    for i, ((coll, backend, nodes, ranks), g) in enumerate(_groups_by_where(c)):
+        ring = g[g["algorithm"] == "ring"].drop_duplicates("bytes").set_index("bytes")
+        tree = g[g["algorithm"] == "tree"].drop_duplicates("bytes").set_index("bytes")
+        common = sorted(x for x in set(ring.index) & set(tree.index) if x > 0)
+        if len(common) < 2:
+            continue
+        color = f"C{i % 10}"
+        meas = [tree.loc[x, "measured_median_us"] / ring.loc[x, "measured_median_us"] for x in common]
+        pred = [tree.loc[x, "predicted_us"] / ring.loc[x, "predicted_us"] for x in common]
+        label = f"{coll} {nodes}n x {ranks}r"
+        ax.semilogx(common, meas, "o", color=color, label=f"{label} measured")
+        ax.semilogx(common, pred, "-", color=color, alpha=0.7, label=f"{label} predicted")
+        drew = True
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xlabel("bytes")
+    ax.set_ylabel("time(tree) / time(ring)")
+    ax.set_title("ring vs tree: below 1 tree wins" if drew else "ring vs tree: not both measured")
+    ax.grid(True, which="both", alpha=0.3)
+    if drew:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    name = "crossover_ring_tree.png"
+    fig.savefig(os.path.join(out, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+def plot_scaling(c: pd.DataFrame, out: str) -> str:
+    multi_node = c["nodes"].nunique() > 1
+    axis = "nodes" if multi_node else "ranks"
+    sizes = sorted(c["bytes"].unique())
+    picks = sorted({sizes[0], sizes[len(sizes) // 2], sizes[-1]}) if sizes else []
+    fig, axes = plt.subplots(1, max(len(picks), 1), figsize=(5 * max(len(picks), 1), 4), squeeze=False)
+    for ax, nbytes in zip(axes[0], picks):
+        g = c[c["bytes"] == nbytes]
+        for i, ((coll, alg), a) in enumerate(sorted(g.groupby(["collective", "algorithm"]), key=lambda kv: kv[0])):
+            a = a.groupby(axis).first().sort_index()
+            color = f"C{i % 10}"
+            ax.plot(a.index, a["measured_median_us"], "o", color=color, label=f"{coll} {alg} measured")
+            ax.plot(a.index, a["predicted_us"], "-", color=color, alpha=0.7, label=f"{coll} {alg} predicted")
+        ax.set_xlabel(axis)
+        ax.set_ylabel("time (us)")
+        ax.set_yscale("log")
+        ax.set_title(f"{format_bytes(nbytes)}: scaling with {axis}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    name = "node_scaling.png"
+    fig.savefig(os.path.join(out, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+# ---- Markdown
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def write_markdown(r: dict, figures: dict, out: str) -> None:
+    s = r["summary"]
+    lines = ["# commsim report", ""]
+    lines.append(f"Files: {', '.join(r['files'])}. {r['points']} points, {r['measured']} measured, "
+                 f"{r['compared']} compared with the model.")
+    for n in r["run_notes"]:
+        lines.append(f"- {n}")
+    lines += ["", "## Accuracy", "", "| sizes | points | median abs. error | geomean abs. error | max abs. error |",
+              "|---|---:|---:|---:|---:|"]
+    for label, key in (("all", "all"), ("below 64 KiB", "below_64KiB"), ("64 KiB and above", "from_64KiB")):
+        x = s[key]
+        lines.append(f"| {label} | {x['n']} | {pct(x['median_abs_rel_error'])} | {pct(x['geomean_abs_rel_error'])} | "
+                     f"{pct(x['max_abs_rel_error'])} |")
+    w = r["winners"]
+    lines += ["", f"The model picked the measured winner in {w['agree']} of {w['cases']} cases "
+              f"({pct(w['agreement'])}); its pick measured within 5% of the best in {w['within_5pct']}.", ""]
+    lines += ["## Error per collective x algorithm x size band", "",
+              "| collective | algorithm | backend | band | n | median | geomean | max |", "|---|---|---|---|---:|---:|---:|---:|"]
+    for g in r["groups"]:
+        lines.append(f"| {g['collective']} | {g['algorithm']} | {g['backend']} | {g['band']} | {g['n']} | "
+                     f"{pct(g['median_abs_rel_error'])} | {pct(g['geomean_abs_rel_error'])} | {pct(g['max_abs_rel_error'])} |")
+    lines += ["", "## Time vs size", ""]
+    lines += [f"![{f}]({f})" for f in figures["time"]]
+    lines += ["", "## Bus bandwidth vs size", ""]
+    lines += [f"![{f}]({f})" for f in figures["busbw"]]
+    lines += ["", "## Error heatmap", "", f"![error heatmap]({figures['heatmap']})", "",
+              "## Ring vs tree crossover", "", f"![crossover]({figures['crossover']})", ""]
+    if r["crossovers"]:
+        lines += ["| collective | nodes | ranks | a | b | predicted crossover | measured crossover |", "|---|---:|---:|---|---|---|---|"]
+        for c in r["crossovers"]:
+            p = ", ".join(format_bytes(b) for b in c["predicted_bytes"]) or "none"
+            m = ", ".join(format_bytes(b) for b in c["measured_bytes"]) or "none"
+            lines.append(f"| {c['collective']} | {c['nodes']} | {c['ranks']} | {c['a']} | {c['b']} | {p} | {m} |")
+    lines += ["", "## Scaling", "", f"![scaling]({figures['scaling']})", "", "## Winners", "",
+              "| collective | nodes | ranks | bytes | predicted | measured | loss |", "|---|---:|---:|---:|---|---|---:|"]
+    for x in w["rows"]:
+        lines.append(f"| {x['collective']} | {x['nodes']} | {x['ranks']} | {format_bytes(x['bytes'])} | "
+                     f"{x['predicted_winner']} | {x['measured_winner']} | {pct(x['loss'])} |")
+    lines += ["", "## Worst outliers", "", "| point | measured (us) | predicted (us) | error |", "|---|---:|---:|---:|"]
+    for o in r["outliers"]:
+        lines.append(f"| {o['collective']} {o['algorithm']} {o['backend']} {o['nodes']}n {o['ranks']}r "
+                     f"{format_bytes(o['bytes'])} | {o['measured_median_us']:.2f} | {o['predicted_us']:.2f} | {pct(o['err'])} |")
+    lines += ["", "## Failed or missing points", ""]
+    lines += [f"- {x['collective']} {x['algorithm']} {x['backend']} {x['nodes']}n {x['ranks']}r "
+              f"{format_bytes(x['bytes'])}: {x['why']}" for x in r["failed"]] or ["none"]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="+", help="commsim results files (.h5)")
+    ap.add_argument("--out", default="report", help="folder for the figures and report.md (created)")
+    ap.add_argument("--outliers", type=int, default=10, help="how many outliers to list")
+    args = ap.parse_args(argv)
+    df = commsim_h5.read_points(args.files)
+    if df.empty:
+        print("report.py: the files hold no points", file=sys.stderr)
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    r = build_report(df, args.files, args.outliers)
+    c = comparable(df)
+    if c.empty:
+        print("report.py: no point has both a measurement and a prediction; plots need both", file=sys.stderr)
+        return 1
+    figures = {
+        "time": plot_time_vs_size(c, args.out),
+        "busbw": plot_busbw(c, args.out),
+        "heatmap": plot_error_heatmap(c, args.out),
+        "crossover": plot_crossover(c, args.out),
+        "scaling": plot_scaling(c, args.out),
+    }
+    write_markdown(r, figures, args.out)
+    with open(os.path.join(args.out, "report.json"), "w") as f:
+        json.dump(r, f, indent=1, default=float)
+    s = r["summary"]
+    print(f"report.py: {r['compared']} points compared; median |error| {pct(s['below_64KiB']['median_abs_rel_error'])} "
+          f"below 64 KiB, {pct(s['from_64KiB']['median_abs_rel_error'])} from 64 KiB; winner agreement "
+          f"{pct(r['winners']['agreement'])}; wrote {args.out}/report.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

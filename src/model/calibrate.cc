@@ -1,0 +1,376 @@
+#include "model/calibrate.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "model/cost.h"
+#include "model/error.h"
+
+namespace commsim {
+namespace {
+
+double weight_of(double measured, FitWeighting w) { return w == FitWeighting::Relative ? 1.0 / (measured * measured) : 1.0; }
+
+void check_samples(const std::vector<TimedSize>& samples, const std::string& what) {
+  for (const auto& s : samples)
+    if (!(s.time_s > 0) || !std::isfinite(s.time_s))
+      throw Error(what + ": a measured time is not positive (" + std::to_string(s.time_s) + " s at " +
+                  format_bytes(s.bytes) + "); re-run the measurement");
+}
+
+std::vector<Bytes> distinct_sizes(const std::vector<TimedSize>& samples) {
+  std::vector<Bytes> sizes;
+  for (const auto& s : samples) sizes.push_back(s.bytes);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// R^2 on absolute values: 1 - SS_res / SS_tot. 1 when the data are constant and fitted exactly.
+double r_squared(const std::vector<double>& measured, const std::vector<double>& fitted) {
+  if (measured.empty()) return 0;
+  double mean = 0;
+  for (double m : measured) mean += m;
+  mean /= static_cast<double>(measured.size());
+  double ss_res = 0, ss_tot = 0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    ss_res += (measured[i] - fitted[i]) * (measured[i] - fitted[i]);
+    ss_tot += (measured[i] - mean) * (measured[i] - mean);
+  }
+  if (ss_tot <= 0) return ss_res <= 0 ? 1.0 : 0.0;
+  return 1.0 - ss_res / ss_tot;
+}
+
+// Solves the n x n system A x = b (A symmetric positive semi-definite) by Gaussian elimination with
+// partial pivoting. Returns false when A is singular to working precision.
+bool solve_dense(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>& x) {
+  const std::size_t n = b.size();
+  double scale = 0;
+  for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(a[i][i]));
+  if (scale <= 0) return false;
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t piv = col;
+    for (std::size_t r = col + 1; r < n; ++r)
+      if (std::fabs(a[r][col]) > std::fabs(a[piv][col])) piv = r;
+    if (std::fabs(a[piv][col]) <= 1e-13 * scale) return false;
+    std::swap(a[piv], a[col]);
+    std::swap(b[piv], b[col]);
+    for (std::size_t r = col + 1; r < n; ++r) {
+      double f = a[r][col] / a[col][col];
+      for (std::size_t c = col; c < n; ++c) a[r][c] -= f * a[col][c];
+      b[r] -= f * b[col];
+    }
+  }
+  x.assign(n, 0);
+  for (std::size_t i = n; i-- > 0;) {
+    double s = b[i];
+    for (std::size_t c = i + 1; c < n; ++c) s -= a[i][c] * x[c];
+    x[i] = s / a[i][i];
+  }
+  return true;
+}
+
+LineFit finish_line(const std::vector<TimedSize>& samples, double alpha, double beta) {
+  LineFit fit;
+  fit.alpha_s = alpha;
+  fit.beta_s_per_byte = beta;
+  fit.samples = samples.size();
+  std::vector<double> measured, fitted, rel;
+  for (const auto& s : samples) {
+    double f = fit.predict_s(s.bytes);
+    measured.push_back(s.time_s);
+    fitted.push_back(f);
+    fit.residual_s.push_back(s.time_s - f);
+    rel.push_back((s.time_s - f) / s.time_s);
+  }
+  fit.r2 = r_squared(measured, fitted);
+  fit.median_abs_rel_residual = median_abs(rel);
+  for (double r : rel) fit.max_abs_rel_residual = std::max(fit.max_abs_rel_residual, std::fabs(r));
+  return fit;
+}
+
+// Closed-form time of one sample on a topology; NaN when the model cannot price it.
+double predict_sample(const Topology& topo, const CollectiveSample& s) {
+  CostQuery q;
+  q.collective = s.collective;
+  q.algorithm = s.algorithm;
+  q.nodes = s.nodes;
+  q.ranks_per_node = s.ranks_per_node;
+  q.bytes = s.bytes;
+  try {
+    return closed_form(topo, q).time_s;
+  } catch (const Error&) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+// The smallest step that still changes a parameter measurably, and the floor it must stay above.
+double param_floor(Param p) {
+  switch (p) {
+    case Param::IntraLatency:
+    case Param::NetLatency: return 0.0;
+    case Param::IntraBeta:
+    case Param::NetBeta:
+    case Param::Gamma: return kMinBetaSPerByte;
+  }
+  return 0.0;
+}
+double param_step(Param p, double value) {
+  double typical = (p == Param::IntraLatency || p == Param::NetLatency) ? 1e-7 : 1e-12;
+  return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
+}
+
+struct Evaluation {
+  std::vector<std::size_t> used;  // indices into the samples
+  std::vector<double> predicted;
+};
+
+Evaluation evaluate(const Topology& topo, const std::vector<CollectiveSample>& samples) {
+  Evaluation e;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (!(samples[i].time_s > 0) || !is_hand_written(samples[i].algorithm)) continue;
+    double t = predict_sample(topo, samples[i]);
+    if (!std::isfinite(t)) continue;
+    e.used.push_back(i);
+    e.predicted.push_back(t);
+  }
+  return e;
+}
+
+void fill_quality(ParamFit& fit, const std::vector<CollectiveSample>& samples, const Evaluation& before,
+                  const Evaluation& after) {
+  std::vector<double> rel_before, measured, predicted;
+  for (std::size_t k = 0; k < before.used.size(); ++k) {
+    double m = samples[before.used[k]].time_s;
+    rel_before.push_back((before.predicted[k] - m) / m);
+  }
+  fit.rel_error.clear();
+  for (std::size_t k = 0; k < after.used.size(); ++k) {
+    double m = samples[after.used[k]].time_s;
+    fit.rel_error.push_back((after.predicted[k] - m) / m);
+    measured.push_back(m);
+    predicted.push_back(after.predicted[k]);
+  }
+  fit.median_abs_rel_error_before = median_abs(rel_before);
+  fit.median_abs_rel_error_after = median_abs(fit.rel_error);
+  fit.r2 = r_squared(measured, predicted);
+  fit.samples = after.used.size();
+  fit.skipped = samples.size() - after.used.size();
+}
+
+}  // namespace
+
+double median_abs(std::vector<double> values) {
+  if (values.empty()) return 0;
+  for (double& v : values) v = std::fabs(v);
+  std::sort(values.begin(), values.end());
+  std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+LineFit fit_line(const std::vector<TimedSize>& samples, FitWeighting weighting, const std::string& what) {
+  check_samples(samples, what);
+  if (distinct_sizes(samples).size() < 2)
+    throw Error(what + ": need at least two distinct message sizes to fit latency and bandwidth (got " +
+                std::to_string(distinct_sizes(samples).size()) + ")");
+  // Weighted normal equations of t = a + n b.
+  double sw = 0, sn = 0, snn = 0, st = 0, snt = 0;
+  for (const auto& s : samples) {
+    double w = weight_of(s.time_s, weighting), n = static_cast<double>(s.bytes);
+    sw += w;
+    sn += w * n;
+    snn += w * n * n;
+    st += w * s.time_s;
+    snt += w * n * s.time_s;
+  }
+  double det = sw * snn - sn * sn;
+  double alpha = (st * snn - sn * snt) / det;
+  double beta = (sw * snt - sn * st) / det;
+  bool alpha_clamped = false, beta_clamped = false;
+  if (alpha < 0) {  // a negative latency has no meaning: fit through the origin
+    alpha_clamped = true;
+    alpha = 0;
+    beta = snt / snn;
+  }
+  if (!(beta >= kMinBetaSPerByte)) {  // no visible bandwidth term: latency only
+    beta_clamped = true;
+    beta = kMinBetaSPerByte;
+    alpha = std::max(0.0, (st - sn * beta) / sw);
+  }
+  LineFit fit = finish_line(samples, alpha, beta);
+  fit.alpha_clamped = alpha_clamped;
+  fit.beta_clamped = beta_clamped;
+  return fit;
+}
+
+HeldOutCheck held_out_check(const std::vector<TimedSize>& samples, FitWeighting weighting, const std::string& what) {
+  std::vector<Bytes> sizes = distinct_sizes(samples);
+  if (sizes.size() < 4)
+    throw Error(what + ": the held-out check needs at least 4 distinct message sizes (got " +
+                std::to_string(sizes.size()) + "); probe more sizes");
+  std::map<Bytes, std::size_t> index_of;
+  for (std::size_t i = 0; i < sizes.size(); ++i) index_of[sizes[i]] = i;
+  std::vector<TimedSize> train, test;
+  for (const auto& s : samples) (index_of[s.bytes] % 2 == 0 ? train : test).push_back(s);
+  HeldOutCheck check;
+  check.fit = fit_line(train, weighting, what + " (held-out fit)");
+  std::vector<double> rel;
+  for (const auto& s : test) {
+    double e = (check.fit.predict_s(s.bytes) - s.time_s) / s.time_s;
+    rel.push_back(e);
+    if (std::fabs(e) >= check.max_abs_rel_error) {
+      check.max_abs_rel_error = std::fabs(e);
+      check.worst_bytes = s.bytes;
+    }
+  }
+  check.held_out = test.size();
+  check.median_abs_rel_error = median_abs(rel);
+  return check;
+}
+
+std::string_view to_string(Param p) {
+  switch (p) {
+    case Param::IntraLatency: return "intra.latency";
+    case Param::IntraBeta: return "intra.beta";
+    case Param::NetLatency: return "network.latency";
+    case Param::NetBeta: return "network.beta";
+    case Param::Gamma: return "gamma";
+  }
+  return "?";
+}
+
+double get_param(const Topology& topo, Param p) {
+  switch (p) {
+    case Param::IntraLatency: return topo.intra.latency_s;
+    case Param::IntraBeta: return 1.0 / topo.intra.bw_Bps;
+    case Param::NetLatency: return topo.network.latency_s;
+    case Param::NetBeta: return 1.0 / topo.network.nic_bw_Bps;
+    case Param::Gamma: return 1.0 / topo.reduce_bw_Bps;
+  }
+  return 0;
+}
+
+void set_param(Topology& topo, Param p, double value) {
+  switch (p) {
+    case Param::IntraLatency: topo.intra.latency_s = value; break;
+    case Param::IntraBeta: topo.intra.bw_Bps = 1.0 / value; break;
+    case Param::NetLatency: topo.network.latency_s = value; break;
+    case Param::NetBeta: topo.network.nic_bw_Bps = 1.0 / value; break;
+    case Param::Gamma: topo.reduce_bw_Bps = 1.0 / value; break;
+  }
+}
+
+ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& samples, FitWeighting weighting) {
+  std::vector<CollectiveSample> reducing;
+  for (const auto& s : samples)
+    if (reduces(s.collective)) reducing.push_back(s);
+  ParamFit fit = refine_parameters(topo, reducing, {Param::Gamma}, weighting);
+  if (fit.fitted.empty())
+    throw Error("gamma fit: none of the " + std::to_string(samples.size()) +
+                " collective measurements has a reduction term (measure allreduce, reduce or reducescatter "
+                "with a hand-written algorithm)");
+  return fit;
+}
+
+ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
+                           const std::vector<Param>& params, FitWeighting weighting) {
+  ParamFit fit;
+  fit.topology = topo;
+  const Evaluation before = evaluate(topo, samples);
+  if (before.used.empty()) {
+    fit.held = params;
+    fill_quality(fit, samples, before, before);
+    return fit;
+  }
+  std::vector<Param> free_params = params;
+  std::vector<double> theta;
+  for (Param p : free_params) theta.push_back(get_param(topo, p));
+
+  // Gauss-Newton: the closed forms are linear in the parameters for a fixed algorithm, so the first
+  // step lands on the least-squares solution; further steps only matter where a closed form is
+  // piecewise (pipelining depth chosen from alpha and beta) or a parameter hits its floor.
+  Topology current = topo;
+  for (int iter = 0; iter < 30; ++iter) {
+    fit.iterations = iter + 1;
+    Evaluation base = evaluate(current, samples);
+    const std::size_t n = base.used.size(), m = free_params.size();
+    if (m == 0) break;
+    // Jacobian columns by one-sided differences (exact for linear dependence).
+    std::vector<std::vector<double>> jac(m, std::vector<double>(n, 0.0));
+    std::vector<bool> informative(m, false);
+    for (std::size_t j = 0; j < m; ++j) {
+      Topology probe = current;
+      double h = param_step(free_params[j], theta[j]);
+      set_param(probe, free_params[j], theta[j] + h);
+      for (std::size_t k = 0; k < n; ++k) {
+        double t = predict_sample(probe, samples[base.used[k]]);
+        jac[j][k] = std::isfinite(t) ? (t - base.predicted[k]) / h : 0.0;
+        if (jac[j][k] != 0.0) informative[j] = true;
+      }
+    }
+    // Drop parameters no sample depends on.
+    {
+      std::vector<Param> keep_p;
+      std::vector<double> keep_t;
+      std::vector<std::vector<double>> keep_j;
+      for (std::size_t j = 0; j < m; ++j) {
+        if (informative[j]) {
+          keep_p.push_back(free_params[j]);
+          keep_t.push_back(theta[j]);
+          keep_j.push_back(jac[j]);
+        } else {
+          fit.held.push_back(free_params[j]);
+        }
+      }
+      free_params = keep_p;
+      theta = keep_t;
+      jac = keep_j;
+    }
+    const std::size_t mm = free_params.size();
+    if (mm == 0) break;
+    // Normal equations of the weighted linearised problem, in the parameters scaled to 1 (they
+    // differ by 1e12 between a latency and a beta).
+    std::vector<double> scale(mm);
+    for (std::size_t j = 0; j < mm; ++j) scale[j] = std::max(std::fabs(theta[j]), param_step(free_params[j], 0) * 1e3);
+    std::vector<std::vector<double>> a(mm, std::vector<double>(mm, 0.0));
+    std::vector<double> b(mm, 0.0);
+    for (std::size_t k = 0; k < n; ++k) {
+      double meas = samples[base.used[k]].time_s;
+      double w = weight_of(meas, weighting);
+      double r = meas - base.predicted[k];
+      for (std::size_t i = 0; i < mm; ++i) {
+        double ji = jac[i][k] * scale[i];
+        b[i] += w * ji * r;
+        for (std::size_t j = 0; j < mm; ++j) a[i][j] += w * ji * jac[j][k] * scale[j];
+      }
+    }
+    std::vector<double> step;
+    if (!solve_dense(a, b, step)) {
+      // Columns that move together (e.g. two latencies always summed): a tiny ridge picks the
+      // smallest change.
+      for (std::size_t i = 0; i < mm; ++i) a[i][i] += 1e-9 * std::max(a[i][i], 1e-300);
+      if (!solve_dense(a, b, step)) break;
+    }
+    double max_change = 0;
+    for (std::size_t j = 0; j < mm; ++j) {
+      double next = theta[j] + step[j] * scale[j];
+      double floor = param_floor(free_params[j]);
+      // Below the floor: latencies stop at 0; a beta or gamma moves at most 10x down per step, so a
+      // parameter pushed out by one bad step can come back.
+      if (next < floor || (floor > 0 && next < theta[j] * 0.1)) next = floor > 0 ? std::max(floor, theta[j] * 0.1) : 0.0;
+      max_change = std::max(max_change, std::fabs(next - theta[j]) / scale[j]);
+      theta[j] = next;
+      set_param(current, free_params[j], next);
+    }
+    if (max_change < 1e-9) break;
+  }
+  fit.fitted = free_params;
+  fit.topology = current;
+  fill_quality(fit, samples, before, evaluate(current, samples));
+  return fit;
+}
+
+}  // namespace commsim

@@ -1,0 +1,120 @@
+#pragma once
+// Calibration: fits the model's alpha (latency), beta (seconds per byte) and gamma (seconds per byte
+// reduced) to measurements, per tier (inside a node, across the network). Pure functions over
+// numbers; the commands `commsim calibrate` and `commsim probe` read and write the files.
+//
+// Two kinds of input:
+//  - point-to-point probes: (bytes, time) of one message on one tier, fitted as t = alpha + bytes*beta
+//    by least squares (fit_line), with a held-out check (held_out_check);
+//  - collective measurements: (collective, algorithm, nodes, ranks per node, bytes, time), fitted by
+//    adjusting the topology's parameters so the closed forms of model/cost.h match (fit_gamma,
+//    refine_parameters). For a fixed algorithm the closed forms are linear in alpha, beta and gamma,
+//    so the fit is a linear least-squares problem in those coefficients (solved by Gauss-Newton,
+//    which also copes with the few closed forms that are only piecewise linear).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/collective.h"
+#include "model/topology.h"
+#include "model/units.h"
+
+namespace commsim {
+
+// One timed message (or one timed operation) of `bytes` bytes.
+struct TimedSize {
+  Bytes bytes = 0;
+  Seconds time_s = 0;
+};
+
+// How the residuals are weighted.
+//  Absolute: ordinary least squares on seconds; large messages dominate.
+//  Relative: residuals divided by the measured time (weights 1/t^2), so every size counts alike;
+//            this minimises the relative error the report measures, and is the default.
+enum class FitWeighting : std::uint8_t { Absolute, Relative };
+
+// t = alpha_s + bytes * beta_s_per_byte, with its quality on the points it was fitted on.
+struct LineFit {
+  Seconds alpha_s = 0;
+  double beta_s_per_byte = 0;  // 1 / bandwidth
+  double r2 = 0;               // coefficient of determination on absolute times (1 = perfect)
+  std::size_t samples = 0;
+  std::vector<double> residual_s;      // measured - fitted, per input sample (input order)
+  double median_abs_rel_residual = 0;  // median |measured - fitted| / measured
+  double max_abs_rel_residual = 0;
+  bool alpha_clamped = false;  // the unconstrained fit gave alpha < 0; refitted with alpha = 0
+  bool beta_clamped = false;   // the unconstrained fit gave beta <= 0 (sizes too small to see bandwidth)
+
+  Seconds predict_s(Bytes bytes) const { return alpha_s + static_cast<double>(bytes) * beta_s_per_byte; }
+  BytesPerSecond bw_Bps() const { return 1.0 / beta_s_per_byte; }
+};
+
+// Fits t = alpha + bytes*beta. Needs at least two distinct sizes and positive times; throws Error
+// otherwise (the message names `what`, e.g. "intra-node ping-pong"). alpha >= 0 and beta > 0 are
+// enforced (a clamped coefficient is flagged); beta is never below kMinBetaSPerByte.
+inline constexpr double kMinBetaSPerByte = 1e-15;  // 1 PB/s: the fastest bandwidth a fit may claim
+LineFit fit_line(const std::vector<TimedSize>& samples, FitWeighting weighting = FitWeighting::Relative,
+                 const std::string& what = "samples");
+
+// Held-out check: fit on every other distinct size (the 1st, 3rd, 5th, ... smallest) and measure
+// the error of that fit on the sizes left out.
+struct HeldOutCheck {
+  LineFit fit;                          // fitted on the even-indexed sizes
+  std::size_t held_out = 0;             // samples predicted
+  double median_abs_rel_error = 0;      // |predicted - measured| / measured on the held-out samples
+  double max_abs_rel_error = 0;
+  Bytes worst_bytes = 0;                // size of the worst held-out sample
+};
+// Needs at least 4 distinct sizes; throws Error otherwise.
+HeldOutCheck held_out_check(const std::vector<TimedSize>& samples, FitWeighting weighting = FitWeighting::Relative,
+                            const std::string& what = "samples");
+
+// One measured collective (the nccl-tests size convention of model/cost.h).
+struct CollectiveSample {
+  Collective collective = Collective::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;  // hand-written; library baselines are not fitted
+  int nodes = 1;
+  int ranks_per_node = 1;
+  Bytes bytes = 0;
+  Seconds time_s = 0;  // measured (median)
+};
+
+// The model parameters a collective fit may adjust.
+enum class Param : std::uint8_t { IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma };
+inline constexpr int kParamCount = 5;
+std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
+
+// Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
+// 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).
+double get_param(const Topology& topo, Param p);
+void set_param(Topology& topo, Param p, double value);
+
+struct ParamFit {
+  Topology topology;              // the input with the fitted parameters replaced
+  std::vector<Param> fitted;      // parameters the data determined (others left as they were)
+  std::vector<Param> held;        // parameters asked for that the data could not determine
+  std::size_t samples = 0;        // samples used
+  std::size_t skipped = 0;        // samples the closed form could not price (not hand-written, ...)
+  int iterations = 0;
+  double median_abs_rel_error_before = 0;  // of the closed form on the input topology
+  double median_abs_rel_error_after = 0;   // of the closed form on the fitted topology
+  double r2 = 0;                           // on absolute times, after
+  std::vector<double> rel_error;           // (predicted - measured) / measured after, per used sample
+};
+
+// Fits only gamma (the reduction rate) to the reducing collectives among `samples`, given the
+// topology's alpha and beta: t - (alpha and beta terms) = gamma * (bytes reduced on the critical
+// path). Non-reducing samples are ignored. Throws Error when no reducing sample has a reduction term.
+ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& samples,
+                   FitWeighting weighting = FitWeighting::Relative);
+
+// Fits the chosen parameters to all samples by weighted least squares on the closed forms.
+// Parameters stay positive (latencies >= 0). A parameter no sample depends on is left unchanged and
+// listed in `held`.
+ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
+                           const std::vector<Param>& params, FitWeighting weighting = FitWeighting::Relative);
+
+// Median of |x| (0 for an empty list).
+double median_abs(std::vector<double> values);
+
+}  // namespace commsim
