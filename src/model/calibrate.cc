@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <cstdio>
 #include <map>
+#include <sstream>
 
 #include "model/cost.h"
 #include "model/error.h"
@@ -371,6 +373,125 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   fit.topology = current;
   fill_quality(fit, samples, before, evaluate(current, samples));
   return fit;
+}
+
+namespace {
+
+std::string yaml_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+std::string bw_text(BytesPerSecond bw) { return num(bw / 1e9) + " GB/s"; }
+std::string time_text(Seconds t) { return num(t * 1e6) + " us"; }
+
+class YamlOut {
+ public:
+  explicit YamlOut(const std::vector<std::pair<std::string, std::string>>& comments) : comments_(comments) {}
+  void line(int indent, const std::string& key, const std::string& value, const std::string& field) {
+    out_ << std::string(static_cast<std::size_t>(indent), ' ') << key << ":";
+    if (!value.empty()) out_ << " " << value;
+    for (const auto& [f, c] : comments_)
+      if (f == field && !c.empty()) out_ << "  # " << c;
+    out_ << "\n";
+  }
+  void raw(const std::string& s) { out_ << s; }
+  std::string str() const { return out_.str(); }
+
+ private:
+  const std::vector<std::pair<std::string, std::string>>& comments_;
+  std::ostringstream out_;
+};
+
+template <typename T>
+std::string flow_list(const std::vector<T>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+std::string topology_yaml(const Topology& t, const std::vector<std::string>& header,
+                          const std::vector<std::pair<std::string, std::string>>& field_comments,
+                          const CalibrationRecord* record, bool with_calibrated_section) {
+  YamlOut y(field_comments);
+  for (const auto& h : header) y.raw("# " + h + "\n");
+  if (record && !with_calibrated_section) {
+    y.raw("# calibrated on sizes " + format_bytes(record->sizes.empty() ? 0 : record->sizes.front()) + " .. " +
+          format_bytes(record->sizes.empty() ? 0 : record->sizes.back()) + ", nodes " + flow_list(record->nodes) +
+          ", ranks " + flow_list(record->ranks) + "\n");
+  }
+  y.line(0, "name", yaml_quote(t.name), "name");
+  if (!t.description.empty()) y.line(0, "description", yaml_quote(t.description), "description");
+  y.line(0, t.gpu ? "gpus_per_node" : "ranks_per_node", std::to_string(t.ranks_per_node),
+         t.gpu ? "gpus_per_node" : "ranks_per_node");
+  if (t.max_nodes > 0) y.line(0, "max_nodes", std::to_string(t.max_nodes), "max_nodes");
+  y.line(0, "device", "", "device");
+  y.line(2, "name", yaml_quote(t.device_name), "device.name");
+  if (t.device_memory_bytes > 0) y.line(2, "memory", format_bytes(t.device_memory_bytes), "device.memory");
+  y.line(2, "memory_bandwidth", bw_text(t.memory_bw_Bps), "device.memory_bandwidth");
+  y.line(0, "intra_node", "", "intra_node");
+  y.line(2, "fabric", t.intra.fabric, "intra_node.fabric");
+  y.line(2, "bandwidth", bw_text(t.intra.bw_Bps), "intra_node.bandwidth");
+  y.line(2, "latency", time_text(t.intra.latency_s), "intra_node.latency");
+  if (t.gpu || t.host_link.bw_Bps > 0) {
+    y.line(0, "host_link", "", "host_link");
+    y.line(2, "bandwidth", bw_text(t.host_link.bw_Bps), "host_link.bandwidth");
+    y.line(2, "latency", time_text(t.host_link.latency_s), "host_link.latency");
+  }
+  y.line(0, "network", "", "network");
+  y.line(2, "kind", t.network.kind.empty() ? "none" : t.network.kind, "network.kind");
+  if (t.network.present()) {
+    if (!t.network.fabric_shape.empty()) y.line(2, "fabric", t.network.fabric_shape, "network.fabric");
+    y.line(2, "nics_per_node", std::to_string(t.network.nics_per_node), "network.nics_per_node");
+    y.line(2, "nic_bandwidth", bw_text(t.network.nic_bw_Bps), "network.nic_bandwidth");
+    y.line(2, "latency", time_text(t.network.latency_s), "network.latency");
+    if (t.network.oversubscription != 1.0)
+      y.line(2, "oversubscription", num(t.network.oversubscription), "network.oversubscription");
+  }
+  y.line(0, "reduction", "", "reduction");
+  y.line(2, "bandwidth", bw_text(t.reduce_bw_Bps), "reduction.bandwidth");
+  if (t.nccl.present) {
+    y.line(0, "nccl", "", "nccl");
+    auto table = [&](const char* key, const double (&v)[2][3]) {
+      y.line(2, key, "", std::string("nccl.") + key);
+      const char* algos[2] = {"ring", "tree"};
+      for (int a = 0; a < 2; ++a)
+        y.raw("    " + std::string(algos[a]) + ": { LL: " + time_text(v[a][0]) + ", LL128: " + time_text(v[a][1]) +
+              ", Simple: " + time_text(v[a][2]) + " }\n");
+    };
+    table("base_latency", t.nccl.base_latency_s);
+    table("intra_hop_latency", t.nccl.intra_hop_latency_s);
+    table("inter_hop_latency", t.nccl.inter_hop_latency_s);
+    y.raw("  bandwidth_fraction: { LL: " + num(t.nccl.bw_fraction[0]) + ", LL128: " + num(t.nccl.bw_fraction[1]) +
+          ", Simple: " + num(t.nccl.bw_fraction[2]) + " }\n");
+  }
+  if (record && with_calibrated_section) {
+    std::vector<unsigned long long> sizes(record->sizes.begin(), record->sizes.end());
+    y.line(0, "calibrated", "", "calibrated");
+    y.line(2, "created", yaml_quote(record->created), "calibrated.created");
+    std::string src = "[";
+    for (std::size_t i = 0; i < record->sources.size(); ++i) src += (i ? ", " : "") + yaml_quote(record->sources[i]);
+    y.line(2, "sources", src + "]", "calibrated.sources");
+    y.line(2, "sizes", flow_list(sizes), "calibrated.sizes");
+    y.line(2, "nodes", flow_list(record->nodes), "calibrated.nodes");
+    y.line(2, "ranks", flow_list(record->ranks), "calibrated.ranks");
+  }
+  return y.str();
 }
 
 }  // namespace commsim

@@ -13,6 +13,7 @@
 //    which also copes with the few closed forms that are only piecewise linear).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/collective.h"
@@ -113,6 +114,25 @@ ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& sa
 // listed in `held`.
 ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
                            const std::vector<Param>& params, FitWeighting weighting = FitWeighting::Relative);
+
+// What a calibration fitted, for the `calibrated:` record and the comments of the written file.
+struct CalibrationRecord {
+  std::string created;                // ISO 8601 UTC
+  std::vector<std::string> sources;   // input files
+  std::vector<Bytes> sizes;           // message sizes the fit saw (ascending)
+  std::vector<int> nodes;             // node counts the fit saw (ascending)
+  std::vector<int> ranks;             // rank counts the fit saw (ascending)
+};
+
+// The topology as YAML text in the schema of configs/topologies/README.md, loadable by
+// parse_topology. `header` is emitted as comment lines at the top; `field_comments` maps a dotted
+// field ("intra_node.bandwidth", "network.latency", "reduction.bandwidth", "device.memory_bandwidth",
+// "host_link.bandwidth", ...) to a comment placed after its value. With a record and
+// with_calibrated_section, a `calibrated:` map records sizes, nodes, ranks, sources and date
+// (otherwise the same facts go into the header comments only).
+std::string topology_yaml(const Topology& topo, const std::vector<std::string>& header,
+                          const std::vector<std::pair<std::string, std::string>>& field_comments,
+                          const CalibrationRecord* record, bool with_calibrated_section);
 
 // Median of |x| (0 for an empty list).
 double median_abs(std::vector<double> values);
