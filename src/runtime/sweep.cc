@@ -1,8 +1,10 @@
 #include "runtime/sweep.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 #include "model/error.h"
 #include "model/price.h"
@@ -257,6 +259,8 @@ SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSetting
     }
     ++ordinal;
     if (rank == 0 && callbacks.progress) callbacks.progress(pp.row, ordinal, total);
+    if (ordinal == 2 && rank == settings.inject_hang_rank)
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     Point row;
     if (run_point(pp, static_cast<int>(i), settings, backend, watchdog, comm, rank, row) == PointEnd::Abandoned) {
       out.stop_signal = std::max(stop_signal(), 1);

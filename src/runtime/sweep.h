@@ -34,6 +34,8 @@ struct SweepSettings {
   std::uint64_t pipeline_chunk_bytes = 0;
   // Testing only (PointSetup::inject_error_rank).
   int inject_error_rank = -1;
+  // Testing only: this rank never arrives at the second point (it sleeps), so the watchdog fires.
+  int inject_hang_rank = -1;
 };
 
 // One point, decided before anything runs, identically on every rank.
