@@ -35,4 +35,21 @@ struct Cost {
 // protocol is asked for on a topology without NCCL constants.
 Cost closed_form(const Topology& topo, const CostQuery& q);
 
+// True when closed_form() prices (collective, algorithm, protocol) on this topology for valid node
+// counts: the algorithm applies to the collective and has a model (Mpi has none), a protocol is
+// asked only of Ring/Tree/NcclRing/NcclTree/Nccl (Tree with a protocol: allreduce only, as NCCL's
+// tree), and NCCL's model is asked only of a topology with `nccl` constants.
+bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p);
+
+// Pipeline depth k (number of chunks) that the closed form of Algorithm::Tree uses: the k in [1,
+// max(1, bytes / 4 KiB)] that minimises the closed form (allreduce, broadcast, reduce; 1 otherwise).
+int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
+// The same for the pipelined chain of Algorithm::Ring broadcast and reduce (1 for other collectives).
+int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
+// What to pass as ScheduleRequest::pipeline_chunk_bytes so that the schedule priced is the one the
+// closed form assumes: Tree and Ring broadcast/reduce ceil(bytes / k); Hierarchical broadcast/reduce
+// ceil(bytes / (ranks_per_node * k)) (the chain between nodes carries bytes / ranks_per_node);
+// 0 (not pipelined) for everything else.
+Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q);
+
 }  // namespace commsim

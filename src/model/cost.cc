@@ -1,0 +1,808 @@
+// Closed-form alpha-beta-gamma costs (see cost.h). Notation: p = nodes * G ranks (G = ranks per
+// node, placed in blocks: ranks 0..G-1 on node 0, ...), n = bytes in nccl-tests' meaning,
+// a/b = latency (s) and inverse bandwidth (s/B) of the tier a message crosses, g = 1 / reduce_bw.
+// lg = log2, m = floor(lg p), p' = 2^m, r = p - p' (ranks left over when p is not a power of two),
+// K = ceil(lg p).
+//
+// On one tier (nodes == 1, or G == 1) every formula below is the published one (Thakur,
+// Rabenseifner & Gropp 2005) with that tier's a and b. Across tiers each step is priced at the tier
+// its messages cross: a step where some messages cross the network pays the network latency, a
+// step where only some do costs max(intra-node step, network step).
+//
+// Network bandwidth of one rank: algorithms that send each message as one flow (recursive
+// doubling/halving, Rabenseifner, Bruck, binomial, pairwise, direct, sendrecv) get
+//   bw_flow(f)    = min(nic_bw, node_bw / f)     f = flows leaving the node at once,
+// (a NIC serves one flow at nic_bw; the node's NICs, node_bw = nics * nic_bw / oversubscription,
+// are shared). NCCL-style algorithms (ring, tree, the pipelined chains, the inter-node phase of
+// hierarchical) spread a rank's traffic over all NICs of the node, one channel per NIC:
+//   bw_striped(f) = min(intra_bw, node_bw / f)   f = ranks of the node sending at once.
+// A ring laid out to cross each node boundary once has f = 1, so its bottleneck bandwidth is
+// min(intra_bw, node_bw).
+#include "model/cost.h"
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "model/error.h"
+
+namespace commsim {
+namespace {
+
+// A cost split into its alpha, beta and gamma parts.
+struct Parts {
+  double lat = 0, bw = 0, red = 0;
+  double total() const { return lat + bw + red; }
+  Parts& operator+=(const Parts& o) {
+    lat += o.lat;
+    bw += o.bw;
+    red += o.red;
+    return *this;
+  }
+};
+inline Parts operator*(double k, const Parts& x) { return {k * x.lat, k * x.bw, k * x.red}; }
+inline Parts operator+(Parts x, const Parts& y) { return x += y; }
+// The slower of two things that happen at the same time.
+inline Parts slower(const Parts& x, const Parts& y) { return y.total() > x.total() ? y : x; }
+
+inline int floor_lg(long long p) { return static_cast<int>(std::bit_width(static_cast<unsigned long long>(p))) - 1; }
+inline int ceil_lg(long long p) { return p <= 1 ? 0 : floor_lg(p - 1) + 1; }
+
+// Everything a closed form needs, computed once per call.
+struct Env {
+  long long N = 1, G = 1, p = 1;
+  double a_i = 0, b_i = 0;  // intra-node tier: s, s/B
+  double a_n = 0;           // network latency, s
+  double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
+  double g = 0;             // s per byte reduced
+
+  double b_flow(double f) const { return 1.0 / std::min(nic_bw, node_bw / f); }
+  double b_striped(double f) const { return 1.0 / std::min(intra_bw, node_bw / f); }
+  // The tier of a ring that crosses each node boundary once.
+  double ring_a() const { return N == 1 ? a_i : a_n; }
+  double ring_b() const { return N == 1 ? b_i : b_striped(1); }
+};
+
+Env make_env(const Topology& t, int nodes, int ranks_per_node) {
+  Env e;
+  e.N = nodes;
+  e.G = ranks_per_node;
+  e.p = e.N * e.G;
+  e.a_i = t.intra.latency_s;
+  e.b_i = 1.0 / t.intra.bw_Bps;
+  e.a_n = t.network.latency_s;
+  e.intra_bw = t.intra.bw_Bps;
+  e.nic_bw = t.network.nic_bw_Bps;
+  e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
+  e.g = 1.0 / t.reduce_bw_Bps;
+  return e;
+}
+
+Parts intra(const Env& e, double m) { return {e.a_i, m * e.b_i, 0}; }
+Parts net(const Env& e, double m, double b) { return {e.a_n, m * b, 0}; }
+
+// One step of a recursive-doubling-like pattern: rank r exchanges with r XOR d (binomial trees
+// too: a sender r is a multiple of 2d and sends to r + d = r XOR d). With block placement, every
+// message stays inside a node when 2d divides G, every message crosses when d >= G, otherwise some
+// do. f_all / f_some: flows leaving a node when all / some messages cross.
+Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some) {
+  Parts s;
+  if (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))
+    s = intra(e, m);
+  else if (d >= e.G)
+    s = net(e, m, e.b_flow(f_all));
+  else
+    s = slower(intra(e, m), net(e, m, e.b_flow(f_some)));
+  s.red = m_reduced * e.g;
+  return s;
+}
+// Every rank active (recursive doubling/halving): all G cross, or at most 2d per node (d on each side
+// of a node boundary).
+Parts xor_all(const Env& e, long long d, double m, double m_reduced) {
+  return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)));
+}
+// Binomial tree step: senders are 2d apart, so at most one per node crosses.
+Parts xor_tree(const Env& e, long long d, double m, double m_reduced) { return xor_step(e, d, m, m_reduced, 1, 1); }
+
+// One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
+// min(d, p - d); when it is at least G every message crosses (G flows per node), otherwise that
+// many ranks per node cross and the rest stay inside.
+Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
+  Parts s;
+  long long dist = std::min(d, e.p - d);
+  if (e.N == 1)
+    s = intra(e, m);
+  else if (dist >= e.G)
+    s = net(e, m, e.b_flow(static_cast<double>(e.G)));
+  else
+    s = slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
+  s.red = m_reduced * e.g;
+  return s;
+}
+// Sum of shift_step(d) over d = 1..p-1 (pairwise exchange), without a loop over p: when nodes > 1,
+// the distances 1..G-1 occur twice each (d and p - d), the other p - 1 - 2(G-1) steps all cross.
+Parts shift_all_distances(const Env& e, double m, double m_reduced) {
+  Parts t;
+  if (e.N == 1) {
+    t = static_cast<double>(e.p - 1) * intra(e, m);
+  } else {
+    t = static_cast<double>(e.p - 1 - 2 * (e.G - 1)) * net(e, m, e.b_flow(static_cast<double>(e.G)));
+    for (long long dist = 1; dist < e.G; ++dist)
+      t += 2.0 * slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
+  }
+  t.red = static_cast<double>(e.p - 1) * m_reduced * e.g;
+  return t;
+}
+
+// Every rank sends one block of `block` bytes to each of the p-1 others at once: the G-1 inside
+// the node share its intra-node link, the p-G outside share its NIC bandwidth
+// (min(node_bw / G, (p - G) * nic_bw) per rank); both proceed together. One tier:
+// a + (p-1) block b (+ (p-1) block g when the blocks are reduced).
+Parts direct(const Env& e, double block, bool reduced) {
+  Parts in, out;
+  if (e.G > 1) in = {e.a_i, static_cast<double>(e.G - 1) * block * e.b_i, 0};
+  if (e.N > 1) {
+    double outside = static_cast<double>(e.p - e.G);
+    double rate = std::min(e.node_bw / static_cast<double>(e.G), outside * e.nic_bw);
+    out = {e.a_n, outside * block / rate, 0};
+  }
+  Parts t = slower(in, out);
+  if (reduced) t.red = static_cast<double>(e.p - 1) * block * e.g;
+  return t;
+}
+
+// ---- pipelines --------------------------------------------------------------------------------
+// A pipelined algorithm moves k chunks through S_i intra-node stages and S_n network stages: the
+// first chunk takes every stage once, each further chunk adds one step of the slowest stage:
+//   T(k) = S_i t_i + S_n t_n + (k - 1) max(t_i, t_n),   t_X = a_X + (n/k)(b_X + g_X).
+// Up to two phases (tree allreduce: reduce, then broadcast). k is chosen to minimise T over the
+// integers in [1, max(1, n / 4 KiB)]; T is convex in k, so its integer minimum sits next to a
+// stationary point of one branch of the max or next to the kink where t_i = t_n.
+struct Stage {
+  double a = 0, b = 0, g = 0;  // s; s/B moved; s/B reduced
+};
+struct Phase {
+  long long S_i = 0, S_n = 0;
+  Stage si, sn;
+};
+struct Pipe {
+  Phase ph[2];
+  int nph = 1;
+};
+
+constexpr double kMinChunkBytes = 4096;
+
+Parts pipe_time(const Pipe& P, double n, double k) {
+  Parts t;
+  double x = n / k;
+  for (int i = 0; i < P.nph; ++i) {
+    const Phase& ph = P.ph[i];
+    Parts pi{ph.si.a, x * ph.si.b, x * ph.si.g}, pn{ph.sn.a, x * ph.sn.b, x * ph.sn.g};
+    t += static_cast<double>(ph.S_i) * pi;
+    t += static_cast<double>(ph.S_n) * pn;
+    if (ph.S_i == 0 && ph.S_n == 0) continue;
+    Parts slowest = ph.S_i == 0 ? pn : ph.S_n == 0 ? pi : slower(pi, pn);
+    t += (k - 1) * slowest;
+  }
+  return t;
+}
+
+int best_chunks(const Pipe& P, double n) {
+  const double kmax = std::max(1.0, std::min(std::floor(n / kMinChunkBytes), static_cast<double>(1 << 30)));
+  if (kmax <= 1) return 1;
+  double cand[12];
+  int nc = 0;
+  cand[nc++] = 1;
+  cand[nc++] = kmax;
+  // Stationary points of T with stage X (i or n) the slowest wherever it exists.
+  for (int X = 0; X < 2; ++X) {
+    double coef_k = 0, coef_inv = 0;
+    bool used = false;
+    for (int i = 0; i < P.nph; ++i) {
+      const Phase& ph = P.ph[i];
+      if (ph.S_i == 0 && ph.S_n == 0) continue;
+      bool pick_n = ph.S_i == 0 || (X == 1 && ph.S_n > 0);
+      used |= (X == 1) == pick_n;
+      const Stage& s = pick_n ? ph.sn : ph.si;
+      coef_k += s.a;
+      coef_inv += static_cast<double>(ph.S_i) * (ph.si.b + ph.si.g) + static_cast<double>(ph.S_n) * (ph.sn.b + ph.sn.g) -
+                  (s.b + s.g);
+    }
+    if (!used) continue;
+    coef_inv *= n;
+    double k = coef_k > 0 ? std::sqrt(std::max(0.0, coef_inv) / coef_k) : kmax;
+    cand[nc++] = std::floor(k);
+    cand[nc++] = std::ceil(k);
+  }
+  // The kink t_i = t_n (the same in every phase: both stages of a phase reduce the same bytes).
+  const Phase& ph = P.ph[0];
+  if (ph.S_i > 0 && ph.S_n > 0) {
+    double db = (ph.si.b + ph.si.g) - (ph.sn.b + ph.sn.g), da = ph.sn.a - ph.si.a;
+    if (db != 0 && da / db > 0) {
+      double k = n / (da / db);
+      cand[nc++] = std::floor(k);
+      cand[nc++] = std::ceil(k);
+    }
+  }
+  double best_k = 1, best_t = pipe_time(P, n, 1).total();
+  for (int i = 0; i < nc; ++i) {
+    double k = std::min(kmax, std::max(1.0, cand[i]));
+    if (!std::isfinite(k)) continue;
+    double t = pipe_time(P, n, k).total();
+    if (t < best_t || (t == best_t && k < best_k)) {
+      best_t = t;
+      best_k = k;
+    }
+  }
+  return static_cast<int>(best_k);
+}
+
+Parts run_pipe(const Pipe& P, double n) { return pipe_time(P, n, best_chunks(P, n)); }
+
+// Double binary tree (Sanders, Speck & Traeff 2009; NCCL): two trees, each carrying half of the
+// data in k chunks of n/(2k); every rank is an internal node (two children) of one tree and a leaf
+// of the other, so in one pipeline step a rank receives two half-chunks (n/k bytes) and sends two
+// (one up as an internal node, one up as a leaf), and reduces n/k bytes. The trees are built from
+// a tree of depth ceil(lg G) inside each node and a tree of depth ceil(lg nodes) across nodes
+// (one tier: depth ceil(lg p)). Reduce phase stages reduce, broadcast phase stages do not:
+//   allreduce, one tier:  T = 2(h + k - 1)(a + (n/k) b) + (h + k - 1)(n/k) g,   h = ceil(lg p)
+//   broadcast, one tier:  T = (h + k - 1)(a + (n/k) b)
+//   reduce, one tier:     T = (h + k - 1)(a + (n/k)(b + g))
+// The network stages use bw_striped(1) (NCCL runs one tree per NIC).
+Phase tree_phase(const Env& e, bool reduces) {
+  Phase ph;
+  ph.S_i = ceil_lg(e.G);
+  ph.S_n = ceil_lg(e.N);
+  ph.si = {e.a_i, e.b_i, reduces ? e.g : 0};
+  if (e.N > 1) ph.sn = {e.a_n, e.b_striped(1), reduces ? e.g : 0};
+  return ph;
+}
+Pipe tree_pipe(const Env& e, Collective c) {
+  Pipe P;
+  if (c == Collective::AllReduce) {
+    P.nph = 2;
+    P.ph[0] = tree_phase(e, true);
+    P.ph[1] = tree_phase(e, false);
+  } else {
+    P.ph[0] = tree_phase(e, c == Collective::Reduce);
+  }
+  return P;
+}
+
+// Pipelined chain in rank order (broadcast from rank 0 down the chain, reduce up it to rank 0):
+// p - nodes intra-node hops and nodes - 1 network hops; one tier: T = (p - 1 + k - 1)(a + (n/k) b)
+// for broadcast and (p - 1 + k - 1)(a + (n/k)(b + g)) for reduce.
+Pipe chain_pipe(const Env& e, bool reduces) {
+  Pipe P;
+  P.ph[0].S_i = e.p - e.N;
+  P.ph[0].S_n = e.N - 1;
+  P.ph[0].si = {e.a_i, e.b_i, reduces ? e.g : 0};
+  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped(1), reduces ? e.g : 0};
+  return P;
+}
+// The inter-node chain of hierarchical broadcast/reduce: nodes - 1 network hops, G chains (one per
+// local index) at once, each carrying n / G.
+Pipe hier_chain_pipe(const Env& e, bool reduces) {
+  Pipe P;
+  P.ph[0].S_n = e.N - 1;
+  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped(static_cast<double>(e.G)), reduces ? e.g : 0};
+  return P;
+}
+double hier_chain_bytes(const Env& e, double n) { return n / static_cast<double>(e.G); }
+
+// ---- the algorithms --------------------------------------------------------------------------
+
+// Ring over all p ranks: `steps` steps, each moving `per_step` bytes and reducing `reduced` bytes.
+Parts ring(const Env& e, double steps, double per_step_bytes_total, double reduced_total) {
+  return {steps * e.ring_a(), per_step_bytes_total * e.ring_b(), reduced_total * e.g};
+}
+
+// allreduce ring: 2(p-1)a + 2n(p-1)/p b + n(p-1)/p g.
+Parts allreduce_ring(const Env& e, double n) {
+  double p = static_cast<double>(e.p);
+  return ring(e, 2 * (p - 1), 2 * n * (p - 1) / p, n * (p - 1) / p);
+}
+
+// allreduce recursive doubling: lg p (a + n b + n g) for p = 2^k. Otherwise (MPICH's fold) the r
+// extra ranks first send their n to a partner (a + nb + ng), the p' ranks run recursive
+// doubling, and the partners send the result back (a + nb):
+//   (m+2) a + (m+2) n b + (m+1) n g.
+// Across tiers the fold steps are priced as distance-1 exchanges and the core steps at distance 2^s.
+Parts allreduce_rd(const Env& e, double n) {
+  int m = floor_lg(e.p);
+  long long r = e.p - (1LL << m);
+  Parts t;
+  if (r > 0) t += xor_all(e, 1, n, n);
+  for (int s = 0; s < m; ++s) t += xor_all(e, 1LL << s, n, n);
+  if (r > 0) t += xor_all(e, 1, n, 0);
+  return t;
+}
+
+// Rabenseifner allreduce: reduce-scatter by recursive halving (distance 1, 2, 4, ... with n/2,
+// n/4, ... so the large exchanges stay near), then allgather by recursive doubling in the reverse
+// order: 2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k. Otherwise the published form
+//   (2m+2) a + (2(p-1)/p + 2) n b + n(1 + (p-1)/p) g
+// (fold a + nb + ng, core on p' ranks, unfold a + nb). The published form charges the core with
+// n(p-1)/p; the exact schedule on p' ranks moves n(p'-1)/p', so the core steps are scaled by
+// ((p-1)/p) / ((p'-1)/p') to keep the published total.
+Parts allreduce_rabenseifner(const Env& e, double n) {
+  int m = floor_lg(e.p);
+  long long p2 = 1LL << m, r = e.p - p2;
+  double scale = 1;
+  if (r > 0) {
+    double p = static_cast<double>(e.p), q = static_cast<double>(p2);
+    scale = ((p - 1) / p) / ((q - 1) / q);
+  }
+  Parts t;
+  if (r > 0) t += xor_all(e, 1, n, n);
+  double size = n * scale;
+  for (int s = 0; s < m; ++s) {
+    size /= 2;
+    t += xor_all(e, 1LL << s, size, size);
+  }
+  for (int s = m - 1; s >= 0; --s) {
+    t += xor_all(e, 1LL << s, size, 0);
+    size *= 2;
+  }
+  if (r > 0) t += xor_all(e, 1, n, 0);
+  return t;
+}
+
+// Hierarchical allreduce: intra-node ring reduce-scatter (G ranks, n), inter-node ring allreduce
+// among the ranks with the same local index (nodes ranks, n/G each, all G at once:
+// bw_striped(G)), intra-node ring allgather:
+//   2(G-1) a_i + 2n(G-1)/G b_i + n(G-1)/G g
+//   + 2(N-1) a_n + 2(n/G)(N-1)/N b_striped(G) + (n/G)(N-1)/N g.
+// One tier: equals ring.
+Parts allreduce_hier(const Env& e, double n) {
+  double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
+  Parts t{2 * (G - 1) * e.a_i, 2 * n * (G - 1) / G * e.b_i, n * (G - 1) / G * e.g};
+  if (e.N > 1) {
+    double chunk = n / G;
+    t += Parts{2 * (N - 1) * e.a_n, 2 * chunk * (N - 1) / N * e.b_striped(G), chunk * (N - 1) / N * e.g};
+  }
+  return t;
+}
+
+// allgather ring: (p-1) a + n(p-1)/p b.
+Parts allgather_ring(const Env& e, double n) {
+  double p = static_cast<double>(e.p);
+  return ring(e, p - 1, n * (p - 1) / p, 0);
+}
+
+// allgather recursive doubling: step s (distance 2^s) exchanges 2^s blocks: lg p a + n(p-1)/p b
+// for p = 2^k. Otherwise the r extra ranks first send their block to a partner (a + (n/p) b); the
+// p' ranks run recursive doubling, where the largest message of step s carries the blocks of 2^s
+// ranks of which min(2^s, r) hold two blocks; then the extra ranks receive all but their own block
+// (a + n(p-1)/p b):
+//   (m+2) a + (n/p)(1 + sum_{s<m} (2^s + min(2^s, r)) + (p-1)) b.
+Parts allgather_rd(const Env& e, double n) {
+  int m = floor_lg(e.p);
+  long long r = e.p - (1LL << m);
+  double block = n / static_cast<double>(e.p);
+  Parts t;
+  if (r > 0) t += xor_all(e, 1, block, 0);
+  for (int s = 0; s < m; ++s) {
+    long long d = 1LL << s;
+    t += xor_all(e, d, static_cast<double>(d + std::min(d, r)) * block, 0);
+  }
+  if (r > 0) t += xor_all(e, 1, static_cast<double>(e.p - 1) * block, 0);
+  return t;
+}
+
+// allgather Bruck: step s (s < K) sends min(2^s, p - 2^s) blocks to rank r - 2^s:
+// ceil(lg p) a + n(p-1)/p b.
+Parts allgather_bruck(const Env& e, double n) {
+  int K = ceil_lg(e.p);
+  double block = n / static_cast<double>(e.p);
+  Parts t;
+  for (int s = 0; s < K; ++s) {
+    long long d = 1LL << s;
+    t += shift_step(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0);
+  }
+  return t;
+}
+
+// Hierarchical allgather: inter-node ring allgather among the ranks with the same local index
+// (each ends with the N blocks of its index, G rings at once: bw_striped(G)), then intra-node ring
+// allgather of those n/G bytes per rank:
+//   (N-1) a_n + n(N-1)/p b_striped(G) + (G-1) a_i + n(G-1)/G b_i.   One tier: equals ring.
+Parts allgather_hier(const Env& e, double n) {
+  double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
+  Parts t{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, 0};
+  if (e.N > 1) t += Parts{(N - 1) * e.a_n, n * (N - 1) / p * e.b_striped(G), 0};
+  return t;
+}
+
+// reducescatter ring: (p-1) a + n(p-1)/p (b + g).
+Parts reducescatter_ring(const Env& e, double n) {
+  double p = static_cast<double>(e.p);
+  return ring(e, p - 1, n * (p - 1) / p, n * (p - 1) / p);
+}
+
+// reducescatter recursive halving: step s exchanges and reduces half of what is left with the
+// rank at distance p/2^(s+1): lg p a + n(p-1)/p (b + g) for p = 2^k. Otherwise the extra ranks
+// first send all n to a partner (a + n(b + g)), the p' ranks halve (step s with g_s = p'/2^(s+1)
+// carries the blocks of g_s ranks of which min(g_s, r) own two), and the partners send the extras
+// their block (a + (n/p) b):
+//   (m+2) a + (n + (n/p) sum_s (g_s + min(g_s, r)) + n/p) b + (n + (n/p) sum_s (g_s + min(g_s, r))) g.
+Parts reducescatter_rh(const Env& e, double n) {
+  int m = floor_lg(e.p);
+  long long p2 = 1LL << m, r = e.p - p2;
+  double block = n / static_cast<double>(e.p);
+  Parts t;
+  if (r > 0) t += xor_all(e, 1, n, n);
+  for (int s = 0; s < m; ++s) {
+    long long gs = p2 >> (s + 1);
+    double size = static_cast<double>(gs + std::min(gs, r)) * block;
+    t += xor_all(e, gs, size, size);
+  }
+  if (r > 0) t += xor_all(e, 1, block, 0);
+  return t;
+}
+
+// broadcast binomial: ceil(lg p)(a + n b); the root sends first to distance 2^(K-1), then halves.
+Parts broadcast_binomial(const Env& e, double n) {
+  int K = ceil_lg(e.p);
+  Parts t;
+  for (int s = K - 1; s >= 0; --s) t += xor_tree(e, 1LL << s, n, 0);
+  return t;
+}
+
+// Binomial scatter from rank 0: step with distance d = 2^(K-1), ..., 1 sends the receiver's
+// subtree, min(d, p - d) blocks: ceil(lg p) a + n(p-1)/p b.
+Parts scatter_binomial(const Env& e, double n) {
+  int K = ceil_lg(e.p);
+  double block = n / static_cast<double>(e.p);
+  Parts t;
+  for (int s = K - 1; s >= 0; --s) {
+    long long d = 1LL << s;
+    t += xor_tree(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0);
+  }
+  return t;
+}
+// Binomial gather to rank 0, the mirror image (distance 1 first).
+Parts gather_binomial(const Env& e, double n) {
+  int K = ceil_lg(e.p);
+  double block = n / static_cast<double>(e.p);
+  Parts t;
+  for (int s = 0; s < K; ++s) {
+    long long d = 1LL << s;
+    t += xor_tree(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0);
+  }
+  return t;
+}
+
+// broadcast recursive doubling (van de Geijn): binomial scatter + recursive-doubling allgather:
+// 2 lg p a + 2n(p-1)/p b for p = 2^k; otherwise scatter + the folded allgather above.
+Parts broadcast_rd(const Env& e, double n) { return scatter_binomial(e, n) + allgather_rd(e, n); }
+
+// reduce binomial: ceil(lg p)(a + n b + n g), distance 1 first.
+Parts reduce_binomial(const Env& e, double n) {
+  int K = ceil_lg(e.p);
+  Parts t;
+  for (int s = 0; s < K; ++s) t += xor_tree(e, 1LL << s, n, n);
+  return t;
+}
+
+// reduce Rabenseifner = reduce-scatter (recursive halving) + binomial gather:
+// 2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k; otherwise the folded reduce-scatter above plus
+// the gather (ceil(lg p) a + n(p-1)/p b).
+Parts reduce_rabenseifner(const Env& e, double n) { return reducescatter_rh(e, n) + gather_binomial(e, n); }
+
+// Intra-node binomial scatter/gather on one node of G ranks (n bytes in G blocks).
+Parts node_binomial(const Env& e, double n) {
+  int K = ceil_lg(e.G);
+  double block = n / static_cast<double>(e.G);
+  Parts t;
+  for (int s = 0; s < K; ++s) {
+    long long d = 1LL << s;
+    t += intra(e, static_cast<double>(std::min(d, e.G - d)) * block);
+  }
+  return t;
+}
+
+// Hierarchical broadcast: binomial scatter of n over the root's node (ceil(lg G) a_i +
+// n(G-1)/G b_i), G pipelined chains across the nodes, one per local index, each carrying n/G
+// ((N - 1 + k - 1)(a_n + (n/(Gk)) b_striped(G))), then intra-node ring allgather ((G-1) a_i +
+// n(G-1)/G b_i). One node: the published scatter + ring allgather; one rank per node: ring.
+Parts broadcast_hier(const Env& e, double n) {
+  double G = static_cast<double>(e.G);
+  Parts t = node_binomial(e, n);
+  if (e.N > 1) t += run_pipe(hier_chain_pipe(e, false), hier_chain_bytes(e, n));
+  t += Parts{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, 0};
+  return t;
+}
+
+// Hierarchical reduce, the mirror: intra-node ring reduce-scatter ((G-1) a_i + n(G-1)/G (b_i + g)),
+// G pipelined chains toward the root's node, each reducing n/G ((N - 1 + k - 1)(a_n + (n/(Gk))
+// (b_striped(G) + g))), binomial gather on the root's node (ceil(lg G) a_i + n(G-1)/G b_i).
+Parts reduce_hier(const Env& e, double n) {
+  double G = static_cast<double>(e.G);
+  Parts t{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, n * (G - 1) / G * e.g};
+  if (e.N > 1) t += run_pipe(hier_chain_pipe(e, true), hier_chain_bytes(e, n));
+  t += node_binomial(e, n);
+  return t;
+}
+
+// sendrecv: rank r sends n to r + 1: a + n b; across nodes one flow per node crosses.
+Parts sendrecv_direct(const Env& e, double n) {
+  if (e.N == 1) return intra(e, n);
+  Parts out = net(e, n, e.b_flow(1));
+  return e.G == 1 ? out : slower(intra(e, n), out);
+}
+
+// alltoall pairwise: the published (p-1) a + n b. Step d (1..p-1) exchanges with r +- d; the
+// exact traffic is n(p-1)/p (n/p per step), the published form charges n (n/(p-1) per step).
+Parts alltoall_pairwise(const Env& e, double n) {
+  return shift_all_distances(e, n / static_cast<double>(e.p - 1), 0);
+}
+
+// alltoall Bruck: step s sends the blocks whose index has bit s set to rank r + 2^s:
+// ceil(lg p) a + (n/p) sum_s count_s b, count_s = #{j < p : bit s of j set}; lg p a + (n/2) lg p b
+// for p = 2^k.
+Parts alltoall_bruck(const Env& e, double n) {
+  int K = ceil_lg(e.p);
+  double block = n / static_cast<double>(e.p);
+  Parts t;
+  for (int s = 0; s < K; ++s) {
+    long long d = 1LL << s;
+    long long count = (e.p >> (s + 1)) * d + std::max(0LL, (e.p & (2 * d - 1)) - d);
+    t += shift_step(e, d, static_cast<double>(count) * block, 0);
+  }
+  return t;
+}
+
+Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
+  const double n = static_cast<double>(bytes);
+  const double block = n / static_cast<double>(e.p);
+  using A = Algorithm;
+  switch (c) {
+    case Collective::AllReduce:
+      switch (a) {
+        case A::Ring: return allreduce_ring(e, n);
+        case A::Tree: return run_pipe(tree_pipe(e, c), n);
+        case A::RecursiveDoubling: return allreduce_rd(e, n);
+        case A::Rabenseifner: return allreduce_rabenseifner(e, n);
+        case A::Hierarchical: return allreduce_hier(e, n);
+        default: break;
+      }
+      break;
+    case Collective::AllGather:
+      switch (a) {
+        case A::Ring: return allgather_ring(e, n);
+        case A::RecursiveDoubling: return allgather_rd(e, n);
+        case A::Bruck: return allgather_bruck(e, n);
+        case A::Direct: return direct(e, block, false);
+        case A::Hierarchical: return allgather_hier(e, n);
+        default: break;
+      }
+      break;
+    case Collective::ReduceScatter:
+      switch (a) {
+        case A::Ring: return reducescatter_ring(e, n);
+        case A::RecursiveHalving: return reducescatter_rh(e, n);
+        case A::Pairwise: return shift_all_distances(e, block, block);  // (p-1) a + n(p-1)/p (b + g)
+        case A::Direct: return direct(e, block, true);
+        default: break;
+      }
+      break;
+    case Collective::Broadcast:
+      switch (a) {
+        case A::Ring: return run_pipe(chain_pipe(e, false), n);
+        case A::Tree: return run_pipe(tree_pipe(e, c), n);
+        case A::Binomial: return broadcast_binomial(e, n);
+        case A::RecursiveDoubling: return broadcast_rd(e, n);
+        case A::Hierarchical: return broadcast_hier(e, n);
+        default: break;
+      }
+      break;
+    case Collective::Reduce:
+      switch (a) {
+        case A::Ring: return run_pipe(chain_pipe(e, true), n);
+        case A::Tree: return run_pipe(tree_pipe(e, c), n);
+        case A::Binomial: return reduce_binomial(e, n);
+        case A::Rabenseifner: return reduce_rabenseifner(e, n);
+        case A::Hierarchical: return reduce_hier(e, n);
+        default: break;
+      }
+      break;
+    case Collective::SendRecv:
+      if (a == A::Direct) return sendrecv_direct(e, n);
+      break;
+    case Collective::AllToAll:
+      switch (a) {
+        case A::Pairwise: return alltoall_pairwise(e, n);
+        case A::Bruck: return alltoall_bruck(e, n);
+        case A::Direct: return direct(e, block, false);
+        default: break;
+      }
+      break;
+  }
+  throw Error(std::string(to_string(a)) + " does not apply to " + std::string(to_string(c)));
+}
+
+// ---- NCCL's model (src/graph/tuning.cc) --------------------------------------------------------
+// time = latency + n / algbw. Ring: latency = base + (steps - interSteps) intraHop + interSteps
+// interHop with steps = 2(p-1), interSteps = 2(nodes-1) for allreduce; p-1, nodes-1 for allgather,
+// reducescatter, broadcast and reduce (the hops of the chain). busbw = the ring's bottleneck
+// bandwidth (intra, or min(intra, node network) across nodes) times bw_fraction[protocol];
+// algbw = busbw * p / steps' with steps' = 2(p-1) for allreduce, p-1 for allgather/reducescatter
+// and p for broadcast/reduce (NCCL counts nRanks steps there, so algbw = busbw).
+// Tree (allreduce only): latency = base + 2((p/nodes - 1) intraHop + log2i(nodes) interHop),
+// algbw = busbw / 2. sendrecv and alltoall run as NCCL point-to-point: latency = base(ring) + one
+// hop (network when nodes > 1), bandwidth of the direct algorithm above divided by bw_fraction.
+constexpr int kRing = 0, kTree = 1;
+
+int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
+
+Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protocol proto, Bytes bytes) {
+  const NcclConstants& k = t.nccl;
+  const int pr = proto_index(proto);
+  const double n = static_cast<double>(bytes), p = static_cast<double>(e.p), N = static_cast<double>(e.N);
+  const double frac = k.bw_fraction[pr];
+  const double busbw = (e.N == 1 ? e.intra_bw : std::min(e.intra_bw, e.node_bw)) * frac;
+  if (c == Collective::SendRecv || c == Collective::AllToAll) {
+    Parts d = c == Collective::SendRecv ? sendrecv_direct(e, n) : direct(e, n / p, false);
+    double hop = e.N > 1 ? k.inter_hop_latency_s[kRing][pr] : k.intra_hop_latency_s[kRing][pr];
+    return {k.base_latency_s[kRing][pr] + hop, d.bw / frac, 0};
+  }
+  if (algo == kTree) {
+    double lat = k.base_latency_s[kTree][pr] + 2 * ((static_cast<double>(e.G) - 1) * k.intra_hop_latency_s[kTree][pr] +
+                                                   floor_lg(e.N) * k.inter_hop_latency_s[kTree][pr]);
+    return {lat, n / (busbw / 2), 0};
+  }
+  double steps, inter_steps, ratio;
+  if (c == Collective::AllReduce) {
+    steps = 2 * (p - 1);
+    inter_steps = 2 * (N - 1);
+    ratio = p / (2 * (p - 1));
+  } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
+    steps = p - 1;
+    inter_steps = N - 1;
+    ratio = p / (p - 1);
+  } else {
+    steps = p - 1;
+    inter_steps = N - 1;
+    ratio = 1;
+  }
+  double lat = k.base_latency_s[kRing][pr] + (steps - inter_steps) * k.intra_hop_latency_s[kRing][pr] +
+               inter_steps * k.inter_hop_latency_s[kRing][pr];
+  return {lat, n / (busbw * ratio), 0};
+}
+
+bool is_nccl_algorithm(Algorithm a) {
+  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+}
+
+// Why (c, a, proto) has no closed form on t, or nullptr.
+const char* why_no_model(const Topology& t, Collective c, Algorithm a, Protocol proto) {
+  if (!applies(c, a)) return "the algorithm does not apply to this collective";
+  if (a == Algorithm::Mpi) return "the MPI library's own algorithm has no closed form (measure it with `commsim run`)";
+  bool nccl_model = is_nccl_algorithm(a) || proto != Protocol::None;
+  if (proto != Protocol::None && !is_nccl_algorithm(a) && a != Algorithm::Ring && a != Algorithm::Tree)
+    return "protocols LL/LL128/Simple apply only to ring, tree, nccl, nccl-ring and nccl-tree";
+  if (proto != Protocol::None && a == Algorithm::Tree && c != Collective::AllReduce)
+    return "NCCL's tree (and so a protocol with tree) exists for allreduce only";
+  if (nccl_model && !t.nccl.present) return "the topology has no `nccl` constants, needed for NCCL's model and protocols";
+  return nullptr;
+}
+
+[[noreturn]] void throw_query(const Topology& t, const CostQuery& q, const std::string& why) {
+  std::string what = std::string(to_string(q.collective)) + " " + std::string(to_string(q.algorithm));
+  if (q.protocol != Protocol::None) what += "/" + std::string(to_string(q.protocol));
+  throw Error("cannot price " + what + " on topology '" + t.name + "' with " + std::to_string(q.nodes) + " node(s) x " +
+              std::to_string(q.ranks_per_node) + " rank(s): " + why);
+}
+
+void check_query(const Topology& t, const CostQuery& q) {
+  if (q.nodes < 1 || q.ranks_per_node < 1) throw_query(t, q, "nodes and ranks per node must be at least 1");
+  if (static_cast<long long>(q.nodes) * q.ranks_per_node > INT_MAX) throw_query(t, q, "too many ranks");
+  if (q.nodes > 1 && !t.network.present())
+    throw_query(t, q, "the topology has no network (network.kind none), so it has a single node");
+  if (t.max_nodes > 0 && q.nodes > t.max_nodes)
+    throw_query(t, q, "the topology allows at most " + std::to_string(t.max_nodes) + " node(s) (max_nodes)");
+  if (const char* why = why_no_model(t, q.collective, q.algorithm, q.protocol)) throw_query(t, q, why);
+}
+
+Cost to_cost(const Parts& x, Algorithm a, Protocol p) {
+  Cost c;
+  c.latency_s = x.lat;
+  c.bandwidth_s = x.bw;
+  c.reduction_s = x.red;
+  c.time_s = x.lat + x.bw + x.red;
+  c.algorithm = a;
+  c.protocol = p;
+  return c;
+}
+
+}  // namespace
+
+bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p) {
+  return why_no_model(topo, c, a, p) == nullptr;
+}
+
+Cost closed_form(const Topology& topo, const CostQuery& q) {
+  check_query(topo, q);
+  const Env e = make_env(topo, q.nodes, q.ranks_per_node);
+  const bool nccl_model = is_nccl_algorithm(q.algorithm) || q.protocol != Protocol::None;
+  if (e.p == 1) {
+    // One rank: nothing to communicate.
+    Algorithm a = q.algorithm == Algorithm::Nccl ? Algorithm::NcclRing : q.algorithm;
+    Protocol p = nccl_model && q.protocol == Protocol::None ? Protocol::Simple : q.protocol;
+    return to_cost(Parts{}, a, p);
+  }
+  if (!nccl_model) return to_cost(hand_written(e, q.collective, q.algorithm, q.bytes), q.algorithm, q.protocol);
+
+  // NCCL's model: the requested protocol, or the fastest of LL / LL128 / Simple; Algorithm::Nccl
+  // also chooses between ring and (allreduce only) tree.
+  bool try_ring = q.algorithm == Algorithm::Ring || q.algorithm == Algorithm::NcclRing || q.algorithm == Algorithm::Nccl;
+  bool try_tree = (q.algorithm == Algorithm::Tree || q.algorithm == Algorithm::NcclTree ||
+                   q.algorithm == Algorithm::Nccl) &&
+                  q.collective == Collective::AllReduce;
+  Parts best;
+  double best_t = INFINITY;
+  Algorithm best_a = q.algorithm;
+  Protocol best_p = q.protocol;
+  for (int algo = kRing; algo <= kTree; ++algo) {
+    if (!(algo == kRing ? try_ring : try_tree)) continue;
+    for (Protocol pr : kNcclProtocols) {
+      if (q.protocol != Protocol::None && pr != q.protocol) continue;
+      Parts x = nccl_parts(topo, e, q.collective, algo, pr, q.bytes);
+      if (x.total() < best_t) {
+        best_t = x.total();
+        best = x;
+        best_p = pr;
+        best_a = q.algorithm == Algorithm::Nccl ? (algo == kRing ? Algorithm::NcclRing : Algorithm::NcclTree)
+                                                : q.algorithm;
+      }
+    }
+  }
+  return to_cost(best, best_a, best_p);
+}
+
+int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
+  if (c != Collective::AllReduce && c != Collective::Broadcast && c != Collective::Reduce) return 1;
+  check_query(topo, CostQuery{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes});
+  Env e = make_env(topo, nodes, ranks_per_node);
+  if (e.p == 1) return 1;
+  return best_chunks(tree_pipe(e, c), static_cast<double>(bytes));
+}
+
+int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
+  if (c != Collective::Broadcast && c != Collective::Reduce) return 1;
+  check_query(topo, CostQuery{c, Algorithm::Ring, Protocol::None, nodes, ranks_per_node, bytes});
+  Env e = make_env(topo, nodes, ranks_per_node);
+  if (e.p == 1) return 1;
+  return best_chunks(chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes));
+}
+
+Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q) {
+  if (q.protocol != Protocol::None) return 0;
+  auto ceil_div = [](Bytes a, Bytes b) { return b == 0 ? a : (a + b - 1) / b; };
+  bool bcast_or_reduce = q.collective == Collective::Broadcast || q.collective == Collective::Reduce;
+  switch (q.algorithm) {
+    case Algorithm::Tree:
+      if (q.collective == Collective::AllReduce || bcast_or_reduce)
+        return ceil_div(q.bytes, tree_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes));
+      return 0;
+    case Algorithm::Ring:
+      if (bcast_or_reduce)
+        return ceil_div(q.bytes, ring_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes));
+      return 0;
+    case Algorithm::Hierarchical: {
+      if (!bcast_or_reduce) return 0;
+      check_query(topo, q);
+      Env e = make_env(topo, q.nodes, q.ranks_per_node);
+      if (e.N == 1) return 0;
+      double chain = hier_chain_bytes(e, static_cast<double>(q.bytes));
+      int k = best_chunks(hier_chain_pipe(e, q.collective == Collective::Reduce), chain);
+      return static_cast<Bytes>(std::ceil(chain / k));
+    }
+    default: return 0;
+  }
+}
+
+}  // namespace commsim

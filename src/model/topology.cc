@@ -1,0 +1,396 @@
+// Topology files: strict reading of the YAML schema documented in configs/topologies/README.md.
+// Every error names the file, the line and the field (as a dotted path, e.g. network.nic_bandwidth)
+// so that a person can fix the file without reading this code.
+#include "model/topology.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "model/error.h"
+
+namespace commsim {
+namespace {
+
+// Where we are in the file, for messages.
+struct Ctx {
+  std::string origin;  // file name (or what the text came from)
+};
+
+[[noreturn]] void fail(const Ctx& ctx, const YAML::Mark& mark, const std::string& field, const std::string& what) {
+  int line = mark.is_null() ? 1 : mark.line + 1;
+  throw Error(ctx.origin + ":" + std::to_string(line) + ": " + (field.empty() ? std::string("(top level)") : field) +
+              ": " + what);
+}
+
+std::string join(std::initializer_list<const char*> names) {
+  std::string s;
+  for (const char* n : names) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string node_kind(const YAML::Node& n) {
+  if (n.IsMap()) return "a map";
+  if (n.IsSequence()) return "a list";
+  if (n.IsNull()) return "empty";
+  return "'" + n.Scalar() + "'";
+}
+
+// A YAML map at a dotted path: rejects unknown and duplicate keys on construction, then hands out
+// its values by key.
+class MapReader {
+ public:
+  MapReader(const Ctx& ctx, const YAML::Node& node, std::string path, std::initializer_list<const char*> allowed)
+      : ctx_(ctx), node_(node), path_(std::move(path)) {
+    if (!node.IsMap())
+      fail(ctx, node.Mark(), path_, "expected a map of keys (" + join(allowed) + "), got " + node_kind(node));
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node key = it->first;  // a copy: the iterator hands out a temporary pair
+      if (!key.IsScalar()) fail(ctx, key.Mark(), path_, "keys must be plain names");
+      const std::string& name = key.Scalar();
+      bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; });
+      if (!known)
+        fail(ctx, key.Mark(), child_path(path_, name), "unknown key (allowed here: " + join(allowed) + ")");
+      if (!seen.insert(name).second) fail(ctx, key.Mark(), child_path(path_, name), "key given twice");
+      entries_.push_back({name, key.Mark(), YAML::Node(it->second)});
+    }
+  }
+
+  const std::string& path() const { return path_; }
+  const Ctx& ctx() const { return ctx_; }
+
+  bool has(const char* key) const { return find(key) != nullptr; }
+
+  // The value of `key`, or fails with "missing required field".
+  YAML::Node require(const char* key, const char* hint = nullptr) const {
+    const Entry* e = find(key);
+    if (!e)
+      fail(ctx_, node_.Mark(), child_path(path_, key),
+           std::string("missing required field") + (hint ? std::string(" (") + hint + ")" : std::string()));
+    if (e->value.IsNull()) fail(ctx_, e->mark, child_path(path_, key), "has no value");
+    return e->value;
+  }
+  // The value of `key`, or an undefined node when absent.
+  std::optional<YAML::Node> optional(const char* key) const {
+    const Entry* e = find(key);
+    if (!e) return std::nullopt;
+    if (e->value.IsNull()) fail(ctx_, e->mark, child_path(path_, key), "has no value");
+    return e->value;
+  }
+  YAML::Mark mark() const { return node_.Mark(); }
+
+ private:
+  struct Entry {
+    std::string name;
+    YAML::Mark mark;
+    YAML::Node value;
+  };
+  const Entry* find(const char* key) const {
+    for (const Entry& e : entries_)
+      if (e.name == key) return &e;
+    return nullptr;
+  }
+  const Ctx& ctx_;
+  YAML::Node node_;
+  std::string path_;
+  std::vector<Entry> entries_;
+};
+
+// Scalar readers. `field` is the dotted path of the value.
+std::string scalar(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  if (!n.IsScalar()) fail(ctx, n.Mark(), field, "expected a single value, got " + node_kind(n));
+  return n.Scalar();
+}
+
+long long read_int(const Ctx& ctx, const YAML::Node& n, const std::string& field, long long lo, long long hi) {
+  std::string s = scalar(ctx, n, field);
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+    fail(ctx, n.Mark(), field, "'" + s + "' is not a whole number");
+  if (v < lo || v > hi)
+    fail(ctx, n.Mark(), field, std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return v;
+}
+
+double read_number(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  std::string s = scalar(ctx, n, field);
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v))
+    fail(ctx, n.Mark(), field, "'" + s + "' is not a number");
+  return v;
+}
+
+// Unit-carrying values go through units.h; its message (unknown unit, not positive, ...) is kept.
+template <class Parse>
+auto read_unit(const Ctx& ctx, const YAML::Node& n, const std::string& field, Parse parse) {
+  std::string s = scalar(ctx, n, field);
+  try {
+    return parse(s);
+  } catch (const Error& e) {
+    fail(ctx, n.Mark(), field, e.what());
+  }
+}
+
+BytesPerSecond read_bandwidth(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  return read_unit(ctx, n, field, [](const std::string& s) { return parse_bandwidth(s); });
+}
+Seconds read_time(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  return read_unit(ctx, n, field, [](const std::string& s) { return parse_time(s); });
+}
+Bytes read_bytes(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  return read_unit(ctx, n, field, [](const std::string& s) { return parse_bytes(s); });
+}
+
+std::string read_choice(const Ctx& ctx, const YAML::Node& n, const std::string& field,
+                        std::initializer_list<const char*> choices) {
+  std::string s = scalar(ctx, n, field);
+  for (const char* c : choices)
+    if (s == c) return s;
+  fail(ctx, n.Mark(), field, "'" + s + "' is not one of: " + join(choices));
+}
+
+constexpr std::initializer_list<const char*> kIntraFabrics = {"nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge",
+                                                              "shared-memory"};
+constexpr std::initializer_list<const char*> kNetworkKinds = {"infiniband", "roce", "ethernet", "tcp", "none"};
+constexpr std::initializer_list<const char*> kNetworkShapes = {"fat-tree", "rail-optimized", "single-switch",
+                                                               "dragonfly", "torus", "none"};
+
+// ring/tree x LL/LL128/Simple latencies, e.g. nccl.base_latency.
+void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][3]) {
+  const Ctx& ctx = parent.ctx();
+  std::string path = child_path(parent.path(), key);
+  MapReader table(ctx, parent.require(key), path, {"ring", "tree"});
+  const char* algos[2] = {"ring", "tree"};
+  for (int a = 0; a < 2; ++a) {
+    std::string apath = child_path(path, algos[a]);
+    MapReader protos(ctx, table.require(algos[a]), apath, {"LL", "LL128", "Simple"});
+    const char* names[3] = {"LL", "LL128", "Simple"};
+    for (int p = 0; p < 3; ++p) out[a][p] = read_time(ctx, protos.require(names[p]), child_path(apath, names[p]));
+  }
+}
+
+Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
+  Topology t;
+  MapReader top(ctx, root, "",
+                {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
+                 "network", "reduction", "max_nodes", "nccl"});
+
+  t.name = scalar(ctx, top.require("name"), "name");
+  if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
+  if (auto d = top.optional("description")) t.description = scalar(ctx, *d, "description");
+
+  // Exactly one of gpus_per_node (GPU nodes) and ranks_per_node (host-only nodes).
+  bool has_gpus = top.has("gpus_per_node"), has_ranks = top.has("ranks_per_node");
+  if (has_gpus && has_ranks)
+    fail(ctx, top.require("ranks_per_node").Mark(), "ranks_per_node",
+         "give either gpus_per_node (GPU nodes) or ranks_per_node (host-only nodes), not both");
+  if (!has_gpus && !has_ranks)
+    fail(ctx, top.mark(), "gpus_per_node",
+         "missing required field (gpus_per_node for GPU nodes, or ranks_per_node for host-only nodes)");
+  t.gpu = has_gpus;
+  const char* per_node_key = has_gpus ? "gpus_per_node" : "ranks_per_node";
+  t.ranks_per_node = static_cast<int>(read_int(ctx, top.require(per_node_key), per_node_key, 1, 1 << 20));
+
+  {
+    MapReader dev(ctx, top.require("device"), "device", {"name", "memory", "memory_bandwidth"});
+    t.device_name = scalar(ctx, dev.require("name"), "device.name");
+    if (auto m = dev.optional("memory")) t.device_memory_bytes = read_bytes(ctx, *m, "device.memory");
+    t.memory_bw_Bps = read_bandwidth(ctx, dev.require("memory_bandwidth"), "device.memory_bandwidth");
+  }
+  {
+    MapReader intra(ctx, top.require("intra_node"), "intra_node", {"fabric", "bandwidth", "latency"});
+    t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
+    t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
+                                    "intra_node.bandwidth");
+    t.intra.latency_s = read_time(ctx, intra.require("latency", "per message, e.g. 2 us"), "intra_node.latency");
+  }
+  if (t.gpu || top.has("host_link")) {
+    MapReader host(ctx, top.require("host_link", "the GPU <-> host link, e.g. { bandwidth: 64 GB/s, latency: 1 us }"),
+                   "host_link", {"bandwidth", "latency"});
+    t.host_link.fabric = t.gpu ? "pcie" : "host";
+    t.host_link.bw_Bps = read_bandwidth(ctx, host.require("bandwidth"), "host_link.bandwidth");
+    t.host_link.latency_s = read_time(ctx, host.require("latency"), "host_link.latency");
+  }
+  if (auto mn = top.optional("max_nodes")) t.max_nodes = static_cast<int>(read_int(ctx, *mn, "max_nodes", 1, 1 << 24));
+  {
+    YAML::Node net_node = top.require("network", "use { kind: none } for a single-node topology");
+    MapReader net(ctx, net_node, "network",
+                  {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription"});
+    t.network.kind = read_choice(ctx, net.require("kind"), "network.kind", kNetworkKinds);
+    if (auto f = net.optional("fabric")) t.network.fabric_shape = read_choice(ctx, *f, "network.fabric", kNetworkShapes);
+    if (t.network.kind == "none") {
+      if (auto nics = net.optional("nics_per_node")) {
+        if (read_int(ctx, *nics, "network.nics_per_node", 0, 4096) != 0)
+          fail(ctx, nics->Mark(), "network.nics_per_node", "must be 0 when kind is none");
+      }
+      if (t.max_nodes > 1)
+        fail(ctx, net_node.Mark(), "network.kind",
+             "kind none (no network) is only allowed for single-node topologies, but max_nodes is " +
+                 std::to_string(t.max_nodes));
+      t.max_nodes = 1;
+      t.network.nics_per_node = 0;
+      if (t.network.fabric_shape.empty()) t.network.fabric_shape = "none";
+    } else {
+      t.network.nics_per_node = static_cast<int>(
+          read_int(ctx, net.require("nics_per_node"), "network.nics_per_node", 1, 4096));
+      t.network.nic_bw_Bps = read_bandwidth(ctx, net.require("nic_bandwidth", "usable per NIC per direction, e.g. 47 GB/s"),
+                                            "network.nic_bandwidth");
+      t.network.latency_s = read_time(ctx, net.require("latency"), "network.latency");
+      if (auto os = net.optional("oversubscription")) {
+        t.network.oversubscription = read_number(ctx, *os, "network.oversubscription");
+        if (!(t.network.oversubscription >= 1.0))
+          fail(ctx, os->Mark(), "network.oversubscription", "must be at least 1 (1 = non-blocking fabric)");
+      }
+      if (t.network.fabric_shape.empty()) t.network.fabric_shape = "fat-tree";
+    }
+  }
+  if (auto red = top.optional("reduction")) {
+    MapReader r(ctx, *red, "reduction", {"bandwidth"});
+    t.reduce_bw_Bps = read_bandwidth(ctx, r.require("bandwidth"), "reduction.bandwidth");
+  } else {
+    // A plain reduction reads two operands and writes one: three passes over memory per byte reduced.
+    t.reduce_bw_Bps = t.memory_bw_Bps / 3.0;
+  }
+  if (auto nccl_node = top.optional("nccl")) {
+    MapReader nccl(ctx, *nccl_node, "nccl", {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction"});
+    read_nccl_table(nccl, "base_latency", t.nccl.base_latency_s);
+    read_nccl_table(nccl, "intra_hop_latency", t.nccl.intra_hop_latency_s);
+    read_nccl_table(nccl, "inter_hop_latency", t.nccl.inter_hop_latency_s);
+    if (auto frac = nccl.optional("bandwidth_fraction")) {
+      MapReader f(ctx, *frac, "nccl.bandwidth_fraction", {"LL", "LL128", "Simple"});
+      const char* names[3] = {"LL", "LL128", "Simple"};
+      for (int p = 0; p < 3; ++p) {
+        if (auto v = f.optional(names[p])) {
+          std::string field = std::string("nccl.bandwidth_fraction.") + names[p];
+          double x = read_number(ctx, *v, field);
+          if (!(x > 0 && x <= 1)) fail(ctx, v->Mark(), field, "must be in (0, 1] (a fraction of Simple's bandwidth)");
+          t.nccl.bw_fraction[p] = x;
+        }
+      }
+    }
+    t.nccl.present = true;
+  }
+  return t;
+}
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open topology file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read topology file");
+  return ss.str();
+}
+
+bool is_blank_yaml(const std::string& text) {
+  // Only whitespace and comments.
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto pos = line.find_first_not_of(" \t\r");
+    if (pos == std::string::npos) continue;
+    if (line[pos] == '#') continue;
+    if (line.compare(pos, 3, "---") == 0 && line.find_first_not_of(" \t\r", pos + 3) == std::string::npos) continue;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Topology parse_topology(const std::string& yaml_text, const std::string& origin) {
+  Ctx ctx{origin.empty() ? std::string("<topology>") : origin};
+  if (is_blank_yaml(yaml_text))
+    throw Error(ctx.origin + ":1: (top level): the topology file is empty (see configs/topologies/README.md)");
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail(ctx, e.mark, "(yaml)", "not valid YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    fail(ctx, e.mark, "(yaml)", "not valid YAML: " + e.msg);
+  }
+  Topology t;
+  try {
+    t = parse_document(root, ctx);
+  } catch (const YAML::Exception& e) {
+    // Anything yaml-cpp itself rejects while walking the document (should be rare).
+    fail(ctx, e.mark, "(yaml)", e.msg);
+  }
+  t.text = yaml_text;
+  return t;
+}
+
+Topology load_topology(const std::string& path) {
+  Topology t = parse_topology(read_file_text(path), path);
+  t.source_path = path;
+  return t;
+}
+
+namespace {
+
+std::vector<std::filesystem::path> preset_dirs() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("COMMSIM_CONFIG_DIR"); env && *env) dirs.push_back(fs::path(env) / "topologies");
+#ifdef COMMSIM_SOURCE_CONFIG_DIR
+  dirs.push_back(fs::path(COMMSIM_SOURCE_CONFIG_DIR) / "topologies");
+#endif
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "commsim" / "configs" / "topologies");
+  return dirs;
+}
+
+}  // namespace
+
+std::string resolve_topology_path(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (name_or_path.empty()) throw Error("no topology given (a preset name like dgx-h100, or a path to a .yaml file)");
+  if (fs::exists(name_or_path, ec)) return name_or_path;
+  bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                         (name_or_path.size() > 5 && name_or_path.ends_with(".yaml")) ||
+                         (name_or_path.size() > 4 && name_or_path.ends_with(".yml"));
+  if (looks_like_path) throw Error(name_or_path + ": no such topology file");
+  std::vector<fs::path> dirs = preset_dirs();
+  for (const fs::path& d : dirs) {
+    fs::path candidate = d / (name_or_path + ".yaml");
+    if (fs::exists(candidate, ec)) return candidate.string();
+  }
+  std::set<std::string> presets;
+  std::string searched;
+  for (const fs::path& d : dirs) {
+    if (!searched.empty()) searched += ", ";
+    searched += d.string();
+    for (auto it = fs::directory_iterator(d, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (it->path().extension() == ".yaml") presets.insert(it->path().stem().string());
+  }
+  std::string list;
+  for (const std::string& p : presets) list += (list.empty() ? "" : ", ") + p;
+  throw Error("unknown topology '" + name_or_path + "': not a file, and not a preset in " + searched +
+              (list.empty() ? std::string(" (no presets found; set COMMSIM_CONFIG_DIR)") : "; presets: " + list));
+}
+
+}  // namespace commsim
