@@ -9,6 +9,9 @@ std::string built_backends() {
 #ifdef COMMSIM_HAVE_MPI
   out += "host";
 #endif
+#ifdef COMMSIM_HAVE_CUDA
+  out += out.empty() ? "cuda" : ", cuda";
+#endif
   return out.empty() ? "none" : out;
 }
 
@@ -17,6 +20,9 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendContex
   if (name == "host") return make_host_backend(ctx);
 #else
   (void)ctx;
+#endif
+#ifdef COMMSIM_HAVE_CUDA
+  if (name == "cuda") return make_cuda_backend(ctx);
 #endif
   if (name == "cuda")
     throw Error("backend 'cuda' is not in this build (built: " + built_backends() +

@@ -32,6 +32,11 @@ struct BackendContext {
   // Host executor: largest message in bytes (longer transfers are cut so reductions overlap
   // arrivals); 0 picks the backend's default.
   std::uint64_t piece_bytes = 0;
+  // cuda: allow more ranks on a node than it has GPUs (they share GPUs round-robin); hand-written
+  // kernels only, for testing (NCCL refuses two ranks on one GPU).
+  bool share_gpu = false;
+  // cuda: capture each point's iteration in a CUDA graph and replay it (small messages only).
+  bool graph = false;
 };
 
 // One point as the backend runs it.
@@ -48,6 +53,8 @@ struct PointSetup {
   // Testing only: this rank flips one element of its Output after the check iteration, so the
   // wrong-result path can be exercised. -1: none.
   int inject_error_rank = -1;
+  // Library baselines with a forced protocol (cuda: NCCL_PROTO); None = the library's choice.
+  Protocol protocol = Protocol::None;
 };
 
 class Backend {
@@ -77,6 +84,9 @@ class Backend {
   virtual std::uint64_t check() = 0;
   // Frees the point's buffers.
   virtual void release() = 0;
+  // A remark about the point last run, for Point::note (e.g. what NCCL forced or picked); read on
+  // rank 0 after check()/the timed iterations and before release(). "" when there is none.
+  virtual std::string note() const { return {}; }
 };
 
 // The backends of this build: "host" (when built with MPI), "cuda" (when built with CUDA).
@@ -84,6 +94,9 @@ class Backend {
 // after MPI is initialised.
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendContext& ctx);
 std::unique_ptr<Backend> make_host_backend(const BackendContext& ctx);
+// The cuda backend (cuda_backend.cc): throws Error when no CUDA GPU is visible, or when a node has
+// more ranks than GPUs without share_gpu.
+std::unique_ptr<Backend> make_cuda_backend(const BackendContext& ctx);
 // "host", "cuda", ... as built, comma separated (for messages).
 std::string built_backends();
 

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
+#include <vector>
 
 #include "model/error.h"
 
@@ -38,6 +40,26 @@ void install_stop_handlers() {
 }
 
 int stop_signal() { return static_cast<int>(g_stop_signal); }
+
+namespace {
+std::mutex& abort_hooks_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::function<void()>>& abort_hooks() {
+  static std::vector<std::function<void()>> hooks;
+  return hooks;
+}
+[[maybe_unused]] void run_abort_hooks() {
+  std::lock_guard lock(abort_hooks_mutex());
+  for (const auto& hook : abort_hooks()) hook();
+}
+}  // namespace
+
+void add_abort_hook(std::function<void()> hook) {
+  std::lock_guard lock(abort_hooks_mutex());
+  abort_hooks().push_back(std::move(hook));
+}
 
 #ifdef COMMSIM_HAVE_MPI
 
@@ -165,6 +187,7 @@ struct Watchdog::Impl {
           std::fprintf(stderr, "commsim run: while closing after the timeout: %s\n", e.what());
         }
       }
+      run_abort_hooks();
       std::fflush(stdout);
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 124);

@@ -25,6 +25,12 @@ void install_stop_handlers();
 // The signal received, 0 when none.
 int stop_signal();
 
+// Adds a function the watchdog thread calls just before it aborts the job (on every rank that
+// aborts), e.g. to abort NCCL communicators so GPU kernels stop instead of hanging. Hooks run on
+// the watchdog thread while the main thread may be blocked: they must be thread-safe and must not
+// throw. They stay registered for the life of the process.
+void add_abort_hook(std::function<void()> hook);
+
 class Watchdog {
  public:
   // Called on rank 0's watchdog thread just before the job is aborted; the main thread is stuck
