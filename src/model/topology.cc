@@ -237,7 +237,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     YAML::Node net_node = top.require("network", "use { kind: none } for a single-node topology");
     MapReader net(ctx, net_node, "network",
                   {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription"});
-    t.network.kind = read_choice(ctx, net.require("kind"), "network.kind", kNetworkKinds);
+    YAML::Node kind_node = net.require("kind");
+    t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
     if (auto f = net.optional("fabric")) t.network.fabric_shape = read_choice(ctx, *f, "network.fabric", kNetworkShapes);
     if (t.network.kind == "none") {
       if (auto nics = net.optional("nics_per_node")) {
@@ -245,7 +246,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
           fail(ctx, nics->Mark(), "network.nics_per_node", "must be 0 when kind is none");
       }
       if (t.max_nodes > 1)
-        fail(ctx, net_node.Mark(), "network.kind",
+        fail(ctx, kind_node.Mark(), "network.kind",
              "kind none (no network) is only allowed for single-node topologies, but max_nodes is " +
                  std::to_string(t.max_nodes));
       t.max_nodes = 1;

@@ -1,0 +1,549 @@
+// The closed forms against the published formulas (Thakur, Rabenseifner & Gropp 2005, and the
+// forms documented in cost.cc for tree, pipelined chains, direct and hierarchical), written out
+// here independently; the tier rules across nodes; limits; NCCL's model and its worked example.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/cost.h"
+#include "model/error.h"
+
+namespace commsim {
+namespace {
+
+constexpr double kRel = 1e-12;
+
+// A topology built in code: intra-node tier (a_i, bw_i), network (a_n, nics x nic_bw,
+// oversubscription), reduction bandwidth.
+Topology make_topo(double a_i, double bw_i, double a_n, double nic_bw, int nics, double reduce_bw,
+                   double oversubscription = 1.0) {
+  Topology t;
+  t.name = "synthetic";
+  t.ranks_per_node = 8;
+  t.memory_bw_Bps = 3 * reduce_bw;
+  t.intra = {"nvswitch", a_i, bw_i};
+  t.network.kind = "infiniband";
+  t.network.fabric_shape = "fat-tree";
+  t.network.nics_per_node = nics;
+  t.network.nic_bw_Bps = nic_bw;
+  t.network.latency_s = a_n;
+  t.network.oversubscription = oversubscription;
+  t.reduce_bw_Bps = reduce_bw;
+  return t;
+}
+
+// NCCL 2.30.7's constants (src/graph/tuning.cc), NVLink hops inside the node.
+void set_nccl_nvlink(Topology& t) {
+  const double base[2][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
+  const double intra[2][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
+  const double inter[2][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+  for (int a = 0; a < 2; ++a)
+    for (int p = 0; p < 3; ++p) {
+      t.nccl.base_latency_s[a][p] = base[a][p] * 1e-6;
+      t.nccl.intra_hop_latency_s[a][p] = intra[a][p] * 1e-6;
+      t.nccl.inter_hop_latency_s[a][p] = inter[a][p] * 1e-6;
+    }
+  t.nccl.present = true;
+}
+
+Cost cost(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n,
+          Protocol p = Protocol::None) {
+  return closed_form(t, CostQuery{c, a, p, nodes, per_node, n});
+}
+
+void expect_rel(double got, double want, const std::string& what) {
+  EXPECT_NEAR(got, want, kRel * std::max(std::abs(want), 1e-30)) << what;
+}
+
+bool pow2(int p) { return (p & (p - 1)) == 0; }
+int flg(int p) { return static_cast<int>(std::floor(std::log2(p) + 1e-9)); }
+int clg(int p) { return static_cast<int>(std::ceil(std::log2(p) - 1e-9)); }
+
+// One tier, described by its a, b, g: either all ranks on one node (intra tier) or one rank per
+// node on a network with one NIC per node whose bandwidth is below the intra-node link (so every
+// algorithm sees the same b).
+struct Tier {
+  const char* name;
+  Topology topo;
+  bool one_node;  // true: nodes = 1, ranks_per_node = p; false: nodes = p, ranks_per_node = 1
+  double a, b, g;
+};
+
+std::vector<Tier> tiers() {
+  std::vector<Tier> out;
+  Topology t = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 1e12);
+  out.push_back({"one node (intra tier)", t, true, 2e-6, 1 / 100e9, 1 / 1e12});
+  out.push_back({"one rank per node (network tier)", t, false, 5e-6, 1 / 25e9, 1 / 1e12});
+  return out;
+}
+
+const int kRanks[] = {2, 3, 4, 5, 7, 8, 16, 24, 64};
+const Bytes kSizes[] = {8, 1000, (1u << 20) + 3, 64u << 20, 1ull << 30};
+
+// Published (or documented) formula for (collective, algorithm) at p ranks, n bytes, pipeline k.
+using Formula = std::function<double(int p, double n, double a, double b, double g, int k)>;
+
+struct Case {
+  Collective c;
+  Algorithm alg;
+  Formula f;
+};
+
+std::vector<Case> one_tier_cases() {
+  using C = Collective;
+  using A = Algorithm;
+  auto scatter = [](int p, double n, double a, double b) { return clg(p) * a + n * (p - 1) / p * b; };
+  auto ag_rd = [](int p, double n, double a, double b) {
+    if (pow2(p)) return std::log2(p) * a + n * (p - 1) / p * b;
+    int m = flg(p), r = p - (1 << m);
+    double blocks = 1 + (p - 1);
+    for (int s = 0; s < m; ++s) blocks += (1 << s) + std::min(1 << s, r);
+    return (m + 2) * a + n / p * blocks * b;
+  };
+  auto rs_rh = [](int p, double n, double a, double b, double g) {
+    if (pow2(p)) return std::log2(p) * a + n * (p - 1) / p * (b + g);
+    int m = flg(p), p2 = 1 << m, r = p - p2;
+    double S = 0;
+    for (int s = 0; s < m; ++s) {
+      int gs = p2 >> (s + 1);
+      S += gs + std::min(gs, r);
+    }
+    return (m + 2) * a + (n + n / p * S + n / p) * b + (n + n / p * S) * g;
+  };
+  std::vector<Case> v = {
+      {C::AllReduce, A::Ring,
+       [](int p, double n, double a, double b, double g, int) {
+         return 2.0 * (p - 1) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
+       }},
+      {C::AllReduce, A::RecursiveDoubling,
+       [](int p, double n, double a, double b, double g, int) {
+         if (pow2(p)) return std::log2(p) * a + n * std::log2(p) * (b + g);
+         int m = flg(p);
+         return (m + 2) * a + (m + 2) * n * b + (m + 1) * n * g;
+       }},
+      {C::AllReduce, A::Rabenseifner,
+       [](int p, double n, double a, double b, double g, int) {
+         if (pow2(p)) return 2 * std::log2(p) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
+         return (2.0 * flg(p) + 2) * a + (2.0 * (p - 1) / p + 2) * n * b + n * (1 + (p - 1.0) / p) * g;
+       }},
+      {C::AllReduce, A::Tree,
+       [](int p, double n, double a, double b, double g, int k) {
+         int h = clg(p);
+         return 2.0 * (h + k - 1) * (a + n / k * b) + (h + k - 1.0) * (n / k) * g;
+       }},
+      {C::AllReduce, A::Hierarchical,
+       [](int p, double n, double a, double b, double g, int) {
+         return 2.0 * (p - 1) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
+       }},
+      {C::AllGather, A::Ring,
+       [](int p, double n, double a, double b, double, int) { return (p - 1.0) * a + n * (p - 1) / p * b; }},
+      {C::AllGather, A::RecursiveDoubling,
+       [ag_rd](int p, double n, double a, double b, double, int) { return ag_rd(p, n, a, b); }},
+      {C::AllGather, A::Bruck,
+       [](int p, double n, double a, double b, double, int) { return clg(p) * a + n * (p - 1) / p * b; }},
+      {C::AllGather, A::Direct,
+       [](int p, double n, double a, double b, double, int) { return a + n * (p - 1) / p * b; }},
+      {C::AllGather, A::Hierarchical,
+       [](int p, double n, double a, double b, double, int) { return (p - 1.0) * a + n * (p - 1) / p * b; }},
+      {C::ReduceScatter, A::Ring,
+       [](int p, double n, double a, double b, double g, int) { return (p - 1.0) * a + n * (p - 1) / p * (b + g); }},
+      {C::ReduceScatter, A::RecursiveHalving,
+       [rs_rh](int p, double n, double a, double b, double g, int) { return rs_rh(p, n, a, b, g); }},
+      {C::ReduceScatter, A::Pairwise,
+       [](int p, double n, double a, double b, double g, int) { return (p - 1.0) * a + n * (p - 1) / p * (b + g); }},
+      {C::ReduceScatter, A::Direct,
+       [](int p, double n, double a, double b, double g, int) { return a + n * (p - 1) / p * (b + g); }},
+      {C::Broadcast, A::Binomial,
+       [](int p, double n, double a, double b, double, int) { return clg(p) * (a + n * b); }},
+      {C::Broadcast, A::RecursiveDoubling,
+       [scatter, ag_rd](int p, double n, double a, double b, double, int) {
+         if (pow2(p)) return 2 * std::log2(p) * a + 2 * n * (p - 1) / p * b;
+         return scatter(p, n, a, b) + ag_rd(p, n, a, b);
+       }},
+      {C::Broadcast, A::Ring,
+       [](int p, double n, double a, double b, double, int k) { return (p - 1.0 + k - 1) * (a + n / k * b); }},
+      {C::Broadcast, A::Tree,
+       [](int p, double n, double a, double b, double, int k) { return (clg(p) + k - 1.0) * (a + n / k * b); }},
+      {C::Reduce, A::Binomial,
+       [](int p, double n, double a, double b, double g, int) { return clg(p) * (a + n * b + n * g); }},
+      {C::Reduce, A::Rabenseifner,
+       [rs_rh, scatter](int p, double n, double a, double b, double g, int) {
+         if (pow2(p)) return 2 * std::log2(p) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
+         return rs_rh(p, n, a, b, g) + scatter(p, n, a, b);  // + binomial gather, same cost as a scatter
+       }},
+      {C::Reduce, A::Ring,
+       [](int p, double n, double a, double b, double g, int k) {
+         return (p - 1.0 + k - 1) * (a + n / k * (b + g));
+       }},
+      {C::Reduce, A::Tree,
+       [](int p, double n, double a, double b, double g, int k) {
+         return (clg(p) + k - 1.0) * (a + n / k * (b + g));
+       }},
+      {C::SendRecv, A::Direct, [](int, double n, double a, double b, double, int) { return a + n * b; }},
+      {C::AllToAll, A::Pairwise, [](int p, double n, double a, double b, double, int) { return (p - 1.0) * a + n * b; }},
+      {C::AllToAll, A::Bruck,
+       [](int p, double n, double a, double b, double, int) {
+         if (pow2(p)) return std::log2(p) * a + n / 2 * std::log2(p) * b;
+         double blocks = 0;  // blocks sent over all steps: step s sends the indices with bit s set
+         for (int s = 0; s < clg(p); ++s)
+           for (int j = 0; j < p; ++j) blocks += (j >> s) & 1;
+         return clg(p) * a + n / p * blocks * b;
+       }},
+      {C::AllToAll, A::Direct,
+       [](int p, double n, double a, double b, double, int) { return a + n * (p - 1) / p * b; }},
+  };
+  return v;
+}
+
+int pipeline_k(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n) {
+  if (a == Algorithm::Tree) return tree_pipeline_chunks(t, c, nodes, per_node, n);
+  if (a == Algorithm::Ring && (c == Collective::Broadcast || c == Collective::Reduce))
+    return ring_pipeline_chunks(t, c, nodes, per_node, n);
+  return 1;
+}
+
+TEST(ClosedForm, EqualsPublishedFormulasOnOneTier) {
+  int checked = 0;
+  for (const Tier& tier : tiers()) {
+    for (const Case& cs : one_tier_cases()) {
+      for (int p : kRanks) {
+        for (Bytes n : kSizes) {
+          int nodes = tier.one_node ? 1 : p, per_node = tier.one_node ? p : 1;
+          int k = pipeline_k(tier.topo, cs.c, cs.alg, nodes, per_node, n);
+          double want = cs.f(p, static_cast<double>(n), tier.a, tier.b, tier.g, k);
+          Cost got = cost(tier.topo, cs.c, cs.alg, nodes, per_node, n);
+          expect_rel(got.time_s, want,
+                     std::string(tier.name) + " " + std::string(to_string(cs.c)) + " " +
+                         std::string(to_string(cs.alg)) + " p=" + std::to_string(p) + " n=" + std::to_string(n) +
+                         " k=" + std::to_string(k));
+          expect_rel(got.latency_s + got.bandwidth_s + got.reduction_s, got.time_s, "parts add up");
+          EXPECT_EQ(got.algorithm, cs.alg);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(one_tier_cases().size(), 26u);
+  EXPECT_EQ(checked, 2 * 26 * 9 * 5);
+}
+
+TEST(ClosedForm, EveryHandWrittenPairIsCovered) {
+  // The formula table above covers every (collective, hand-written algorithm) that applies.
+  auto cases = one_tier_cases();
+  for (Collective c : kAllCollectives)
+    for (Algorithm a : hand_written_algorithms(c)) {
+      bool found = std::any_of(cases.begin(), cases.end(), [&](const Case& cs) { return cs.c == c && cs.alg == a; });
+      // Hierarchical broadcast/reduce have their own one-tier tests below.
+      if (a == Algorithm::Hierarchical && (c == Collective::Broadcast || c == Collective::Reduce)) continue;
+      EXPECT_TRUE(found) << to_string(c) << " " << to_string(a);
+    }
+}
+
+TEST(ClosedForm, PartsSplitAlphaBetaGamma) {
+  Topology t = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 1e12);
+  const int p = 7;
+  const double n = 3e6, a = 2e-6, b = 1 / 100e9, g = 1 / 1e12;
+  Cost c = cost(t, Collective::AllReduce, Algorithm::Ring, 1, p, static_cast<Bytes>(n));
+  expect_rel(c.latency_s, 2.0 * (p - 1) * a, "alpha");
+  expect_rel(c.bandwidth_s, 2 * n * (p - 1) / p * b, "beta");
+  expect_rel(c.reduction_s, n * (p - 1) / p * g, "gamma");
+  Cost ag = cost(t, Collective::AllGather, Algorithm::Ring, 1, p, static_cast<Bytes>(n));
+  EXPECT_EQ(ag.reduction_s, 0.0);
+}
+
+TEST(ClosedForm, HierarchicalBroadcastAndReduceOnOneTier) {
+  Topology t = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 1e12);
+  const double a = 2e-6, b = 1 / 100e9, g = 1 / 1e12;
+  for (int p : kRanks) {
+    for (Bytes nb : kSizes) {
+      double n = static_cast<double>(nb);
+      // One node: scatter (binomial) + ring allgather, the published (lg p + p - 1) a + 2n(p-1)/p b.
+      expect_rel(cost(t, Collective::Broadcast, Algorithm::Hierarchical, 1, p, nb).time_s,
+                 (clg(p) + p - 1.0) * a + 2 * n * (p - 1) / p * b, "hier bcast p=" + std::to_string(p));
+      // One node: ring reduce-scatter + binomial gather.
+      expect_rel(cost(t, Collective::Reduce, Algorithm::Hierarchical, 1, p, nb).time_s,
+                 (p - 1.0) * a + n * (p - 1) / p * (b + g) + clg(p) * a + n * (p - 1) / p * b,
+                 "hier reduce p=" + std::to_string(p));
+      // One rank per node: the pipelined chain (ring).
+      for (Collective c : {Collective::Broadcast, Collective::Reduce})
+        expect_rel(cost(t, c, Algorithm::Hierarchical, p, 1, nb).time_s, cost(t, c, Algorithm::Ring, p, 1, nb).time_s,
+                   "hier = ring, one rank per node");
+    }
+  }
+}
+
+// T(k) of the documented pipelines, for checking that the chosen k is the best one.
+double tree_allreduce_T(int p, double n, double a, double b, double g, int k) {
+  int h = clg(p);
+  return 2.0 * (h + k - 1) * (a + n / k * b) + (h + k - 1.0) * (n / k) * g;
+}
+
+TEST(ClosedForm, PipelineChunksMinimiseTheClosedForm) {
+  Topology t = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 1e12);
+  const double a = 2e-6, b = 1 / 100e9, g = 1 / 1e12;
+  for (int p : {2, 3, 8, 24, 64}) {
+    for (Bytes nb : {Bytes(100), Bytes(4096), Bytes(40000), Bytes(1) << 20, Bytes(64) << 20}) {
+      double n = static_cast<double>(nb);
+      int kmax = std::max<int>(1, static_cast<int>(nb / 4096));
+      int k = tree_pipeline_chunks(t, Collective::AllReduce, 1, p, nb);
+      ASSERT_GE(k, 1);
+      ASSERT_LE(k, kmax);
+      double best = tree_allreduce_T(p, n, a, b, g, k);
+      for (int j = 1; j <= kmax; ++j)
+        EXPECT_LE(best, tree_allreduce_T(p, n, a, b, g, j) * (1 + 1e-12)) << "p=" << p << " n=" << n << " k=" << k << " j=" << j;
+      int kr = ring_pipeline_chunks(t, Collective::Broadcast, 1, p, nb);
+      ASSERT_GE(kr, 1);
+      ASSERT_LE(kr, kmax);
+      double chain = (p - 1.0 + kr - 1) * (a + n / kr * b);
+      for (int j = 1; j <= kmax; ++j) EXPECT_LE(chain, (p - 1.0 + j - 1) * (a + n / j * b) * (1 + 1e-12));
+      // What the runtime passes to the schedule generator.
+      CostQuery q{Collective::AllReduce, Algorithm::Tree, Protocol::None, 1, p, nb};
+      EXPECT_EQ(pipeline_chunk_bytes(t, q), (nb + k - 1) / k);
+      q.algorithm = Algorithm::Ring;
+      EXPECT_EQ(pipeline_chunk_bytes(t, q), 0u);  // ring allreduce is not pipelined
+    }
+  }
+  // The reference's rule of thumb: best k ~ sqrt(b n lg p / (2a)); ours is within a small factor.
+  int k = tree_pipeline_chunks(t, Collective::AllReduce, 1, 64, 64u << 20);
+  double rule = std::sqrt(b * (64u << 20) * 6 / (2 * a));
+  EXPECT_GT(k, rule / 4);
+  EXPECT_LT(k, rule * 4);
+  // Tiny messages are not split.
+  EXPECT_EQ(tree_pipeline_chunks(t, Collective::AllReduce, 1, 64, 4000), 1);
+  EXPECT_EQ(ring_pipeline_chunks(t, Collective::AllGather, 1, 64, 1 << 30), 1);
+}
+
+TEST(ClosedForm, OneRankCostsNothing) {
+  Topology t = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 1e12);
+  for (Collective c : kAllCollectives)
+    for (Algorithm a : hand_written_algorithms(c)) EXPECT_EQ(cost(t, c, a, 1, 1, 1 << 20).time_s, 0.0);
+}
+
+// ---- across tiers ----------------------------------------------------------------------------
+
+// An H100-like node: 8 ranks, 370.8 GB/s inside, 8 NICs of 47 GB/s.
+Topology h100_like() { return make_topo(2e-6, 370.8e9, 5e-6, 47e9, 8, 33.5e12); }
+
+TEST(ClosedFormTiers, RingCrossesEachNodeBoundaryOnce) {
+  Topology t = h100_like();
+  const int N = 4, G = 8, p = N * G;
+  const double n = 1 << 30, a_n = 5e-6, g = 1 / 33.5e12;
+  const double b = 1 / std::min(370.8e9, 8 * 47e9);  // min(intra, node network)
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, N, G, 1 << 30).time_s,
+             2.0 * (p - 1) * a_n + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g, "ring allreduce across nodes");
+  // With 2 NICs the node's network bandwidth is the bottleneck.
+  Topology thin = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12);
+  expect_rel(cost(thin, Collective::AllGather, Algorithm::Ring, N, G, 1 << 30).time_s,
+             (p - 1.0) * a_n + n * (p - 1) / p / (2 * 47e9), "ring allgather, node bandwidth bound");
+  // Oversubscription divides the node's network bandwidth.
+  Topology over = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12, 2.0);
+  expect_rel(cost(over, Collective::AllGather, Algorithm::Ring, N, G, 1 << 30).time_s,
+             (p - 1.0) * a_n + n * (p - 1) / p / 47e9, "ring allgather, oversubscribed");
+}
+
+TEST(ClosedFormTiers, RecursiveDoublingPricesEachStepAtItsTier) {
+  Topology t = h100_like();
+  const int N = 4, G = 8;
+  const double n = 1 << 20, a_i = 2e-6, b_i = 1 / 370.8e9, a_n = 5e-6, g = 1 / 33.5e12;
+  // Distances 1, 2, 4 stay inside a node of 8; 8 and 16 cross, all 8 ranks of a node at once,
+  // each on its own NIC (8 NICs): 47 GB/s per flow.
+  double want = 3 * (a_i + n * b_i + n * g) + 2 * (a_n + n / 47e9 + n * g);
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::RecursiveDoubling, N, G, 1 << 20).time_s, want, "rd 4x8");
+  // With 2 NICs the 8 flows share 94 GB/s.
+  Topology thin = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12);
+  want = 3 * (a_i + n * b_i + n * g) + 2 * (a_n + n / (2 * 47e9 / 8) + n * g);
+  expect_rel(cost(thin, Collective::AllReduce, Algorithm::RecursiveDoubling, N, G, 1 << 20).time_s, want, "rd 4x8 thin");
+  // Six ranks per node (p = 24, folded onto 16): the fold, distance 1 and the unfold stay inside
+  // a node; distances 2 and 4 straddle node boundaries (some messages cross) and 8 crosses, so
+  // three steps pay the network latency.
+  Cost six = cost(t, Collective::AllReduce, Algorithm::RecursiveDoubling, 4, 6, 1 << 20);
+  expect_rel(six.latency_s, 3 * a_i + 3 * a_n, "rd 4x6 latency");
+}
+
+TEST(ClosedFormTiers, DirectSharesTheNodesNics) {
+  // 2 nodes x 4 ranks, NICs slower than the intra link: each rank sends 3 blocks inside and 4 out;
+  // the 4 ranks of a node share 2 NICs.
+  Topology t = make_topo(1e-6, 100e9, 4e-6, 10e9, 2, 1e12);
+  const double n = 8e6, block = n / 8;
+  double out = 4e-6 + 4 * block / std::min(2 * 10e9 / 4, 4 * 10e9);
+  double in = 1e-6 + 3 * block / 100e9;
+  expect_rel(cost(t, Collective::AllToAll, Algorithm::Direct, 2, 4, 8000000).time_s, std::max(in, out), "direct a2a");
+  expect_rel(cost(t, Collective::ReduceScatter, Algorithm::Direct, 2, 4, 8000000).time_s,
+             std::max(in, out) + 7 * block / 1e12, "direct reduce-scatter");
+}
+
+TEST(ClosedFormTiers, HierarchicalAllreduce) {
+  Topology t = h100_like();
+  const int N = 4, G = 8;
+  const double n = 1 << 30, a_i = 2e-6, b_i = 1 / 370.8e9, a_n = 5e-6, g = 1 / 33.5e12;
+  const double b_h = 1 / std::min(370.8e9, 8 * 47e9 / G);  // all 8 ranks of a node cross at once
+  double want = 2 * (G - 1) * a_i + 2 * n * (G - 1) / G * b_i + n * (G - 1) / G * g + 2 * (N - 1) * a_n +
+                2 * (n / G) * (N - 1) / N * b_h + (n / G) * (N - 1) / N * g;
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Hierarchical, N, G, 1 << 30).time_s, want, "hier allreduce");
+  // Hierarchical allgather: inter-node ring on n/G, then intra-node ring.
+  double want_ag = (N - 1) * a_n + n * (N - 1) / (N * G) * b_h + (G - 1) * a_i + n * (G - 1) / G * b_i;
+  expect_rel(cost(t, Collective::AllGather, Algorithm::Hierarchical, N, G, 1 << 30).time_s, want_ag, "hier allgather");
+}
+
+TEST(ClosedFormTiers, MoreNodesNeverMakeAStepCheaper) {
+  Topology t = h100_like();
+  for (Collective c : kAllCollectives)
+    for (Algorithm a : hand_written_algorithms(c))
+      for (Bytes n : {Bytes(8), Bytes(1) << 20, Bytes(1) << 30}) {
+        double one = cost(t, c, a, 1, 8, n).time_s, two = cost(t, c, a, 2, 8, n).time_s;
+        EXPECT_GT(two, one) << to_string(c) << " " << to_string(a) << " n=" << n;
+      }
+}
+
+// ---- limits -----------------------------------------------------------------------------------
+
+TEST(ClosedFormLimits, RingBusbwTendsToTheBottleneck) {
+  const Bytes huge = 1ull << 42;
+  // A negligible reduction cost: busbw -> the bottleneck link.
+  Topology t = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 4, 1e18);
+  for (int N : {1, 4, 32}) {
+    double bottleneck = N == 1 ? 370.8e9 : std::min(370.8e9, 4 * 47e9);
+    int p = N * 8;
+    double busbw = static_cast<double>(huge) / cost(t, Collective::AllReduce, Algorithm::Ring, N, 8, huge).time_s *
+                   busbw_factor(Collective::AllReduce, p);
+    EXPECT_NEAR(busbw / bottleneck, 1.0, 1e-4) << "nodes " << N;
+    double ag = static_cast<double>(huge) / cost(t, Collective::AllGather, Algorithm::Ring, N, 8, huge).time_s *
+                busbw_factor(Collective::AllGather, p);
+    EXPECT_NEAR(ag / bottleneck, 1.0, 1e-4) << "nodes " << N;
+  }
+  // With a reduction cost, the ring allreduce busbw tends to 1 / (b + g/2).
+  Topology r = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 200e9);
+  double busbw = static_cast<double>(huge) / cost(r, Collective::AllReduce, Algorithm::Ring, 1, 8, huge).time_s *
+                 busbw_factor(Collective::AllReduce, 8);
+  EXPECT_NEAR(busbw, 1 / (1 / 100e9 + 0.5 / 200e9), 1e-4 * busbw);
+}
+
+TEST(ClosedFormLimits, TinyMessagesAtManyRanksTreeBeatsRing) {
+  Topology one = make_topo(2e-6, 100e9, 5e-6, 25e9, 1, 1e12);
+  Topology h = h100_like();
+  for (Bytes n : {Bytes(8), Bytes(1024)}) {
+    EXPECT_LT(cost(one, Collective::AllReduce, Algorithm::Tree, 1, 64, n).time_s,
+              cost(one, Collective::AllReduce, Algorithm::Ring, 1, 64, n).time_s);
+    EXPECT_LT(cost(h, Collective::AllReduce, Algorithm::Tree, 64, 8, n).time_s,
+              cost(h, Collective::AllReduce, Algorithm::Ring, 64, 8, n).time_s);
+    EXPECT_LT(cost(h, Collective::Broadcast, Algorithm::Tree, 64, 8, n).time_s,
+              cost(h, Collective::Broadcast, Algorithm::Ring, 64, 8, n).time_s);
+    // Latency dominates: the time is within 1% of the alpha terms.
+    Cost ring = cost(h, Collective::AllReduce, Algorithm::Ring, 64, 8, n);
+    EXPECT_GT(ring.latency_s, 0.99 * ring.time_s);
+  }
+  // On 2 ranks the ring is at least as good (tree's depth is 1, but it moves n/k twice per step).
+  EXPECT_LE(cost(one, Collective::AllReduce, Algorithm::Ring, 1, 2, 8).time_s,
+            cost(one, Collective::AllReduce, Algorithm::Tree, 1, 2, 8).time_s);
+}
+
+// ---- NCCL's model -----------------------------------------------------------------------------
+
+TEST(NcclModel, WorkedExampleOneNvlinkNode) {
+  // references: one 8-GPU NVLink node, allreduce latency ring LL 15.0 us, ring Simple 56 us,
+  // tree LL 15.2 us (NCCL src/graph/tuning.cc constants).
+  Topology t = h100_like();
+  set_nccl_nvlink(t);
+  auto lat = [&](Algorithm a, Protocol p) {
+    Cost c = cost(t, Collective::AllReduce, a, 1, 8, 0, p);
+    EXPECT_EQ(c.protocol, p);
+    return c.time_s;
+  };
+  EXPECT_NEAR(lat(Algorithm::NcclRing, Protocol::LL), 15.0e-6, 1e-12);
+  EXPECT_NEAR(lat(Algorithm::NcclRing, Protocol::Simple), 56.0e-6, 1e-12);
+  EXPECT_NEAR(lat(Algorithm::NcclTree, Protocol::LL), 15.2e-6, 1e-12);
+  // Ring/Tree with a protocol are the same model.
+  EXPECT_NEAR(lat(Algorithm::Ring, Protocol::LL), 15.0e-6, 1e-12);
+  EXPECT_NEAR(lat(Algorithm::Tree, Protocol::LL), 15.2e-6, 1e-12);
+}
+
+TEST(NcclModel, BandwidthTermsAndChoice) {
+  Topology t = h100_like();
+  set_nccl_nvlink(t);
+  const Bytes n = 1ull << 30;
+  const int N = 4, G = 8, p = N * G;
+  const double busbw = std::min(370.8e9, 8 * 47e9);
+  // Ring Simple allreduce: latency base + (steps - interSteps) intra + interSteps inter,
+  // steps = 2(p-1), interSteps = 2(N-1); algbw = busbw p / (2(p-1)).
+  Cost ring = cost(t, Collective::AllReduce, Algorithm::NcclRing, N, G, n, Protocol::Simple);
+  double lat = 8.4e-6 + (2.0 * (p - 1) - 2 * (N - 1)) * 3.4e-6 + 2.0 * (N - 1) * 14e-6;
+  expect_rel(ring.latency_s, lat, "nccl ring latency");
+  expect_rel(ring.bandwidth_s, static_cast<double>(n) / (busbw * p / (2.0 * (p - 1))), "nccl ring bandwidth");
+  // LL moves half as fast.
+  Cost ll = cost(t, Collective::AllReduce, Algorithm::NcclRing, N, G, n, Protocol::LL);
+  expect_rel(ll.bandwidth_s, 2 * ring.bandwidth_s, "LL bandwidth");
+  // Tree: base + 2((G-1) intra + log2(N) inter), algbw = busbw / 2.
+  Cost tree = cost(t, Collective::AllReduce, Algorithm::NcclTree, N, G, n, Protocol::Simple);
+  expect_rel(tree.latency_s, 8.4e-6 + 2 * (7 * 4.0e-6 + 2 * 14e-6), "nccl tree latency");
+  expect_rel(tree.bandwidth_s, static_cast<double>(n) / (busbw / 2), "nccl tree bandwidth");
+  // Allgather ring: algbw = busbw p / (p-1), so busbw (nccl-tests) = the ring's.
+  Cost ag = cost(t, Collective::AllGather, Algorithm::NcclRing, N, G, n, Protocol::Simple);
+  expect_rel(static_cast<double>(n) / ag.bandwidth_s * busbw_factor(Collective::AllGather, p), busbw, "ag busbw");
+  // Broadcast: algbw = busbw.
+  Cost bc = cost(t, Collective::Broadcast, Algorithm::NcclRing, N, G, n, Protocol::Simple);
+  expect_rel(static_cast<double>(n) / bc.bandwidth_s, busbw, "bcast algbw");
+
+  // Protocol None: the best protocol; Nccl: the best of everything, reported.
+  for (Bytes size : {Bytes(8), Bytes(64) << 10, Bytes(1) << 30}) {
+    Cost best = cost(t, Collective::AllReduce, Algorithm::Nccl, 16, 8, size);
+    double tmin = 1e300;
+    for (Algorithm a : {Algorithm::NcclRing, Algorithm::NcclTree})
+      for (Protocol pr : kNcclProtocols) tmin = std::min(tmin, cost(t, Collective::AllReduce, a, 16, 8, size, pr).time_s);
+    EXPECT_DOUBLE_EQ(best.time_s, tmin);
+    EXPECT_TRUE(best.algorithm == Algorithm::NcclRing || best.algorithm == Algorithm::NcclTree);
+    EXPECT_NE(best.protocol, Protocol::None);
+    EXPECT_DOUBLE_EQ(cost(t, Collective::AllReduce, best.algorithm, 16, 8, size, best.protocol).time_s, best.time_s);
+  }
+  EXPECT_EQ(cost(t, Collective::AllReduce, Algorithm::NcclRing, 1, 8, 8).protocol, Protocol::LL);
+  EXPECT_EQ(cost(t, Collective::AllReduce, Algorithm::NcclRing, 1, 8, 1ull << 30).protocol, Protocol::Simple);
+  EXPECT_EQ(cost(t, Collective::AllReduce, Algorithm::Nccl, 16, 8, 8).algorithm, Algorithm::NcclTree);
+  // Non-allreduce collectives have NCCL's ring only.
+  EXPECT_EQ(cost(t, Collective::AllGather, Algorithm::Nccl, 16, 8, 8).algorithm, Algorithm::NcclRing);
+  // Point-to-point collectives are priced too.
+  EXPECT_GT(cost(t, Collective::SendRecv, Algorithm::Nccl, 2, 8, 1 << 20).time_s, 0);
+  EXPECT_GT(cost(t, Collective::AllToAll, Algorithm::NcclRing, 2, 8, 1 << 20, Protocol::LL).time_s, 0);
+}
+
+TEST(NcclModel, Errors) {
+  Topology t = h100_like();  // no nccl constants yet
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::NcclRing, 1, 8, 8), Error);
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 1, 8, 8, Protocol::LL), Error);
+  EXPECT_FALSE(has_closed_form(t, Collective::AllReduce, Algorithm::Nccl, Protocol::None));
+  set_nccl_nvlink(t);
+  EXPECT_TRUE(has_closed_form(t, Collective::AllReduce, Algorithm::Nccl, Protocol::None));
+  // Protocols apply to ring/tree/NCCL only; NCCL's tree to allreduce only.
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Rabenseifner, 1, 8, 8, Protocol::LL), Error);
+  EXPECT_THROW(cost(t, Collective::Broadcast, Algorithm::Tree, 1, 8, 8, Protocol::Simple), Error);
+  EXPECT_THROW(cost(t, Collective::Broadcast, Algorithm::NcclTree, 1, 8, 8), Error);
+  EXPECT_FALSE(has_closed_form(t, Collective::AllReduce, Algorithm::Bruck, Protocol::LL128));
+}
+
+TEST(ClosedForm, BadQueriesThrow) {
+  Topology t = h100_like();
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Bruck, 1, 8, 8), Error);       // does not apply
+  EXPECT_THROW(cost(t, Collective::SendRecv, Algorithm::Ring, 1, 8, 8), Error);
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Mpi, 1, 8, 8), Error);         // no model
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 0, 8, 8), Error);
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 1, 0, 8), Error);
+  t.max_nodes = 4;
+  EXPECT_NO_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 4, 8, 8));
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 5, 8, 8), Error);
+  t.max_nodes = 0;
+  t.network.nics_per_node = 0;
+  t.network.kind = "none";
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 2, 8, 8), Error);  // no network
+  try {
+    cost(t, Collective::AllReduce, Algorithm::Bruck, 1, 8, 8);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("bruck"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("allreduce"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace commsim

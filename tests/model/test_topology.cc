@@ -1,0 +1,309 @@
+// The topology loader: presets load, and every kind of bad file is rejected with a message that
+// names the file, the line and the field.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "model/error.h"
+#include "model/topology.h"
+
+namespace commsim {
+namespace {
+
+// A valid file, one value per line so that every field has its own line number.
+const std::vector<std::string> kGood = {
+    "name: test-node",                  // 1
+    "description: \"a test\"",          // 2
+    "gpus_per_node: 4",                 // 3
+    "device:",                          // 4
+    "  name: \"GPU\"",                  // 5
+    "  memory: 16 GiB",                 // 6
+    "  memory_bandwidth: 1.5 TB/s",     // 7
+    "intra_node:",                      // 8
+    "  fabric: nvswitch",               // 9
+    "  bandwidth: 100 GB/s",            // 10
+    "  latency: 1.5 us",                // 11
+    "host_link:",                       // 12
+    "  bandwidth: 32 GB/s",             // 13
+    "  latency: 1 us",                  // 14
+    "network:",                         // 15
+    "  kind: infiniband",               // 16
+    "  fabric: fat-tree",               // 17
+    "  nics_per_node: 2",               // 18
+    "  nic_bandwidth: 200 Gb/s",        // 19
+    "  latency: 3 us",                  // 20
+    "  oversubscription: 2",            // 21
+};
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+// kGood with line `line` (1-based) replaced by `text` (an empty replacement deletes it).
+std::string with_line(int line, const std::string& text) {
+  std::vector<std::string> lines = kGood;
+  if (text.empty())
+    lines.erase(lines.begin() + (line - 1));
+  else
+    lines[line - 1] = text;
+  return join_lines(lines);
+}
+
+class TopologyFile : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    std::string path = (std::filesystem::temp_directory_path() /
+                        ("commsim_topo_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) + ".yaml"))
+                           .string();
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const auto& p : paths_) std::remove(p.c_str());
+  }
+  // Loads `text` from a file and returns the error message (fails the test if it loads).
+  std::string error_of(const std::string& text, std::string* path_out = nullptr) {
+    std::string path = write(text);
+    if (path_out) *path_out = path;
+    try {
+      load_topology(path);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "loaded without error:\n" << text;
+    return "";
+  }
+  // The error names the file, the line and the field, in the form FILE:LINE: FIELD: ...
+  void expect_error(const std::string& text, int line, const std::string& field, const std::string& also = "") {
+    std::string path;
+    std::string msg = error_of(text, &path);
+    std::string prefix = path + ":" + std::to_string(line) + ": " + field + ":";
+    EXPECT_EQ(msg.rfind(prefix, 0), 0u) << "message: " << msg << "\nexpected prefix: " << prefix;
+    if (!also.empty()) {
+      EXPECT_NE(msg.find(also), std::string::npos) << "message: " << msg << "\nmissing: " << also;
+    }
+  }
+
+ private:
+  int counter_ = 0;
+  std::vector<std::string> paths_;
+};
+
+TEST_F(TopologyFile, GoodFileLoads) {
+  std::string text = join_lines(kGood);
+  std::string path = write(text);
+  Topology t = load_topology(path);
+  EXPECT_EQ(t.name, "test-node");
+  EXPECT_EQ(t.description, "a test");
+  EXPECT_EQ(t.source_path, path);
+  EXPECT_EQ(t.text, text);
+  EXPECT_TRUE(t.gpu);
+  EXPECT_EQ(t.ranks_per_node, 4);
+  EXPECT_EQ(t.device_name, "GPU");
+  EXPECT_EQ(t.device_memory_bytes, 16ull << 30);
+  EXPECT_DOUBLE_EQ(t.memory_bw_Bps, 1.5e12);
+  EXPECT_EQ(t.intra.fabric, "nvswitch");
+  EXPECT_DOUBLE_EQ(t.intra.bw_Bps, 100e9);
+  EXPECT_DOUBLE_EQ(t.intra.latency_s, 1.5e-6);
+  EXPECT_DOUBLE_EQ(t.host_link.bw_Bps, 32e9);
+  EXPECT_EQ(t.network.kind, "infiniband");
+  EXPECT_EQ(t.network.fabric_shape, "fat-tree");
+  EXPECT_EQ(t.network.nics_per_node, 2);
+  EXPECT_DOUBLE_EQ(t.network.nic_bw_Bps, 25e9);
+  EXPECT_DOUBLE_EQ(t.network.latency_s, 3e-6);
+  EXPECT_DOUBLE_EQ(t.network.oversubscription, 2.0);
+  EXPECT_DOUBLE_EQ(t.network.node_bw_Bps(), 25e9);  // 2 x 25 GB/s / 2
+  // No `reduction`: a separate pass reading two operands and writing one.
+  EXPECT_DOUBLE_EQ(t.reduce_bw_Bps, 0.5e12);
+  EXPECT_FALSE(t.nccl.present);
+  EXPECT_EQ(t.max_nodes, 0);
+}
+
+TEST_F(TopologyFile, HostOnlyAndOptionalParts) {
+  std::string text =
+      "name: hosts\n"
+      "ranks_per_node: 16\n"
+      "device: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+      "intra_node: { fabric: shared-memory, bandwidth: 5 GB/s, latency: 0.5 us }\n"
+      "network: { kind: none }\n"
+      "reduction: { bandwidth: 3 GB/s }\n"
+      "nccl:\n"
+      "  base_latency: { ring: { LL: 6.6 us, LL128: 14 us, Simple: 8.4 us }, tree: { LL: 6.8 us, LL128: 14 us, Simple: 8.4 us } }\n"
+      "  intra_hop_latency: { ring: { LL: 0.6 us, LL128: 1.9 us, Simple: 3.4 us }, tree: { LL: 0.6 us, LL128: 1.25 us, Simple: 4 us } }\n"
+      "  inter_hop_latency: { ring: { LL: 2.7 us, LL128: 4 us, Simple: 14 us }, tree: { LL: 5 us, LL128: 8.5 us, Simple: 14 us } }\n"
+      "  bandwidth_fraction: { LL: 0.25 }\n";
+  Topology t = parse_topology(text, "inline");
+  EXPECT_FALSE(t.gpu);
+  EXPECT_EQ(t.ranks_per_node, 16);
+  EXPECT_FALSE(t.network.present());
+  EXPECT_EQ(t.max_nodes, 1);  // no network: a single node
+  EXPECT_DOUBLE_EQ(t.reduce_bw_Bps, 3e9);
+  ASSERT_TRUE(t.nccl.present);
+  EXPECT_DOUBLE_EQ(t.nccl.base_latency_s[0][0], 6.6e-6);
+  EXPECT_DOUBLE_EQ(t.nccl.intra_hop_latency_s[1][1], 1.25e-6);
+  EXPECT_DOUBLE_EQ(t.nccl.inter_hop_latency_s[1][2], 14e-6);
+  EXPECT_DOUBLE_EQ(t.nccl.bw_fraction[0], 0.25);
+  EXPECT_DOUBLE_EQ(t.nccl.bw_fraction[1], 120.0 / 128.0);  // default kept
+  EXPECT_DOUBLE_EQ(t.nccl.bw_fraction[2], 1.0);
+}
+
+TEST_F(TopologyFile, UnknownKey) {
+  expect_error(with_line(19, "  nic_bandwith: 200 Gb/s"), 19, "network.nic_bandwith", "nic_bandwidth");
+  expect_error(with_line(2, "descripton: x"), 2, "descripton", "description");
+  expect_error(with_line(6, "  memmory: 16 GiB"), 6, "device.memmory", "memory_bandwidth");
+}
+
+TEST_F(TopologyFile, MissingField) {
+  // A missing key is reported at the map that should hold it (its first line).
+  expect_error(with_line(19, ""), 16, "network.nic_bandwidth", "missing required field");
+  expect_error(with_line(1, ""), 1, "name", "missing required field");
+  expect_error(with_line(10, ""), 9, "intra_node.bandwidth", "missing required field");
+  expect_error(with_line(3, ""), 1, "gpus_per_node", "ranks_per_node");
+  // GPU topologies need the host link.
+  std::vector<std::string> no_host = kGood;
+  no_host.erase(no_host.begin() + 11, no_host.begin() + 14);
+  expect_error(join_lines(no_host), 1, "host_link", "missing required field");
+  // A key with no value.
+  expect_error(with_line(20, "  latency:"), 20, "network.latency", "no value");
+}
+
+TEST_F(TopologyFile, WrongType) {
+  // A value where a map belongs.
+  std::vector<std::string> lines = kGood;
+  lines[7] = "intra_node: fast";
+  lines.erase(lines.begin() + 8, lines.begin() + 11);
+  expect_error(join_lines(lines), 8, "intra_node", "expected a map");
+  // A map where a value belongs.
+  expect_error(with_line(10, "  bandwidth: { value: 100 GB/s }"), 10, "intra_node.bandwidth", "expected a single value");
+  // Not a number.
+  expect_error(with_line(3, "gpus_per_node: eight"), 3, "gpus_per_node", "not a whole number");
+  expect_error(with_line(18, "  nics_per_node: 2.5"), 18, "network.nics_per_node", "not a whole number");
+  expect_error(with_line(21, "  oversubscription: two"), 21, "network.oversubscription", "not a number");
+  // Not one of the allowed words.
+  expect_error(with_line(9, "  fabric: nvswich"), 9, "intra_node.fabric", "nvswitch");
+  expect_error(with_line(16, "  kind: carrier-pigeon"), 16, "network.kind", "infiniband");
+  // Out of range.
+  expect_error(with_line(3, "gpus_per_node: 0"), 3, "gpus_per_node", "out of range");
+  expect_error(with_line(21, "  oversubscription: 0.5"), 21, "network.oversubscription", "at least 1");
+  // The whole file is a list, not a map.
+  expect_error("- a\n- b\n", 1, "(top level)", "expected a map");
+}
+
+TEST_F(TopologyFile, NonPositiveBandwidth) {
+  expect_error(with_line(10, "  bandwidth: 0 GB/s"), 10, "intra_node.bandwidth", "positive");
+  expect_error(with_line(19, "  nic_bandwidth: -5 Gb/s"), 19, "network.nic_bandwidth", "positive");
+  expect_error(with_line(7, "  memory_bandwidth: 0 TB/s"), 7, "device.memory_bandwidth", "positive");
+}
+
+TEST_F(TopologyFile, UnknownUnit) {
+  expect_error(with_line(20, "  latency: 3 parsecs"), 20, "network.latency", "unknown unit");
+  expect_error(with_line(10, "  bandwidth: 100 GB"), 10, "intra_node.bandwidth", "unknown unit");
+  expect_error(with_line(10, "  bandwidth: 100"), 10, "intra_node.bandwidth", "unknown unit");
+  expect_error(with_line(6, "  memory: 16 gigs"), 6, "device.memory", "unknown unit");
+}
+
+TEST_F(TopologyFile, EmptyFile) {
+  expect_error("", 1, "(top level)", "empty");
+  expect_error("# only a comment\n\n   \n", 1, "(top level)", "empty");
+}
+
+TEST_F(TopologyFile, NotYaml) {
+  std::string path;
+  std::string msg = error_of("name: x\ngpus_per_node: 8\ndevice: [1, 2\nintra_node: 3\n", &path);
+  EXPECT_EQ(msg.rfind(path + ":", 0), 0u) << msg;
+  EXPECT_TRUE(std::regex_search(msg, std::regex(":[0-9]+: \\(yaml\\): not valid YAML"))) << msg;
+  // The line of the parse error is that of the broken construct (3 or later), not 1.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(msg, m, std::regex("\\.yaml:([0-9]+):")));
+  EXPECT_GE(std::stoi(m[1]), 3) << msg;
+
+  // A stray list item in a map, on line 3.
+  msg = error_of("name: x\ngpus_per_node: 8\n- item\n", &path);
+  EXPECT_EQ(msg.rfind(path + ":3: (yaml): not valid YAML", 0), 0u) << msg;
+  // A tab used for indentation, on line 2.
+  msg = error_of("name: x\n\tgpus_per_node: 8\n", &path);
+  EXPECT_EQ(msg.rfind(path + ":2: (yaml): not valid YAML", 0), 0u) << msg;
+}
+
+TEST_F(TopologyFile, Inconsistent) {
+  expect_error(with_line(4, "ranks_per_node: 4\ndevice:"), 4, "ranks_per_node", "not both");
+  expect_error(with_line(18, "  nics_per_node: 2\n  nics_per_node: 3"), 19, "network.nics_per_node", "twice");
+  // No network only for single-node topologies.
+  std::vector<std::string> lines = kGood;
+  lines.resize(14);
+  lines.push_back("max_nodes: 4");
+  lines.push_back("network:");
+  lines.push_back("  kind: none");
+  expect_error(join_lines(lines), 17, "network.kind", "single-node");
+  lines.back() = "  kind: none\n  nics_per_node: 2";
+  lines[14] = "max_nodes: 1";
+  expect_error(join_lines(lines), 18, "network.nics_per_node", "must be 0");
+  // A network needs at least one NIC.
+  expect_error(with_line(18, "  nics_per_node: 0"), 18, "network.nics_per_node", "out of range");
+}
+
+TEST_F(TopologyFile, IncompleteNcclTable) {
+  std::string text = join_lines(kGood) +
+                     "nccl:\n"
+                     "  base_latency:\n"
+                     "    ring: { LL: 6.6 us, LL128: 14 us, Simple: 8.4 us }\n"
+                     "    tree: { LL: 6.8 us, Simple: 8.4 us }\n"
+                     "  intra_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
+                     "  inter_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n";
+  expect_error(text, 25, "nccl.base_latency.tree.LL128", "missing required field");
+  std::string frac = join_lines(kGood) +
+                     "nccl:\n"
+                     "  base_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
+                     "  intra_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
+                     "  inter_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
+                     "  bandwidth_fraction: { LL: 1.5 }\n";
+  expect_error(frac, 26, "nccl.bandwidth_fraction.LL", "(0, 1]");
+}
+
+TEST(TopologyPresets, AllLoadAndResolveByName) {
+  const char* names[] = {"consumer-pcie-4090", "dgx-a100", "dgx-h100", "h200-node", "gb200-nvl72", "local-cpu"};
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    std::string path = resolve_topology_path(name);
+    EXPECT_NE(path.find(std::string("topologies/") + name + ".yaml"), std::string::npos) << path;
+    Topology t = load_topology(path);
+    EXPECT_EQ(t.name, name);
+    EXPECT_FALSE(t.description.empty());
+    EXPECT_GT(t.intra.bw_Bps, 0);
+    EXPECT_GT(t.reduce_bw_Bps, 0);
+    EXPECT_FALSE(t.text.empty());
+    // A path that exists is used as it is.
+    EXPECT_EQ(resolve_topology_path(path), path);
+  }
+  EXPECT_FALSE(load_topology(resolve_topology_path("local-cpu")).gpu);
+  EXPECT_FALSE(load_topology(resolve_topology_path("h200-node")).network.present());
+  EXPECT_TRUE(load_topology(resolve_topology_path("dgx-h100")).nccl.present);
+}
+
+TEST(TopologyPresets, UnknownNameListsPresets) {
+  try {
+    resolve_topology_path("dgx-h9000");
+    FAIL() << "resolved a preset that does not exist";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("dgx-h9000"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("dgx-h100"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("local-cpu"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(resolve_topology_path("no/such/dir/file.yaml"), Error);
+  EXPECT_THROW(load_topology("/nonexistent-commsim-file.yaml"), Error);
+}
+
+}  // namespace
+}  // namespace commsim
