@@ -58,11 +58,14 @@ struct Env {
   double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
   double g = 0;             // s per byte reduced
 
+  // Precomputed for the common flow counts (only when nodes > 1).
+  double b_flow_1 = 0, b_flow_G = 0, b_striped_1 = 0, b_striped_G = 0;
+
   double b_flow(double f) const { return 1.0 / std::min(nic_bw, node_bw / f); }
   double b_striped(double f) const { return 1.0 / std::min(intra_bw, node_bw / f); }
   // The tier of a ring that crosses each node boundary once.
   double ring_a() const { return N == 1 ? a_i : a_n; }
-  double ring_b() const { return N == 1 ? b_i : b_striped(1); }
+  double ring_b() const { return N == 1 ? b_i : b_striped_1; }
 };
 
 Env make_env(const Topology& t, int nodes, int ranks_per_node) {
@@ -77,6 +80,13 @@ Env make_env(const Topology& t, int nodes, int ranks_per_node) {
   e.nic_bw = t.network.nic_bw_Bps;
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
   e.g = 1.0 / t.reduce_bw_Bps;
+  if (e.N > 1) {
+    const double G = static_cast<double>(e.G);
+    e.b_flow_1 = e.b_flow(1);
+    e.b_flow_G = e.b_flow(G);
+    e.b_striped_1 = e.b_striped(1);
+    e.b_striped_G = e.b_striped(G);
+  }
   return e;
 }
 
@@ -92,9 +102,9 @@ Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_a
   if (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))
     s = intra(e, m);
   else if (d >= e.G)
-    s = net(e, m, e.b_flow(f_all));
+    s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all));
   else
-    s = slower(intra(e, m), net(e, m, e.b_flow(f_some)));
+    s = slower(intra(e, m), net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some)));
   s.red = m_reduced * e.g;
   return s;
 }
@@ -115,7 +125,7 @@ Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
   if (e.N == 1)
     s = intra(e, m);
   else if (dist >= e.G)
-    s = net(e, m, e.b_flow(static_cast<double>(e.G)));
+    s = net(e, m, e.b_flow_G);
   else
     s = slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
   s.red = m_reduced * e.g;
@@ -128,7 +138,7 @@ Parts shift_all_distances(const Env& e, double m, double m_reduced) {
   if (e.N == 1) {
     t = static_cast<double>(e.p - 1) * intra(e, m);
   } else {
-    t = static_cast<double>(e.p - 1 - 2 * (e.G - 1)) * net(e, m, e.b_flow(static_cast<double>(e.G)));
+    t = static_cast<double>(e.p - 1 - 2 * (e.G - 1)) * net(e, m, e.b_flow_G);
     for (long long dist = 1; dist < e.G; ++dist)
       t += 2.0 * slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
   }
@@ -192,11 +202,11 @@ Parts pipe_time(const Pipe& P, double n, double k) {
 int best_chunks(const Pipe& P, double n) {
   const double kmax = std::max(1.0, std::min(std::floor(n / kMinChunkBytes), static_cast<double>(1 << 30)));
   if (kmax <= 1) return 1;
-  double cand[12];
-  int nc = 0;
-  cand[nc++] = 1;
-  cand[nc++] = kmax;
-  // Stationary points of T with stage X (i or n) the slowest wherever it exists.
+  // Real-valued candidates: stationary points of T with stage X (i or n) the slowest wherever it
+  // exists, and the kink t_i = t_n (the same in every phase: both stages of a phase reduce the
+  // same bytes). The integer minimum is the floor or ceiling of one of them.
+  double real[3];
+  int nr = 0;
   for (int X = 0; X < 2; ++X) {
     double coef_k = 0, coef_inv = 0;
     bool used = false;
@@ -211,29 +221,29 @@ int best_chunks(const Pipe& P, double n) {
                   (s.b + s.g);
     }
     if (!used) continue;
-    coef_inv *= n;
-    double k = coef_k > 0 ? std::sqrt(std::max(0.0, coef_inv) / coef_k) : kmax;
-    cand[nc++] = std::floor(k);
-    cand[nc++] = std::ceil(k);
+    real[nr++] = coef_k > 0 ? std::sqrt(std::max(0.0, coef_inv * n) / coef_k) : kmax;
   }
-  // The kink t_i = t_n (the same in every phase: both stages of a phase reduce the same bytes).
   const Phase& ph = P.ph[0];
   if (ph.S_i > 0 && ph.S_n > 0) {
     double db = (ph.si.b + ph.si.g) - (ph.sn.b + ph.sn.g), da = ph.sn.a - ph.si.a;
-    if (db != 0 && da / db > 0) {
-      double k = n / (da / db);
-      cand[nc++] = std::floor(k);
-      cand[nc++] = std::ceil(k);
+    if (db != 0 && da / db > 0) real[nr++] = n / (da / db);
+  }
+  double cand[6];
+  int nc = 0;
+  for (int i = 0; i < nr; ++i) {
+    for (double k : {std::floor(real[i]), std::ceil(real[i])}) {
+      k = std::isfinite(k) ? std::min(kmax, std::max(1.0, k)) : kmax;
+      bool seen = false;
+      for (int j = 0; j < nc; ++j) seen |= cand[j] == k;
+      if (!seen) cand[nc++] = k;
     }
   }
-  double best_k = 1, best_t = pipe_time(P, n, 1).total();
+  double best_k = 1, best_t = INFINITY;
   for (int i = 0; i < nc; ++i) {
-    double k = std::min(kmax, std::max(1.0, cand[i]));
-    if (!std::isfinite(k)) continue;
-    double t = pipe_time(P, n, k).total();
-    if (t < best_t || (t == best_t && k < best_k)) {
+    double t = pipe_time(P, n, cand[i]).total();
+    if (t < best_t || (t == best_t && cand[i] < best_k)) {
       best_t = t;
-      best_k = k;
+      best_k = cand[i];
     }
   }
   return static_cast<int>(best_k);
@@ -256,7 +266,7 @@ Phase tree_phase(const Env& e, bool reduces) {
   ph.S_i = ceil_lg(e.G);
   ph.S_n = ceil_lg(e.N);
   ph.si = {e.a_i, e.b_i, reduces ? e.g : 0};
-  if (e.N > 1) ph.sn = {e.a_n, e.b_striped(1), reduces ? e.g : 0};
+  if (e.N > 1) ph.sn = {e.a_n, e.b_striped_1, reduces ? e.g : 0};
   return ph;
 }
 Pipe tree_pipe(const Env& e, Collective c) {
@@ -279,7 +289,7 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   P.ph[0].S_i = e.p - e.N;
   P.ph[0].S_n = e.N - 1;
   P.ph[0].si = {e.a_i, e.b_i, reduces ? e.g : 0};
-  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped(1), reduces ? e.g : 0};
+  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped_1, reduces ? e.g : 0};
   return P;
 }
 // The inter-node chain of hierarchical broadcast/reduce: nodes - 1 network hops, G chains (one per
@@ -287,7 +297,7 @@ Pipe chain_pipe(const Env& e, bool reduces) {
 Pipe hier_chain_pipe(const Env& e, bool reduces) {
   Pipe P;
   P.ph[0].S_n = e.N - 1;
-  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped(static_cast<double>(e.G)), reduces ? e.g : 0};
+  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped_G, reduces ? e.g : 0};
   return P;
 }
 double hier_chain_bytes(const Env& e, double n) { return n / static_cast<double>(e.G); }
@@ -361,7 +371,7 @@ Parts allreduce_hier(const Env& e, double n) {
   Parts t{2 * (G - 1) * e.a_i, 2 * n * (G - 1) / G * e.b_i, n * (G - 1) / G * e.g};
   if (e.N > 1) {
     double chunk = n / G;
-    t += Parts{2 * (N - 1) * e.a_n, 2 * chunk * (N - 1) / N * e.b_striped(G), chunk * (N - 1) / N * e.g};
+    t += Parts{2 * (N - 1) * e.a_n, 2 * chunk * (N - 1) / N * e.b_striped_G, chunk * (N - 1) / N * e.g};
   }
   return t;
 }
@@ -412,7 +422,7 @@ Parts allgather_bruck(const Env& e, double n) {
 Parts allgather_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
   Parts t{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, 0};
-  if (e.N > 1) t += Parts{(N - 1) * e.a_n, n * (N - 1) / p * e.b_striped(G), 0};
+  if (e.N > 1) t += Parts{(N - 1) * e.a_n, n * (N - 1) / p * e.b_striped_G, 0};
   return t;
 }
 
@@ -530,7 +540,7 @@ Parts reduce_hier(const Env& e, double n) {
 // sendrecv: rank r sends n to r + 1: a + n b; across nodes one flow per node crosses.
 Parts sendrecv_direct(const Env& e, double n) {
   if (e.N == 1) return intra(e, n);
-  Parts out = net(e, n, e.b_flow(1));
+  Parts out = net(e, n, e.b_flow_1);
   return e.G == 1 ? out : slower(intra(e, n), out);
 }
 
@@ -677,9 +687,25 @@ bool is_nccl_algorithm(Algorithm a) {
   return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
 }
 
+// applies(), as a table: closed_form() checks it on every call.
+struct AppliesTable {
+  bool v[kAllCollectives.size()][kAllAlgorithms.size()] = {};
+};
+const AppliesTable& applies_table() {
+  static const AppliesTable table = [] {
+    AppliesTable t;
+    for (Collective c : kAllCollectives)
+      for (Algorithm a : kAllAlgorithms) t.v[static_cast<int>(c)][static_cast<int>(a)] = applies(c, a);
+    return t;
+  }();
+  return table;
+}
+
 // Why (c, a, proto) has no closed form on t, or nullptr.
 const char* why_no_model(const Topology& t, Collective c, Algorithm a, Protocol proto) {
-  if (!applies(c, a)) return "the algorithm does not apply to this collective";
+  auto ci = static_cast<std::size_t>(c), ai = static_cast<std::size_t>(a);
+  if (ci >= kAllCollectives.size() || ai >= kAllAlgorithms.size() || !applies_table().v[ci][ai])
+    return "the algorithm does not apply to this collective";
   if (a == Algorithm::Mpi) return "the MPI library's own algorithm has no closed form (measure it with `commsim run`)";
   bool nccl_model = is_nccl_algorithm(a) || proto != Protocol::None;
   if (proto != Protocol::None && !is_nccl_algorithm(a) && a != Algorithm::Ring && a != Algorithm::Tree)

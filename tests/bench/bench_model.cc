@@ -1,0 +1,168 @@
+// Speed of the closed-form model on one core:
+//   1. closed_form() calls per second over a mix of every (collective, algorithm), node counts and
+//      sizes (goal: at least 10 million per second);
+//   2. the compute of a full `commsim predict` over all 7 collectives x every algorithm with a
+//      closed form x 30 sizes (8 B .. 4 GiB) x node counts 1..1024 (powers of two): every
+//      prediction, the winner per point (best_candidate) and the crossovers between every pair of
+//      algorithms per (collective, node count) (goal: under 0.1 s).
+// Prints one line per measurement: name, value, unit, goal, verdict (tab-separated).
+//
+// Usage: bench_model [TOPOLOGY] [SECONDS]   (default dgx-h100, 0.5 s per throughput measurement)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "model/cost.h"
+#include "model/select.h"
+
+namespace commsim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<Bytes> predict_sizes() {
+  std::vector<Bytes> v;
+  for (int s = 3; s <= 32; ++s) v.push_back(Bytes(1) << s);  // 8 B .. 4 GiB: 30 sizes
+  return v;
+}
+
+std::vector<int> predict_nodes(const Topology& t) {
+  std::vector<int> v;
+  for (int n = 1; n <= 1024; n *= 2)
+    if ((t.network.present() || n == 1) && (t.max_nodes == 0 || n <= t.max_nodes)) v.push_back(n);
+  return v;
+}
+
+// Every algorithm with a closed form for c on t (hand-written, then NCCL's model).
+std::vector<Candidate> candidates(const Topology& t, Collective c) {
+  std::vector<Candidate> v;
+  for (Algorithm a : kAllAlgorithms)
+    if (has_closed_form(t, c, a, Protocol::None)) v.push_back({a, Protocol::None});
+  return v;
+}
+
+struct Throughput {
+  double calls_per_s = 0;
+  std::size_t queries = 0;
+};
+
+// Calls closed_form() over `queries` again and again for about `budget_s`; the best of 3 runs.
+Throughput measure(const Topology& t, const std::vector<CostQuery>& queries, double budget_s) {
+  Throughput best;
+  best.queries = queries.size();
+  volatile double sink = 0;
+  for (int run = 0; run < 3; ++run) {
+    std::size_t calls = 0;
+    double acc = 0;
+    auto t0 = Clock::now();
+    double elapsed = 0;
+    do {
+      for (const CostQuery& q : queries) acc += closed_form(t, q).time_s;
+      calls += queries.size();
+      elapsed = seconds_since(t0);
+    } while (elapsed < budget_s / 3);
+    sink = sink + acc;
+    best.calls_per_s = std::max(best.calls_per_s, static_cast<double>(calls) / elapsed);
+  }
+  return best;
+}
+
+struct PredictWork {
+  double seconds = 0;
+  std::size_t closed_forms = 0, choices = 0, crossover_pairs = 0, crossovers_found = 0;
+};
+
+// The compute `commsim predict --nodes 1:1024 --collectives all --algorithms all --sizes 8B:4GiB`
+// does: every point, the winner of every (collective, nodes, size), the crossovers of every pair.
+PredictWork full_predict(const Topology& t) {
+  PredictWork w;
+  const std::vector<Bytes> sizes = predict_sizes();
+  const std::vector<int> node_counts = predict_nodes(t);
+  volatile double sink = 0;
+  double acc = 0;
+  auto t0 = Clock::now();
+  for (Collective c : kAllCollectives) {
+    const std::vector<Candidate> cands = candidates(t, c);
+    for (int nodes : node_counts) {
+      for (Bytes n : sizes) {
+        for (const Candidate& cand : cands) {
+          acc += closed_form(t, CostQuery{c, cand.algorithm, cand.protocol, nodes, t.ranks_per_node, n}).time_s;
+          ++w.closed_forms;
+        }
+        acc += best_candidate(t, c, nodes, t.ranks_per_node, n, cands).cost.time_s;
+        ++w.choices;
+      }
+      for (std::size_t i = 0; i < cands.size(); ++i)
+        for (std::size_t j = i + 1; j < cands.size(); ++j) {
+          w.crossovers_found +=
+              crossovers(t, c, nodes, t.ranks_per_node, cands[i], cands[j], sizes.front(), sizes.back()).size();
+          ++w.crossover_pairs;
+        }
+    }
+  }
+  w.seconds = seconds_since(t0);
+  sink = sink + acc;
+  return w;
+}
+
+int run(int argc, char** argv) {
+  std::string topo_name = argc > 1 ? argv[1] : "dgx-h100";
+  double budget_s = argc > 2 ? std::atof(argv[2]) : 0.5;
+  if (!(budget_s > 0)) budget_s = 0.5;
+  Topology t = load_topology(resolve_topology_path(topo_name));
+
+  // A mix of every (collective, algorithm) with a closed form, at 1, 8 and 128 nodes and 30 sizes.
+  std::vector<CostQuery> all, hand, nccl;
+  for (Collective c : kAllCollectives)
+    for (const Candidate& cand : candidates(t, c))
+      for (int nodes : {1, 8, 128}) {
+        if (!t.network.present() && nodes > 1) continue;
+        if (t.max_nodes > 0 && nodes > t.max_nodes) continue;
+        for (Bytes n : predict_sizes()) {
+          CostQuery q{c, cand.algorithm, cand.protocol, nodes, t.ranks_per_node, n};
+          all.push_back(q);
+          (is_hand_written(cand.algorithm) ? hand : nccl).push_back(q);
+        }
+      }
+
+  Throughput mix = measure(t, all, budget_s);
+  Throughput hw = measure(t, hand, budget_s);
+  Throughput nm = nccl.empty() ? Throughput{} : measure(t, nccl, budget_s);
+  // The full predict, best of 3 (the machine may be shared).
+  PredictWork pw = full_predict(t);
+  for (int i = 0; i < 2; ++i) {
+    PredictWork again = full_predict(t);
+    if (again.seconds < pw.seconds) pw = again;
+  }
+
+  std::printf("topology\t%s\t\t\t\n", t.name.c_str());
+  std::printf("closed_form calls/s, all algorithms (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", mix.queries,
+              mix.calls_per_s / 1e6, mix.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
+  std::printf("closed_form calls/s, hand-written (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", hw.queries, hw.calls_per_s / 1e6,
+              hw.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
+  if (!nccl.empty())
+    std::printf("closed_form calls/s, NCCL model (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", nm.queries,
+                nm.calls_per_s / 1e6, nm.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
+  std::printf("full predict compute (%zu predictions, %zu winners, %zu crossover pairs -> %zu crossovers)\t%.4f\ts\t< 0.1\t%s\n",
+              pw.closed_forms, pw.choices, pw.crossover_pairs, pw.crossovers_found, pw.seconds,
+              pw.seconds < 0.1 ? "ok" : "ABOVE GOAL");
+  return 0;
+}
+
+}  // namespace
+}  // namespace commsim
+
+int main(int argc, char** argv) {
+  try {
+    return commsim::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_model: %s\n", e.what());
+    return 1;
+  }
+}
