@@ -16,7 +16,6 @@ int cmd_run(int, char**) { return pending("run"); }
 int cmd_merge(int, char**) { return pending("merge"); }
 int cmd_probe(int, char**) { return pending("probe"); }
 int cmd_calibrate(int, char**) { return pending("calibrate"); }
-int cmd_report(int, char**) { return pending("report"); }
 int cmd_plan(int, char**) { return pending("plan"); }
 
 }  // namespace commsim

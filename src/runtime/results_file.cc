@@ -518,9 +518,13 @@ void ResultsFile::set_status(RunStatus status) {
 }
 
 void ResultsFile::finish(RunStatus status) {
+  set_status(status);
+  finish_as_is();
+}
+
+void ResultsFile::finish_as_is() {
   if (!is_open()) throw Error("results file is closed");
   Impl& m = *impl_;
-  set_status(status);
   m.run_group.reset();
   m.samples.reset();
   m.points.reset();

@@ -81,6 +81,9 @@ class ResultsFile {
   // set_status(status), close the file, rename <path>.partial -> <path>. Safe to call once; the
   // object is closed afterwards.
   void finish(RunStatus status);
+  // Closes the file and renames <path>.partial -> <path>, leaving every run's status and
+  // `finished` time as written (merge: copied runs keep their own). Safe to call once.
+  void finish_as_is();
 
   // Keys of all points in the file, every run, including those appended by this object.
   const std::set<PointKey>& existing_keys() const;

@@ -1,0 +1,63 @@
+// commsim report: the verdict on the model from measured results files (error tables, winners,
+// crossovers, outliers, failed points). The tables are built by runtime/report_tables.h.
+#include <algorithm>
+#include <iostream>
+
+#include "model/error.h"
+#include "runtime/cli_common.h"
+#include "runtime/command.h"
+#include "runtime/report_tables.h"
+#include "runtime/results_file.h"
+
+namespace commsim {
+
+int cmd_report(int argc, char** argv) {
+  std::vector<std::string> files;
+  std::string format = "table";
+  std::string table = "groups";
+  std::size_t outliers = 10;
+  bool points_too = false;
+  CommandLine cli("report",
+                  "How far the model is from the measurement: relative error per point; median and geometric-mean "
+                  "|error| per collective x algorithm x size band (< 64 KiB, 64 KiB - 16 MiB, >= 16 MiB); whether the "
+                  "model's fastest hand-written algorithm was the measured fastest; predicted vs measured crossover "
+                  "sizes; the worst outliers; failed or missing points. Reads results files of `commsim run` "
+                  "(several are combined).",
+                  "commsim report run.h5\n"
+                  "commsim report a.h5 b.h5 --format json > verdict.json\n"
+                  "commsim report run.h5 --format csv --table winners");
+  cli.options().add_options()                                                                             //
+      ("files", po::value(&files)->multitoken(), "results files (.h5)")                                     //
+      ("format", po::value(&format)->default_value(format), "table, csv or json")                          //
+      ("table", po::value(&table)->default_value(table),
+       "with --format csv, which table: groups, points, winners, crossovers, outliers, failed")            //
+      ("outliers", po::value(&outliers)->default_value(outliers), "how many of the worst points to list")  //
+      ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)");
+  cli.positional("files", "FILE.h5...");
+  if (!cli.parse(argc, argv)) return 0;
+  if (files.empty()) throw Error("give at least one results file: commsim report run.h5");
+  OutputFormat fmt = parse_format(format);
+  const std::vector<std::string> tables = {"groups", "points", "winners", "crossovers", "outliers", "failed"};
+  if (std::find(tables.begin(), tables.end(), table) == tables.end())
+    throw Error("--table '" + table + "': use groups, points, winners, crossovers, outliers or failed");
+
+  std::vector<Point> points;
+  std::vector<std::string> notes;
+  for (const auto& f : files) {
+    ResultsContents c = read_results(f, false);
+    points.insert(points.end(), c.points.begin(), c.points.end());
+    for (const auto& run : c.runs)
+      if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
+  }
+  Report r = build_report(points, outliers);
+  r.files = files;
+  r.run_notes = notes;
+  switch (fmt) {
+    case OutputFormat::Table: print_report_table(std::cout, r, points_too, points); break;
+    case OutputFormat::Json: print_report_json(std::cout, r, points_too, points); break;
+    case OutputFormat::Csv: print_report_csv(std::cout, r, table, points); break;
+  }
+  return 0;
+}
+
+}  // namespace commsim

@@ -1,0 +1,108 @@
+#pragma once
+// The verdict on the model: from measured points with their predictions, the tables `commsim
+// report` prints (and analysis/report.py reproduces to the digit):
+//  - relative error per point, (predicted - measured median) / measured median;
+//  - median and geometric-mean |error| per (collective, algorithm, backend) x size band;
+//  - whether the model's winner was the measured winner, per (collective, backend, nodes, ranks,
+//    bytes), among the hand-written algorithms measured there;
+//  - predicted vs measured crossover sizes between each pair of algorithms;
+//  - the worst outliers, and the points that failed or were not measured.
+// Pure functions over Points; no I/O except the print functions.
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/point.h"
+
+namespace commsim {
+
+// Size bands of the error tables (bytes in the nccl-tests sense).
+enum class SizeBand { Small, Medium, Large };  // < 64 KiB, 64 KiB - 16 MiB, >= 16 MiB
+inline constexpr Bytes kSmallBandLimit = 64 * 1024;
+inline constexpr Bytes kLargeBandStart = 16 * 1024 * 1024;
+SizeBand band_of(Bytes bytes);
+std::string_view to_string(SizeBand b);  // "<64KiB", "64KiB-16MiB", ">=16MiB"
+
+// |error| below this counts as this in the geometric mean (log 0 is -inf).
+inline constexpr double kGeomeanFloor = 1e-6;
+// Geometric mean of max(|e|, kGeomeanFloor); 0 for an empty list.
+double geomean_abs(const std::vector<double>& errors);
+
+// A point enters the error tables when it was measured (status "ok"), has a prediction, and a
+// positive measured time.
+bool comparable(const Point& p);
+
+struct ErrorStats {
+  std::size_t n = 0;
+  double median_abs = 0;   // median |rel_error|
+  double geomean_abs = 0;  // geometric mean |rel_error|
+  double max_abs = 0;
+};
+ErrorStats error_stats(const std::vector<double>& rel_errors);
+
+struct ErrorGroup {
+  std::string collective, algorithm, backend;
+  SizeBand band = SizeBand::Small;
+  ErrorStats stats;
+};
+
+struct WinnerCase {
+  std::string collective, backend;
+  int nodes = 1, ranks = 1;
+  Bytes bytes = 0;
+  int candidates = 0;             // hand-written algorithms measured at this point
+  std::string predicted_winner;   // fastest by predicted time among them
+  std::string measured_winner;    // fastest by measured median
+  bool agree = false;
+  // Measured time of the predicted winner over the measured best, minus 1 (0 when they agree):
+  // what choosing by the model costs.
+  double loss = 0;
+};
+
+struct CrossoverRow {
+  std::string collective, backend;
+  int nodes = 1, ranks = 1;
+  std::string a, b;                  // algorithm names, a < b
+  std::vector<double> predicted_bytes;  // sizes where the faster of a and b changes, by prediction
+  std::vector<double> measured_bytes;   // the same by measurement
+};
+
+struct FailedPoint {
+  Point point;
+  std::string why;  // the status and note
+};
+
+struct Report {
+  std::vector<std::string> files;
+  std::size_t points = 0;      // rows read
+  std::size_t measured = 0;    // rows with a measurement
+  std::size_t compared = 0;    // rows in the error tables
+  ErrorStats below_64KiB, from_64KiB;  // all comparable points of each side of 64 KiB
+  ErrorStats all;
+  std::vector<ErrorGroup> groups;  // sorted by collective, algorithm, backend, band
+  std::vector<WinnerCase> winners;
+  std::size_t winner_agree = 0;
+  double winner_agreement = 0;        // winner_agree / winners.size(), 0 when none
+  std::size_t winner_within_5pct = 0;  // cases where the model's pick measured within 5% of the best
+  std::vector<CrossoverRow> crossovers;
+  std::vector<Point> outliers;        // largest |rel_error| first
+  std::vector<FailedPoint> failed;    // status not ok/predicted, or a run that did not complete
+  std::vector<std::string> run_notes; // "file run 2: interrupted" etc.
+};
+
+// Builds every table. `outliers` caps the outlier list.
+Report build_report(const std::vector<Point>& points, std::size_t outliers = 10);
+
+// Crossover sizes of two series sampled at the same sizes: where sign(t_a - t_b) changes between
+// consecutive sizes, the size at which log(t_a/t_b) interpolated linearly in log(size) is 0.
+// Sizes must be ascending and positive.
+std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std::vector<double>& t_a,
+                                    const std::vector<double>& t_b);
+
+void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points);
+void print_report_json(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points);
+// CSV of one table: "groups" (default), "points", "winners", "crossovers", "outliers", "failed".
+void print_report_csv(std::ostream& out, const Report& r, const std::string& table, const std::vector<Point>& points);
+
+}  // namespace commsim

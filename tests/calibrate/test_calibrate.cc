@@ -1,0 +1,183 @@
+// The calibration fit: recovers known parameters from data the model generates (with noise), the
+// held-out check sees a bad fit, and a written topology reads back to the fitted values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model/calibrate.h"
+#include "model/cost.h"
+#include "model/error.h"
+#include "model/topology.h"
+
+namespace commsim {
+namespace {
+
+const char* kHostTopology = R"(
+name: test-host
+ranks_per_node: 8
+device: { name: CPU, memory_bandwidth: 20 GB/s }
+intra_node: { fabric: shared-memory, bandwidth: 5 GB/s, latency: 0.5 us }
+network: { kind: tcp, fabric: single-switch, nics_per_node: 1, nic_bandwidth: 1.25 GB/s, latency: 30 us }
+reduction: { bandwidth: 4 GB/s }
+)";
+
+std::vector<TimedSize> line_samples(double alpha, double beta, double noise, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0.0, noise);
+  std::vector<TimedSize> out;
+  for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 2)
+    for (int rep = 0; rep < 3; ++rep) out.push_back({b, (alpha + b * beta) * (1.0 + n(rng))});
+  return out;
+}
+
+TEST(FitLine, RecoversAlphaBetaFromNoisyData) {
+  const double alpha = 2.5e-6, beta = 1.0 / 7e9;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    LineFit f = fit_line(line_samples(alpha, beta, 0.03, seed));
+    EXPECT_NEAR(f.alpha_s, alpha, 0.05 * alpha) << "seed " << seed;
+    EXPECT_NEAR(f.beta_s_per_byte, beta, 0.03 * beta) << "seed " << seed;
+    EXPECT_GT(f.r2, 0.99);
+    EXPECT_LT(f.median_abs_rel_residual, 0.05);
+    EXPECT_EQ(f.residual_s.size(), f.samples);
+  }
+}
+
+TEST(FitLine, AbsoluteWeightingFitsLargeMessagesAndLosesAlpha) {
+  // Ordinary least squares is dominated by the largest messages: beta is right, alpha is not
+  // determined to better than the noise of the large sizes.
+  const double alpha = 2.5e-6, beta = 1.0 / 7e9;
+  LineFit f = fit_line(line_samples(alpha, beta, 0.02, 7), FitWeighting::Absolute);
+  EXPECT_NEAR(f.beta_s_per_byte, beta, 0.03 * beta);
+  LineFit exact = fit_line(line_samples(alpha, beta, 0.0, 7), FitWeighting::Absolute);
+  EXPECT_NEAR(exact.alpha_s, alpha, 1e-3 * alpha);
+  EXPECT_NEAR(exact.r2, 1.0, 1e-12);
+}
+
+TEST(FitLine, ClampsNegativeLatencyAndRejectsTooFewSizes) {
+  // Times that extrapolate below zero at 0 bytes: alpha would be negative.
+  std::vector<TimedSize> s = {{1000, 0.5e-6}, {2000, 1.6e-6}, {4000, 3.8e-6}};
+  LineFit f = fit_line(s);
+  EXPECT_TRUE(f.alpha_clamped);
+  EXPECT_EQ(f.alpha_s, 0.0);
+  EXPECT_GT(f.beta_s_per_byte, 0.0);
+  EXPECT_THROW(fit_line({{64, 1e-6}, {64, 1.1e-6}}), Error);
+  EXPECT_THROW(fit_line({{64, 1e-6}, {128, 0.0}}), Error);
+}
+
+TEST(HeldOut, SmallErrorOnALineLargeErrorAcrossAProtocolSwitch) {
+  const double alpha = 1e-6, beta = 1.0 / 5e9;
+  HeldOutCheck good = held_out_check(line_samples(alpha, beta, 0.0, 1));
+  EXPECT_LT(good.median_abs_rel_error, 1e-9);
+  EXPECT_GT(good.held_out, 0u);
+  // A rendezvous-like knee: above 64 KiB every message pays 20 us more.
+  std::vector<TimedSize> knee;
+  for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 2) knee.push_back({b, alpha + b * beta + (b > 65536 ? 20e-6 : 0.0)});
+  HeldOutCheck bad = held_out_check(knee);
+  EXPECT_GT(bad.max_abs_rel_error, 0.2);
+  EXPECT_THROW(held_out_check({{8, 1e-6}, {16, 1e-6}, {32, 1e-6}}), Error);
+}
+
+std::vector<CollectiveSample> collective_data(const Topology& truth, double noise, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0.0, noise);
+  std::vector<CollectiveSample> out;
+  struct Case {
+    Collective c;
+    Algorithm a;
+  };
+  const Case cases[] = {{Collective::AllReduce, Algorithm::Ring},       {Collective::AllReduce, Algorithm::Rabenseifner},
+                        {Collective::AllReduce, Algorithm::RecursiveDoubling}, {Collective::AllGather, Algorithm::Ring},
+                        {Collective::Broadcast, Algorithm::Binomial},    {Collective::ReduceScatter, Algorithm::Ring}};
+  for (int ranks : {2, 4, 8})
+    for (const Case& k : cases)
+      for (Bytes b = 1024; b <= (Bytes{64} << 20); b *= 4) {
+        CostQuery q{k.c, k.a, Protocol::None, 1, ranks, b};
+        out.push_back({k.c, k.a, 1, ranks, b, closed_form(truth, q).time_s * (1.0 + n(rng))});
+      }
+  return out;
+}
+
+TEST(FitGamma, RecoversTheReductionRate) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  Topology start = truth;
+  start.reduce_bw_Bps = 40e9;  // 10x wrong
+  ParamFit f = fit_gamma(start, collective_data(truth, 0.0, 1));
+  ASSERT_EQ(f.fitted.size(), 1u);
+  EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 1e-3 * truth.reduce_bw_Bps);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-6);
+  EXPECT_GT(f.median_abs_rel_error_before, 0.01);
+  // With 3% noise, still within a few percent.
+  ParamFit noisy = fit_gamma(start, collective_data(truth, 0.03, 2));
+  EXPECT_NEAR(noisy.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 0.1 * truth.reduce_bw_Bps);
+}
+
+TEST(FitGamma, NeedsAReducingCollective) {
+  Topology t = parse_topology(kHostTopology, "test");
+  std::vector<CollectiveSample> only_allgather = {{Collective::AllGather, Algorithm::Ring, 1, 4, 1 << 20, 1e-3}};
+  EXPECT_THROW(fit_gamma(t, only_allgather), Error);
+}
+
+TEST(RefineParameters, RecoversIntraNodeAlphaBetaGammaTogether) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  Topology start = truth;
+  start.intra.latency_s = 3e-6;
+  start.intra.bw_Bps = 1e9;
+  start.reduce_bw_Bps = 20e9;
+  ParamFit f = refine_parameters(start, collective_data(truth, 0.0, 3),
+                                 {Param::IntraLatency, Param::IntraBeta, Param::NetLatency, Param::Gamma});
+  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
+  EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.01 * truth.intra.bw_Bps);
+  EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 0.01 * truth.reduce_bw_Bps);
+  // One node: nothing depends on the network.
+  ASSERT_EQ(f.held.size(), 1u);
+  EXPECT_EQ(f.held[0], Param::NetLatency);
+  EXPECT_EQ(f.topology.network.latency_s, truth.network.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-4);
+}
+
+TEST(TopologyYaml, WrittenFileLoadsBackAndPredictsTheFittedValues) {
+  Topology t = parse_topology(kHostTopology, "test");
+  t.name = "fitted";
+  t.intra.latency_s = 0.731e-6;
+  t.intra.bw_Bps = 6.123456e9;
+  t.network.latency_s = 41.5e-6;
+  t.network.nic_bw_Bps = 1.1e9;
+  t.reduce_bw_Bps = 3.21e9;
+  CalibrationRecord rec{"2026-01-01T00:00:00Z", {"portrait.h5"}, {8, 1024, 1 << 20}, {1}, {2, 4}};
+  std::string text = topology_yaml(t, {"a test header"}, {{"intra_node.bandwidth", "fitted from a test"}}, &rec, false);
+  EXPECT_NE(text.find("# a test header"), std::string::npos);
+  EXPECT_NE(text.find("fitted from a test"), std::string::npos);
+  EXPECT_NE(text.find("calibrated on sizes 8B .. 1MiB"), std::string::npos);
+  Topology back = parse_topology(text, "written");
+  EXPECT_EQ(back.name, "fitted");
+  EXPECT_EQ(back.gpu, false);
+  EXPECT_EQ(back.ranks_per_node, t.ranks_per_node);
+  EXPECT_NEAR(back.intra.bw_Bps, t.intra.bw_Bps, 1e-6 * t.intra.bw_Bps);
+  EXPECT_NEAR(back.intra.latency_s, t.intra.latency_s, 1e-6 * t.intra.latency_s);
+  EXPECT_NEAR(back.network.latency_s, t.network.latency_s, 1e-6 * t.network.latency_s);
+  EXPECT_NEAR(back.network.nic_bw_Bps, t.network.nic_bw_Bps, 1e-6 * t.network.nic_bw_Bps);
+  EXPECT_NEAR(back.reduce_bw_Bps, t.reduce_bw_Bps, 1e-6 * t.reduce_bw_Bps);
+  for (Bytes b : {Bytes{8}, Bytes{1} << 20, Bytes{64} << 20}) {
+    for (int nodes : {1, 2}) {
+      CostQuery q{Collective::AllReduce, Algorithm::Ring, Protocol::None, nodes, 4, b};
+      EXPECT_NEAR(closed_form(back, q).time_s, closed_form(t, q).time_s, 1e-6 * closed_form(t, q).time_s);
+    }
+  }
+}
+
+TEST(TopologyYaml, GpuTopologyWithNcclConstantsRoundTrips) {
+  Topology t = load_topology(resolve_topology_path("dgx-h100"));
+  std::string text = topology_yaml(t, {}, {}, nullptr, false);
+  Topology back = parse_topology(text, "written");
+  EXPECT_TRUE(back.gpu);
+  EXPECT_EQ(back.nccl.present, t.nccl.present);
+  EXPECT_NEAR(back.host_link.bw_Bps, t.host_link.bw_Bps, 1e-6 * t.host_link.bw_Bps);
+  for (int a = 0; a < 2; ++a)
+    for (int p = 0; p < 3; ++p) EXPECT_NEAR(back.nccl.base_latency_s[a][p], t.nccl.base_latency_s[a][p], 1e-12);
+  CostQuery q{Collective::AllReduce, Algorithm::Ring, Protocol::None, 2, t.ranks_per_node, Bytes{1} << 28};
+  EXPECT_NEAR(closed_form(back, q).time_s, closed_form(t, q).time_s, 1e-6 * closed_form(t, q).time_s);
+}
+
+}  // namespace
+}  // namespace commsim

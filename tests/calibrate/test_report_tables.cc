@@ -1,0 +1,130 @@
+// The report's tables on crafted points whose answers are known by construction.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "runtime/report_tables.h"
+
+namespace commsim {
+namespace {
+
+Point make(Algorithm a, Bytes bytes, double measured_us, double predicted_us, std::string status = "ok") {
+  Point p;
+  p.collective = Collective::AllReduce;
+  p.algorithm = a;
+  p.backend = "host";
+  p.transport = "mpi";
+  p.nodes = 1;
+  p.ranks = 2;
+  p.bytes = bytes;
+  p.measured_median_us = measured_us;
+  p.predicted_us = predicted_us;
+  p.status = status;
+  return p;
+}
+
+// ring and tree at 1 KiB, 1 MiB, 32 MiB. Predicted: tree wins at 1 KiB only. Measured: tree wins at
+// 1 KiB and 1 MiB. So the winners agree at 1 KiB and 32 MiB, not at 1 MiB; the predicted crossover
+// lies between 1 KiB and 1 MiB, the measured one between 1 MiB and 32 MiB.
+std::vector<Point> crafted() {
+  const Bytes k1 = 1024, m1 = 1 << 20, m32 = Bytes{32} << 20;
+  return {
+      make(Algorithm::Ring, k1, 10.0, 11.0),     // +10%
+      make(Algorithm::Tree, k1, 8.0, 8.8),       // +10%
+      make(Algorithm::Ring, m1, 200.0, 160.0),   // -20%
+      make(Algorithm::Tree, m1, 190.0, 171.0),   // -10%
+      make(Algorithm::Ring, m32, 5000.0, 5250.0),  // +5%
+      make(Algorithm::Tree, m32, 6000.0, 6600.0),  // +10%
+      make(Algorithm::Mpi, m1, 150.0, 300.0),    // +100%, a baseline: in the tables, not in the winners
+      make(Algorithm::Ring, 4096, kNaN, 20.0, "wrong"),
+  };
+}
+
+TEST(ReportTables, ErrorStatisticsPerBand) {
+  Report r = build_report(crafted(), 3);
+  EXPECT_EQ(r.points, 8u);
+  EXPECT_EQ(r.compared, 7u);
+  EXPECT_EQ(r.below_64KiB.n, 2u);
+  EXPECT_NEAR(r.below_64KiB.median_abs, 0.10, 1e-12);
+  EXPECT_EQ(r.from_64KiB.n, 5u);
+  // |errors| 0.2, 0.1, 1.0, 0.05, 0.1 -> median 0.1
+  EXPECT_NEAR(r.from_64KiB.median_abs, 0.10, 1e-12);
+  EXPECT_NEAR(r.from_64KiB.geomean_abs, std::pow(0.2 * 0.1 * 1.0 * 0.05 * 0.1, 0.2), 1e-12);
+  EXPECT_NEAR(r.from_64KiB.max_abs, 1.0, 1e-12);
+  // Groups: (allreduce, mpi, Medium), (ring, Small/Medium/Large), (tree, Small/Medium/Large).
+  ASSERT_EQ(r.groups.size(), 7u);
+  EXPECT_EQ(r.groups[0].algorithm, "mpi");
+  for (const auto& g : r.groups) EXPECT_EQ(g.stats.n, 1u);
+}
+
+TEST(ReportTables, WinnersAmongHandWrittenAlgorithms) {
+  Report r = build_report(crafted(), 3);
+  ASSERT_EQ(r.winners.size(), 3u);
+  EXPECT_EQ(r.winner_agree, 2u);
+  EXPECT_NEAR(r.winner_agreement, 2.0 / 3.0, 1e-12);
+  const WinnerCase& mid = r.winners[1];
+  EXPECT_EQ(mid.bytes, Bytes{1} << 20);
+  EXPECT_EQ(mid.predicted_winner, "ring");
+  EXPECT_EQ(mid.measured_winner, "tree");
+  EXPECT_FALSE(mid.agree);
+  EXPECT_NEAR(mid.loss, 200.0 / 190.0 - 1.0, 1e-12);
+  EXPECT_EQ(r.winner_within_5pct, 2u);  // at 1 MiB the pick costs 200/190 - 1 = 5.3%
+}
+
+TEST(ReportTables, TiedPredictionsCountAsAgreement) {
+  // At two ranks several algorithms share one closed form: whichever measures fastest agrees.
+  std::vector<Point> pts = {make(Algorithm::Ring, 4096, 10.0, 5.0), make(Algorithm::Rabenseifner, 4096, 9.0, 5.0)};
+  Report r = build_report(pts);
+  ASSERT_EQ(r.winners.size(), 1u);
+  EXPECT_TRUE(r.winners[0].agree);
+  EXPECT_EQ(r.winners[0].predicted_winner, "rabenseifner=ring");
+  EXPECT_TRUE(r.crossovers.empty());  // identical in the model: no crossover to compare
+}
+
+TEST(ReportTables, CrossoversPredictedAndMeasured) {
+  Report r = build_report(crafted(), 3);
+  ASSERT_EQ(r.crossovers.size(), 1u);
+  const CrossoverRow& c = r.crossovers[0];
+  EXPECT_EQ(c.a, "ring");
+  EXPECT_EQ(c.b, "tree");
+  ASSERT_EQ(c.predicted_bytes.size(), 1u);
+  EXPECT_GT(c.predicted_bytes[0], 1024.0);
+  EXPECT_LT(c.predicted_bytes[0], 1048576.0);
+  ASSERT_EQ(c.measured_bytes.size(), 1u);
+  EXPECT_GT(c.measured_bytes[0], 1048576.0);
+  EXPECT_LT(c.measured_bytes[0], 33554432.0);
+  // Interpolation in log size: log(ta/tb) goes from log(1/2) to log(2) between 1 and 100 -> 10.
+  auto x = crossover_sizes({1.0, 100.0}, {1.0, 4.0}, {2.0, 2.0});
+  ASSERT_EQ(x.size(), 1u);
+  EXPECT_NEAR(x[0], 10.0, 1e-9);
+}
+
+TEST(ReportTables, OutliersAndFailedPoints) {
+  Report r = build_report(crafted(), 3);
+  ASSERT_EQ(r.outliers.size(), 3u);
+  EXPECT_EQ(r.outliers[0].algorithm, Algorithm::Mpi);
+  EXPECT_EQ(r.outliers[1].bytes, Bytes{1} << 20);  // ring -20%
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_EQ(r.failed[0].point.bytes, 4096u);
+  EXPECT_NE(r.failed[0].why.find("wrong"), std::string::npos);
+}
+
+TEST(ReportTables, PrintedFormatsCarryTheNumbers) {
+  std::vector<Point> pts = crafted();
+  Report r = build_report(pts, 3);
+  std::ostringstream table, json, csv;
+  print_report_table(table, r, true, pts);
+  print_report_json(json, r, true, pts);
+  print_report_csv(csv, r, "groups", pts);
+  EXPECT_NE(table.str().find("model picked the measured winner in 2 of 3 cases"), std::string::npos);
+  EXPECT_NE(json.str().find("\"agree\": 2"), std::string::npos);
+  EXPECT_NE(csv.str().find("allreduce,ring,host,64KiB-16MiB,1,0.2"), std::string::npos) << csv.str();
+  EXPECT_EQ(geomean_abs({}), 0.0);
+  EXPECT_EQ(band_of(65535), SizeBand::Small);
+  EXPECT_EQ(band_of(65536), SizeBand::Medium);
+  EXPECT_EQ(band_of(Bytes{16} << 20), SizeBand::Large);
+}
+
+}  // namespace
+}  // namespace commsim
