@@ -13,7 +13,6 @@ int pending(const char* name) {
 
 int cmd_predict(int, char**) { return pending("predict"); }
 int cmd_run(int, char**) { return pending("run"); }
-int cmd_merge(int, char**) { return pending("merge"); }
 int cmd_probe(int, char**) { return pending("probe"); }
 int cmd_calibrate(int, char**) { return pending("calibrate"); }
 int cmd_plan(int, char**) { return pending("plan"); }
