@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The CUDA backend's check on a GPU machine, in one call.
+#
+#   tests/cuda/gpu_check.sh --stage [BUILD_DIR]   on the build machine: configure and build for
+#       Hopper (sm_90 + PTX, CUDA runtime linked statically) in BUILD_DIR (default build-gpu), then
+#       copy commsim, the GPU test programs, and the two shared libraries whose versions differ on
+#       the GPU machine (Boost.Program_options 1.74, yaml-cpp 0.7) into .carry/ (git-ignored).
+#   tests/cuda/gpu_check.sh [CARRY_DIR]           on the GPU machine, from the repository root:
+#       runs everything from CARRY_DIR (default .carry) with LD_LIBRARY_PATH set to it only (the
+#       machine's own Open MPI, HDF5 and NCCL are used; never carry those), writes logs and
+#       results under $OUT (default out/gpu-check) and prints a short table last:
+#         1. kernels     test_cuda_kernels: copy/reduce/fill against the host, every dtype and op
+#         2. collectives 4 ranks sharing the GPU (--share-gpu): CUDA IPC between the ranks, and
+#                        every hand-written algorithm of every collective through the executor
+#         3. nccl        1 rank (NCCL refuses two ranks on one GPU): the seven NCCL collectives,
+#                        unforced and with algorithm/protocol forced
+#         4. bench       reduce kernel vs device-to-device copy bandwidth (goal: >= 85%)
+#         5. sweep       `commsim run --backend cuda`: 1 rank with NCCL baselines, then 4 ranks
+#                        sharing the GPU with hand-written algorithms
+# NCCL_NVLS_ENABLE=0 stays set throughout (NVLink multicast must stay off on these machines).
+set -u
+
+if [[ "${1:-}" == "--stage" ]]; then
+  set -e
+  build=${2:-build-gpu}
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCOMMSIM_STATIC_CUDART=ON -DCOMMSIM_WITH_CUDA=ON -DCOMMSIM_WITH_NCCL=ON >/dev/null
+  ninja -C "$build" -j2 commsim test_cuda_kernels cuda_collectives_check bench_reduce_copy
+  rm -rf .carry && mkdir -p .carry
+  cp "$build/src/runtime/commsim" "$build/tests/cuda/test_cuda_kernels" "$build/tests/cuda/cuda_collectives_check" \
+    "$build/tests/cuda/bench_reduce_copy" .carry/
+  for lib in libboost_program_options.so.1.74.0 libyaml-cpp.so.0.7; do
+    cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" .carry/
+  done
+  strip .carry/commsim .carry/test_cuda_kernels .carry/cuda_collectives_check .carry/bench_reduce_copy
+  du -sh .carry
+  exit 0
+fi
+
+carry=$(cd "${1:-.carry}" && pwd)
+out=${OUT:-$PWD/out/gpu-check}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$carry"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 OMPI_MCA_btl=^openib
+summary=$(mktemp)
+
+# The machine's NCCL may sit outside the loader's default path: add the folder that holds it.
+if ldd "$carry/cuda_collectives_check" | grep -q "libnccl.so.2 => not found"; then
+  nccl=$( (ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}'; find / -xdev -name 'libnccl.so.2' 2>/dev/null) | head -1)
+  [[ -n "$nccl" ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$nccl")"
+fi
+{
+  echo "== $(date -u +%FT%TZ) $(hostname)"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  ldd "$carry/commsim" | grep -E "not found|nccl|hdf5|mpi.so|boost|yaml" || true
+} >"$out/environment.log" 2>&1
+
+mpirun_() { mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE "$@"; }
+
+# step NAME TIMEOUT_S LOG COMMAND...: runs one step, appends its outcome to the summary.
+step() {
+  local name=$1 limit=$2 log=$3
+  shift 3
+  local t0=$SECONDS
+  echo "### $name: $*" >>"$log"
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  printf "%-12s rc=%-4s %4ss  %s\n" "$name" "$rc" "$((SECONDS - t0))" "$(basename "$log")" >>"$summary"
+  return $rc
+}
+
+step kernels 90 "$out/kernels.log" "$carry/test_cuda_kernels"
+step bench 90 "$out/bench.log" "$carry/bench_reduce_copy" --bytes 2147483648 --reps 20
+step collectives 200 "$out/collectives.log" mpirun_ -np 4 "$carry/cuda_collectives_check" --share-gpu \
+  --csv "$out/collectives.csv"
+step nccl 100 "$out/collectives.log" mpirun_ -np 1 "$carry/cuda_collectives_check" --nccl --no-executor
+
+sweep_common=(--backend cuda --sizes 1KiB:1GiB --iters 10 --warmup 3 --check --format table)
+step sweep1 240 "$out/sweep.log" mpirun_ -np 1 "$carry/commsim" run "${sweep_common[@]}" \
+  --collectives allreduce,allgather,reducescatter --algorithms ring,nccl,nccl-ring,nccl-tree \
+  --protocols none,LL,LL128,Simple --out "$out/sweep_1rank.h5"
+step sweep4 240 "$out/sweep.log" mpirun_ -np 4 "$carry/commsim" run "${sweep_common[@]}" --share-gpu \
+  --sizes 1KiB:64MiB --collectives allreduce --algorithms ring,tree,rd,rabenseifner,nccl --out "$out/sweep_4rank.h5"
+
+{
+  echo
+  echo "== GPU"
+  head -2 "$out/environment.log" | tail -1
+  echo "== correctness"
+  grep -hE "^cuda_collectives_check: [0-9]+ cases|^\[  (PASSED|FAILED)  \]|SKIPPED|^FAIL " \
+    "$out/kernels.log" "$out/collectives.log" | head -20
+  echo "== reduce vs copy (bytes read + written)"
+  grep -A12 "^variant" "$out/bench.log" || tail -3 "$out/bench.log"
+  echo "== sweep (busbw GB/s; see sweep.log)"
+  grep -E "allreduce|allgather|reducescatter" "$out/sweep.log" | grep -E "1GiB|1 GiB|64MiB|64 MiB" | head -24
+  echo "== steps"
+  cat "$summary"
+} | tee -a "$out/environment.log"
