@@ -223,7 +223,7 @@ std::string resolve_model_path(const std::string& name_or_path) {
 #endif
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back((exe.parent_path() / ".." / "share" / "commsim").string());
+  if (!ec) dirs.push_back((exe.parent_path().parent_path() / "share" / "commsim" / "configs").string());
 
   std::string tried;
   for (const auto& d : dirs) {

@@ -54,8 +54,9 @@ LlmModel load_llm_model(const std::string& path);
 LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin);
 
 // A bare name ("llama3-70b") resolves to <config dir>/models/llama3-70b.yaml, the config dir found
-// as for topologies ($COMMSIM_CONFIG_DIR, else the source tree's configs/, else ../share/commsim
-// next to the binary); a path (anything with a '/' or ending in .yaml) is used as it is.
+// as for topologies ($COMMSIM_CONFIG_DIR, else the source tree's configs/, else
+// ../share/commsim/configs next to the binary); a path (anything with a '/' or ending in .yaml) is
+// used as it is.
 std::string resolve_model_path(const std::string& name_or_path);
 
 // Bytes of one value of a dtype name: fp32/float32 4, bf16/fp16/float16/bfloat16 2, fp8 1.

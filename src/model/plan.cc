@@ -69,13 +69,14 @@ class PriceCache {
   };
 
   // The topology as one of `sharing` groups that use a node's network at the same time sees it:
-  // each gets 1/sharing of the node's NIC bandwidth.
+  // each gets 1/sharing of the node's aggregate NIC bandwidth (as if the fabric were that much
+  // more oversubscribed), while one flow is still limited by one NIC.
   const Topology& shared_topology(int sharing) {
     if (sharing <= 1) return topo_;
     auto it = shared_.find(sharing);
     if (it != shared_.end()) return it->second;
     Topology t = topo_;
-    t.network.nic_bw_Bps /= sharing;
+    t.network.oversubscription *= sharing;
     return shared_.emplace(sharing, std::move(t)).first->second;
   }
 
@@ -155,6 +156,19 @@ LayoutPlan::LayoutPlan()
     : compute_s(std::numeric_limits<double>::quiet_NaN()),
       step_s(std::numeric_limits<double>::quiet_NaN()),
       comm_share(std::numeric_limits<double>::quiet_NaN()) {}
+
+CalibrationRange calibration_range(const Topology& topo) {
+  CalibrationRange r;
+  const CalibrationInfo& c = topo.calibrated;
+  if (!c.present || c.sizes.empty() || c.nodes.empty()) return r;
+  r.present = true;
+  r.min_bytes = c.sizes.front();
+  r.max_bytes = c.sizes.back();
+  r.min_nodes = c.nodes.front();
+  r.max_nodes = c.nodes.back();
+  r.origin = "the calibrated section of " + (topo.source_path.empty() ? "topology '" + topo.name + "'" : topo.source_path);
+  return r;
+}
 
 std::vector<Candidate> default_candidates(const Topology& topo) {
   std::vector<Candidate> c;
@@ -562,10 +576,15 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                    "except the 2(PP-1) of pipeline fill and drain; TP and EP stay exposed (each layer waits on them)");
       break;
   }
-  as.push_back(std::string("memory: 16-bit parameters and gradients, Adam ") + (model.param_bytes >= 4 ? "8" : "12") +
-               " B/param" + (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
+  as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters and gradients, Adam " +
+               (model.param_bytes >= 4 ? "8" : "12") + " B/param" +
+               (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
                "; activations per Korthikanti et al. 2022 (recompute " + std::string(to_string(opts.recompute)) +
-               (opts.sequence_parallel ? ", sequence parallel" : "") + "), first stage holding min(PP, m) micro-batches");
+               (opts.sequence_parallel ? ", sequence parallel" : "") + "), first stage holding min(PP, m) micro-batches" +
+               (opts.recompute == Recompute::None
+                    ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
+                      "store them, which --recompute selective models"
+                    : ""));
   if (opts.gpu_tflops > 0)
     as.push_back("compute: " + fmt("%.3g", result.flops_per_iteration) + " FLOP per iteration at " +
                  fmt("%.0f", opts.gpu_tflops) + " TFLOP/s per GPU; step = compute/(1 - bubble) + exposed communication");

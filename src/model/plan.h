@@ -23,7 +23,8 @@
 //       with full recomputation) of top_k * b*s*h*2 bytes (divided by TP with sequence parallelism).
 // Each collective is priced by the fastest candidate (model/select.h best_candidate) for its
 // group's (nodes, ranks per node); groups of the same dimension that run at the same time on one
-// node share its NICs, so the network bandwidth each group sees is divided by their number.
+// node share its NICs: each sees the node's aggregate network bandwidth divided by their number
+// (one flow still gets at most one NIC).
 //
 // Memory per GPU (the larger of the first and the last pipeline stage): parameters, gradients
 // (param dtype), Adam state (fp32 master copy + 2 moments = 12 B/param; 8 B when parameters are
@@ -72,6 +73,9 @@ struct CalibrationRange {
     return bytes >= min_bytes && bytes <= max_bytes && nodes >= min_nodes && nodes <= max_nodes;
   }
 };
+
+// The range of a topology's `calibrated:` section (present = false when it has none).
+CalibrationRange calibration_range(const Topology& topo);
 
 struct PlanOptions {
   int nodes = 1;

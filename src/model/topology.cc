@@ -190,11 +190,54 @@ void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][
   }
 }
 
+// A list given as text ("8B:256MiB", "1:4", "1,2,4") or as a YAML list of values.
+std::vector<Bytes> read_size_list(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  std::vector<Bytes> out;
+  if (n.IsSequence()) {
+    for (const auto& v : n) out.push_back(read_bytes(ctx, v, field));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  } else {
+    out = read_unit(ctx, n, field, [](const std::string& s) { return parse_size_list(s); });
+  }
+  if (out.empty()) fail(ctx, n.Mark(), field, "must list at least one size");
+  return out;
+}
+std::vector<int> read_int_list(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  std::vector<int> out;
+  if (n.IsSequence()) {
+    for (const auto& v : n) out.push_back(static_cast<int>(read_int(ctx, v, field, 1, 1 << 24)));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  } else {
+    out = read_unit(ctx, n, field, [](const std::string& s) { return parse_int_list(s); });
+  }
+  if (out.empty()) fail(ctx, n.Mark(), field, "must list at least one value");
+  return out;
+}
+
+// calibrated: { created, sources, sizes, nodes, ranks } (see CalibrationInfo).
+void read_calibrated(const MapReader& c, CalibrationInfo& out) {
+  const Ctx& ctx = c.ctx();
+  out.present = true;
+  if (auto v = c.optional("created")) out.created = scalar(ctx, *v, "calibrated.created");
+  if (auto v = c.optional("sources")) {
+    if (v->IsSequence()) {
+      for (const auto& s : *v) out.sources.push_back(scalar(ctx, s, "calibrated.sources"));
+    } else {
+      out.sources.push_back(scalar(ctx, *v, "calibrated.sources"));
+    }
+  }
+  out.sizes = read_size_list(ctx, c.require("sizes", "message sizes measured, e.g. \"8B:256MiB\""), "calibrated.sizes");
+  out.nodes = read_int_list(ctx, c.require("nodes", "node counts measured, e.g. \"1:4\""), "calibrated.nodes");
+  if (auto v = c.optional("ranks")) out.ranks = read_int_list(ctx, *v, "calibrated.ranks");
+}
+
 Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   Topology t;
   MapReader top(ctx, root, "",
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
-                 "network", "reduction", "max_nodes", "nccl"});
+                 "network", "reduction", "max_nodes", "nccl", "calibrated"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -291,6 +334,10 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
       }
     }
     t.nccl.present = true;
+  }
+  if (auto cal = top.optional("calibrated")) {
+    MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
+    read_calibrated(c, t.calibrated);
   }
   return t;
 }

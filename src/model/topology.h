@@ -3,6 +3,7 @@
 // host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
 // constants. Plain data; load_topology() validates everything and reports file, line and field.
 #include <string>
+#include <vector>
 
 #include "model/units.h"
 
@@ -36,6 +37,18 @@ struct NcclConstants {
   double bw_fraction[3] = {0.5, 120.0 / 128.0, 1.0};  // protocol bandwidth relative to Simple
 };
 
+// What a calibrated topology's parameters were fitted on: the optional `calibrated:` section
+// (written by `commsim calibrate`, or by hand: `calibrated: { sizes: "8B:256MiB", nodes: "1:4" }`).
+// A prediction for a size or node count outside these extrapolates the fit.
+struct CalibrationInfo {
+  bool present = false;
+  std::vector<Bytes> sizes;  // message sizes measured, ascending
+  std::vector<int> nodes;    // node counts measured, ascending
+  std::vector<int> ranks;    // rank counts measured, ascending (may be empty)
+  std::string created;       // ISO 8601 date of the calibration ("" when not given)
+  std::vector<std::string> sources;  // the measurement files
+};
+
 struct Topology {
   std::string name;          // from the file's `name`
   std::string description;
@@ -55,6 +68,7 @@ struct Topology {
   BytesPerSecond reduce_bw_Bps = 0;  // bytes reduced per second by one rank (gamma = 1 / this)
 
   NcclConstants nccl;
+  CalibrationInfo calibrated;  // present only in calibrated topologies
 
   Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
 };

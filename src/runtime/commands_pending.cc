@@ -11,10 +11,6 @@ int pending(const char* name) {
 }
 }  // namespace
 
-int cmd_predict(int, char**) { return pending("predict"); }
 int cmd_run(int, char**) { return pending("run"); }
-int cmd_probe(int, char**) { return pending("probe"); }
-int cmd_calibrate(int, char**) { return pending("calibrate"); }
-int cmd_plan(int, char**) { return pending("plan"); }
 
 }  // namespace commsim

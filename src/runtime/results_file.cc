@@ -1,6 +1,8 @@
 #include "runtime/results_file.h"
 
+#include <chrono>
 #include <cstddef>
+#include <deque>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -356,8 +358,26 @@ struct ResultsFile::Impl {
   h5::Group run_group;
   int run = -1;
   std::set<PointKey> keys;
-  hsize_t point_rows = 0;
-  hsize_t sample_rows = 0;
+  hsize_t point_rows = 0;   // rows of /points, including those still pending
+  hsize_t sample_rows = 0;  // rows of /samples, including those still pending
+
+  // Buffered appends (flush_interval_s > 0): rows not yet written, with the notes they point into.
+  double flush_interval_s = 0;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+  std::vector<Row> pending_rows;
+  std::deque<std::string> pending_notes;
+  std::vector<double> pending_samples;
+
+  // Writes the pending rows and samples, then flushes the file to disk.
+  void write_pending() {
+    if (!pending_samples.empty()) h5::append_rows(samples, H5T_NATIVE_DOUBLE, pending_samples.data(), pending_samples.size());
+    if (!pending_rows.empty()) h5::append_rows(points, types.memory.get(), pending_rows.data(), pending_rows.size());
+    pending_samples.clear();
+    pending_rows.clear();
+    pending_notes.clear();
+    h5::flush(file);
+    last_write = std::chrono::steady_clock::now();
+  }
 
   std::string partial() const { return path + ".partial"; }
 
@@ -391,6 +411,7 @@ ResultsFile& ResultsFile::operator=(ResultsFile&& o) noexcept {
 ResultsFile::~ResultsFile() {
   if (!impl_ || impl_->finished || !impl_->file.valid()) return;
   try {
+    impl_->write_pending();
     if (impl_->run >= 0) set_status(RunStatus::Failed);
   } catch (...) {
     // A destructor never throws; the file keeps its last flushed state.
@@ -479,6 +500,7 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
 int ResultsFile::begin_run(const RunContext& ctx, RunStatus status) {
   if (!is_open()) throw Error("results file is closed");
   Impl& m = *impl_;
+  m.write_pending();
   int index = static_cast<int>(h5::list_group(m.runs.get()).size());
   m.run_group = h5::create_group(m.runs.get(), run_group_name(index));
   write_context(m.run_group.get(), ctx, index, status);
@@ -492,14 +514,28 @@ void ResultsFile::append(const Point& p) {
   Impl& m = *impl_;
   if (m.run < 0) throw Error("results file " + m.path + ": append() before begin_run()");
   Row row = to_row(p, m.run, m.sample_rows);  // validates string lengths before anything is written
-  if (!p.samples_us.empty()) {
-    h5::append_rows(m.samples, H5T_NATIVE_DOUBLE, p.samples_us.data(), p.samples_us.size());
-    m.sample_rows += p.samples_us.size();
+  if (m.flush_interval_s <= 0) {
+    if (!p.samples_us.empty()) h5::append_rows(m.samples, H5T_NATIVE_DOUBLE, p.samples_us.data(), p.samples_us.size());
+    h5::append_rows(m.points, m.types.memory.get(), &row, 1);
+    h5::flush(m.file);
+  } else {
+    m.pending_samples.insert(m.pending_samples.end(), p.samples_us.begin(), p.samples_us.end());
+    m.pending_notes.push_back(p.note);
+    row.note = m.pending_notes.back().data();
+    m.pending_rows.push_back(row);
   }
-  h5::append_rows(m.points, m.types.memory.get(), &row, 1);
+  m.sample_rows += p.samples_us.size();
   ++m.point_rows;
-  h5::flush(m.file);
   m.keys.insert(key_of(p));
+  if (m.flush_interval_s > 0 &&
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - m.last_write).count() >= m.flush_interval_s)
+    m.write_pending();
+}
+
+void ResultsFile::set_flush_interval(double seconds) {
+  if (!is_open()) throw Error("results file is closed");
+  impl_->flush_interval_s = seconds;
+  if (seconds <= 0) impl_->write_pending();
 }
 
 int ResultsFile::add_run(const RunContext& ctx, const std::vector<Point>& points, RunStatus status) {
@@ -511,6 +547,7 @@ int ResultsFile::add_run(const RunContext& ctx, const std::vector<Point>& points
 void ResultsFile::set_status(RunStatus status) {
   if (!is_open()) throw Error("results file is closed");
   Impl& m = *impl_;
+  m.write_pending();
   if (m.run < 0) return;
   h5::set_attribute(m.run_group.get(), "status", to_string(status));
   h5::set_attribute(m.run_group.get(), "finished", status == RunStatus::Running ? "" : iso8601_utc_now());
@@ -525,6 +562,7 @@ void ResultsFile::finish(RunStatus status) {
 void ResultsFile::finish_as_is() {
   if (!is_open()) throw Error("results file is closed");
   Impl& m = *impl_;
+  m.write_pending();
   m.run_group.reset();
   m.samples.reset();
   m.points.reset();

@@ -74,6 +74,10 @@ class ResultsFile {
   // Appends one row to /points and its samples_us to /samples, for the current run, then flushes
   // the file to disk. Error when no run was begun.
   void append(const Point& p);
+  // 0 (the default): every append() is on disk when it returns. > 0: appends are buffered and
+  // written (and flushed) at most every `seconds`, and by begin_run/set_status/finish/the
+  // destructor; for writers of many cheap points (predict, merge) whose points a crash may lose.
+  void set_flush_interval(double seconds);
   // begin_run(ctx, status) + append of every point (merge: copy a run of another file).
   int add_run(const RunContext& ctx, const std::vector<Point>& points, RunStatus status = RunStatus::Complete);
   // Sets the current run's status attribute (and `finished` unless Running) and flushes.

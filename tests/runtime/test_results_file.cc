@@ -378,3 +378,31 @@ TEST(RunContext, CollectLocalFiltersTheEnvironment) {
 
 }  // namespace
 }  // namespace commsim
+
+namespace commsim {
+namespace {
+
+TEST(ResultsFile, BufferedAppendsAreWrittenByFinish) {
+  test::TempDir dir;
+  const std::string path = dir.file("r.h5");
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    f.set_flush_interval(3600);
+    for (Bytes b : {8, 16, 32}) {
+      Point p = test::measured_point(b);
+      p.note = "note " + std::to_string(b);  // the point dies here; its note must not
+      f.append(p);
+    }
+    EXPECT_EQ(f.points_in_file(), 3u);
+    EXPECT_TRUE(f.contains(key_of(test::measured_point(16))));
+    EXPECT_EQ(read_results(path + ".partial").points.size(), 0u) << "still buffered";
+    f.finish(RunStatus::Complete);
+  }
+  ResultsContents r = read_results(path);
+  ASSERT_EQ(r.points.size(), 3u);
+  EXPECT_EQ(r.points[1].note, "note 16");
+  EXPECT_EQ(r.points[2].samples_us, test::measured_point(32).samples_us);
+}
+
+}  // namespace
+}  // namespace commsim

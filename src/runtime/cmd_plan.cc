@@ -1,0 +1,533 @@
+// commsim plan: ranks every (DP, TP, PP, EP) layout of a training job by its communication time per
+// iteration on the model (model/plan.h), with the pipeline bubble and the memory per GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/error.h"
+#include "model/llm_model.h"
+#include "model/plan.h"
+#include "model/topology.h"
+#include "runtime/cli_common.h"
+#include "runtime/command.h"
+#include "runtime/hdf5.h"
+#include "runtime/reporter.h"
+#include "runtime/results_file.h"
+#include "runtime/run_context.h"
+
+namespace commsim {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string gib(double bytes) { return fmt("%.1f", bytes / 1073741824.0); }
+std::string pct(double fraction) { return fmt("%.1f%%", 100.0 * fraction); }
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? " " + s : std::string(width + 1 - s.size(), ' ') + s;
+}
+
+std::string label(const Candidate& c) {
+  std::string s(to_string(c.algorithm));
+  if (c.protocol != Protocol::None) s += "/" + std::string(to_string(c.protocol));
+  return s;
+}
+
+// "ring" or "ring+tree" (reduce-scatter and allgather may pick different algorithms).
+std::string dim_algorithms(const LayoutPlan& lp, Dim d) {
+  std::string out;
+  std::set<std::string> seen;
+  for (const auto& pc : lp.collectives) {
+    if (pc.dim != d) continue;
+    std::string l = label(pc.chosen);
+    if (seen.insert(l).second) out += (out.empty() ? "" : "+") + l;
+  }
+  return out;
+}
+
+std::string algorithms_cell(const LayoutPlan& lp) {
+  std::string out;
+  for (Dim d : kAllDims) {
+    std::string a = dim_algorithms(lp, d);
+    if (!a.empty()) out += (out.empty() ? "" : " ") + std::string(to_string(d)) + ":" + a;
+  }
+  return out.empty() ? "-" : out;
+}
+
+// Message sizes and node counts of the measured points of a results file.
+CalibrationRange range_from_results(const std::string& path) {
+  CalibrationRange r;
+  r.origin = path;
+  for (const Point& p : read_points(path)) {
+    if (!p.measured() || p.status != "ok") continue;
+    if (!r.present) {
+      r.present = true;
+      r.min_bytes = r.max_bytes = p.bytes;
+      r.min_nodes = r.max_nodes = p.nodes;
+      continue;
+    }
+    r.min_bytes = std::min(r.min_bytes, p.bytes);
+    r.max_bytes = std::max(r.max_bytes, p.bytes);
+    r.min_nodes = std::min(r.min_nodes, p.nodes);
+    r.max_nodes = std::max(r.max_nodes, p.nodes);
+  }
+  if (!r.present) throw Error("--calibrated-range " + path + ": the file holds no correctly measured point");
+  return r;
+}
+
+std::vector<Candidate> candidates_from(const std::string& text, const Topology& topo) {
+  if (text == "all") return default_candidates(topo);
+  std::vector<Algorithm> allowed(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+  allowed.push_back(Algorithm::NcclRing);
+  allowed.push_back(Algorithm::NcclTree);
+  AlgorithmSelection sel = parse_algorithms(text, allowed);
+  std::vector<Candidate> out;
+  for (Algorithm a : sel.named) {
+    if (is_hand_written(a)) {
+      out.push_back({a, Protocol::None});
+      continue;
+    }
+    if (!topo.nccl.present)
+      throw Error("--algorithms " + std::string(to_string(a)) + ": topology '" + topo.name +
+                  "' has no NCCL constants to price it");
+    for (Protocol p : kNcclProtocols) out.push_back({a, p});
+  }
+  // Pipeline send/recv has one algorithm (direct); keep it available whatever was named.
+  if (std::none_of(out.begin(), out.end(), [](const Candidate& c) { return applies(Collective::SendRecv, c.algorithm); }))
+    out.push_back({Algorithm::Direct, Protocol::None});
+  return out;
+}
+
+// One line per collective of the layouts shown that lies outside the calibrated range.
+std::vector<std::string> calibration_warnings(const std::vector<const LayoutPlan*>& shown, const CalibrationRange& cal) {
+  std::vector<std::string> out;
+  if (!cal.present) return out;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    for (const auto& pc : shown[i]->collectives) {
+      if (!pc.outside_calibration) continue;
+      std::string what = std::string(to_string(pc.dim)) + " " + std::string(to_string(pc.collective)) + " of " +
+                         format_bytes(pc.bytes) + " on " + std::to_string(pc.placement.nodes) + " node(s)";
+      if (!seen.insert(what).second) continue;
+      out.push_back("layout " + shown[i]->shape.to_string() + ": " + what + " lies outside the calibrated range (" +
+                    format_bytes(cal.min_bytes) + ".." + format_bytes(cal.max_bytes) + ", " +
+                    std::to_string(cal.min_nodes) + ".." + std::to_string(cal.max_nodes) + " nodes)");
+    }
+  }
+  return out;
+}
+
+struct Header {
+  const LlmModel* model;
+  const Topology* topo;
+  const PlanOptions* opts;
+  const PlanResult* result;
+};
+
+void print_table(std::ostream& os, const Header& h, const std::vector<const LayoutPlan*>& shown, bool show_excluded,
+                 bool detail, const std::vector<std::string>& warnings) {
+  const PlanResult& r = *h.result;
+  const PlanOptions& o = *h.opts;
+  const bool compute = o.gpu_tflops > 0;
+  os << "# commsim plan: " << h.model->name << " (" << fmt("%.1f", r.total_params / 1e9) << " B parameters) on "
+     << o.nodes << " x " << h.topo->name << " (" << r.gpus << " GPUs, " << gib(static_cast<double>(r.memory_limit_bytes))
+     << " GiB each)\n";
+  os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
+     << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
+     << (o.sequence_parallel ? ", sequence parallel" : "") << "\n";
+  std::size_t memory_excluded = 0;
+  for (const auto& e : r.excluded) memory_excluded += e.memory ? 1 : 0;
+  os << "# " << r.ranked.size() << " layouts fit; " << memory_excluded << " do not fit in memory, "
+     << r.excluded.size() - memory_excluded << " are invalid" << (show_excluded ? "" : " (--show-excluded lists them)")
+     << "; times are per iteration\n\n";
+
+  char line[512];
+  std::snprintf(line, sizeof line, "%5s %6s %3s %4s %3s %6s %11s %11s %11s %11s %11s %7s %8s", "rank", "DP", "TP", "PP",
+                "EP", "m", "comm", "TP", "PP", "DP", "EP", "bubble", "mem GiB");
+  os << line;
+  if (compute) os << pad("step", 10) << pad("comm%", 7);
+  os << "  algorithms\n";
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const LayoutPlan& lp = *shown[i];
+    auto t = [](double s) { return s > 0 ? format_time(s) : std::string("-"); };
+    std::string rank = std::to_string(i + 1) + (lp.outside_calibration ? "!" : "");
+    std::snprintf(line, sizeof line, "%5s %6d %3d %4d %3d %6d %11s %11s %11s %11s %11s %7s %8s", rank.c_str(),
+                  lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep, lp.shape.micro_batches, t(lp.comm_s).c_str(),
+                  t(lp.dim(Dim::TP)).c_str(), t(lp.dim(Dim::PP)).c_str(), t(lp.dim(Dim::DP)).c_str(),
+                  t(lp.dim(Dim::EP)).c_str(), pct(lp.bubble_fraction).c_str(), gib(lp.memory.total_bytes()).c_str());
+    os << line;
+    if (compute) os << pad(format_time(lp.step_s), 10) << pad(pct(lp.comm_share), 7);
+    os << "  " << algorithms_cell(lp) << "\n";
+  }
+  if (shown.size() < r.ranked.size())
+    os << "  ... " << r.ranked.size() - shown.size() << " more (--top 0 shows all)\n";
+
+  if (detail) {
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      const LayoutPlan& lp = *shown[i];
+      const MemoryBreakdown& m = lp.memory;
+      os << "\n# " << i + 1 << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches << ": memory stage "
+         << m.stage << ": parameters " << gib(m.params_bytes) << ", gradients " << gib(m.grads_bytes) << ", optimizer "
+         << gib(m.optimizer_bytes) << ", activations " << gib(m.activations_bytes) << " GiB\n";
+      for (const auto& pc : lp.collectives) {
+        std::snprintf(line, sizeof line,
+                      "   %-2s %-13s %-34s group %5d (%d nodes x %d%s, NIC share 1/%d) %10s x %9.0f = %10s exposed %10s  %s%s\n",
+                      std::string(to_string(pc.dim)).c_str(), std::string(to_string(pc.collective)).c_str(),
+                      pc.what.c_str(), pc.group, pc.placement.nodes, pc.placement.ranks_per_node,
+                      pc.placement.uneven ? ", uneven" : "", pc.placement.nodes > 1 ? pc.placement.sharing : 1,
+                      format_bytes(pc.bytes).c_str(), pc.calls, format_time(pc.total_s).c_str(),
+                      format_time(pc.exposed_s).c_str(), label(pc.chosen).c_str(),
+                      pc.outside_calibration ? "  (outside calibrated range)" : "");
+        os << line;
+      }
+    }
+  }
+  if (r.ranked.empty() && !show_excluded) {
+    // Nothing fits: show the layouts closest to fitting, with what fills their memory.
+    std::vector<const ExcludedLayout*> close;
+    for (const auto& e : r.excluded)
+      if (e.memory) close.push_back(&e);
+    std::sort(close.begin(), close.end(), [](const ExcludedLayout* a, const ExcludedLayout* b) {
+      return a->memory_breakdown.total_bytes() < b->memory_breakdown.total_bytes();
+    });
+    if (!close.empty()) os << "\n# closest to fitting\n";
+    for (std::size_t i = 0; i < close.size() && i < 5; ++i)
+      os << "  " << close[i]->shape.to_string() << ": " << close[i]->reason << "\n";
+  }
+  if (show_excluded && !r.excluded.empty()) {
+    os << "\n# excluded layouts\n";
+    for (const auto& e : r.excluded)
+      os << "  " << e.shape.to_string() << ": " << e.reason << "\n";
+  }
+  os << "\n# assumptions\n";
+  for (const auto& a : r.assumptions) os << "  - " << a << "\n";
+  for (const auto& w : warnings) os << "warning: " << w << "\n";
+}
+
+void print_csv(std::ostream& os, const std::vector<const LayoutPlan*>& shown) {
+  os << "rank,dp,tp,pp,ep,micro_batches,comm_s,tp_s,pp_s,dp_s,ep_s,comm_total_s,bubble_fraction,"
+        "mem_params_bytes,mem_grads_bytes,mem_optimizer_bytes,mem_activations_bytes,mem_total_bytes,mem_stage,"
+        "outside_calibration,compute_s,step_s,comm_share,tp_algorithm,pp_algorithm,dp_algorithm,ep_algorithm\n";
+  auto num = [](double v) { return std::isnan(v) ? std::string() : fmt("%.9g", v); };
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const LayoutPlan& lp = *shown[i];
+    const MemoryBreakdown& m = lp.memory;
+    os << i + 1 << ',' << lp.shape.dp << ',' << lp.shape.tp << ',' << lp.shape.pp << ',' << lp.shape.ep << ','
+       << lp.shape.micro_batches << ',' << num(lp.comm_s) << ',' << num(lp.dim(Dim::TP)) << ',' << num(lp.dim(Dim::PP))
+       << ',' << num(lp.dim(Dim::DP)) << ',' << num(lp.dim(Dim::EP)) << ',' << num(lp.comm_total_s) << ','
+       << num(lp.bubble_fraction) << ',' << num(m.params_bytes) << ',' << num(m.grads_bytes) << ','
+       << num(m.optimizer_bytes) << ',' << num(m.activations_bytes) << ',' << num(m.total_bytes()) << ',' << m.stage
+       << ',' << (lp.outside_calibration ? 1 : 0) << ',' << num(lp.compute_s) << ',' << num(lp.step_s) << ','
+       << num(lp.comm_share);
+    for (Dim d : kAllDims) os << ',' << csv_quote(dim_algorithms(lp, d));
+    os << '\n';
+  }
+}
+
+void print_json(std::ostream& os, const Header& h, const std::vector<const LayoutPlan*>& shown, bool show_excluded,
+                const std::vector<std::string>& warnings) {
+  const PlanResult& r = *h.result;
+  const PlanOptions& o = *h.opts;
+  auto strings = [&](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_string(v[i]);
+    return s + "]";
+  };
+  os << "{\n  \"model\": " << json_string(h.model->name) << ",\n  \"model_path\": " << json_string(h.model->source_path)
+     << ",\n  \"parameters\": " << json_number(r.total_params) << ",\n  \"topology\": " << json_string(h.topo->name)
+     << ",\n  \"topology_path\": " << json_string(h.topo->source_path) << ",\n  \"nodes\": " << o.nodes
+     << ",\n  \"gpus\": " << r.gpus << ",\n  \"memory_limit_bytes\": " << r.memory_limit_bytes
+     << ",\n  \"options\": {\"global_batch\": " << o.global_batch << ", \"micro_batch\": " << o.micro_batch
+     << ", \"seq\": " << o.seq << ", \"sequence_parallel\": " << (o.sequence_parallel ? "true" : "false")
+     << ", \"zero\": " << o.zero << ", \"recompute\": " << json_string(to_string(o.recompute))
+     << ", \"overlap\": " << json_string(to_string(o.overlap))
+     << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null") << "},\n";
+  os << "  \"flops_per_iteration\": " << json_number(r.flops_per_iteration) << ",\n";
+  os << "  \"assumptions\": " << strings(r.assumptions) << ",\n  \"warnings\": " << strings(warnings) << ",\n";
+  os << "  \"layouts_fitting\": " << r.ranked.size() << ",\n  \"layouts\": [";
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const LayoutPlan& lp = *shown[i];
+    const MemoryBreakdown& m = lp.memory;
+    os << (i ? "," : "") << "\n    {\"rank\": " << i + 1 << ", \"dp\": " << lp.shape.dp << ", \"tp\": " << lp.shape.tp
+       << ", \"pp\": " << lp.shape.pp << ", \"ep\": " << lp.shape.ep << ", \"micro_batches\": " << lp.shape.micro_batches
+       << ", \"comm_s\": " << json_number(lp.comm_s);
+    for (Dim d : kAllDims) os << ", \"" << to_string(d) << "_s\": " << json_number(lp.dim(d));
+    os << ", \"comm_total_s\": " << json_number(lp.comm_total_s) << ", \"bubble_fraction\": "
+       << json_number(lp.bubble_fraction) << ", \"memory\": {\"params_bytes\": " << json_number(m.params_bytes)
+       << ", \"grads_bytes\": " << json_number(m.grads_bytes) << ", \"optimizer_bytes\": "
+       << json_number(m.optimizer_bytes) << ", \"activations_bytes\": " << json_number(m.activations_bytes)
+       << ", \"total_bytes\": " << json_number(m.total_bytes()) << ", \"stage\": " << m.stage << "}"
+       << ", \"outside_calibration\": " << (lp.outside_calibration ? "true" : "false")
+       << ", \"compute_s\": " << json_number(lp.compute_s) << ", \"step_s\": " << json_number(lp.step_s)
+       << ", \"comm_share\": " << json_number(lp.comm_share) << ", \"collectives\": [";
+    for (std::size_t j = 0; j < lp.collectives.size(); ++j) {
+      const auto& pc = lp.collectives[j];
+      os << (j ? ", " : "") << "{\"dim\": " << json_string(to_string(pc.dim))
+         << ", \"collective\": " << json_string(to_string(pc.collective)) << ", \"what\": " << json_string(pc.what)
+         << ", \"algorithm\": " << json_string(to_string(pc.chosen.algorithm))
+         << ", \"protocol\": " << json_string(to_string(pc.chosen.protocol)) << ", \"group\": " << pc.group
+         << ", \"nodes\": " << pc.placement.nodes << ", \"ranks_per_node\": " << pc.placement.ranks_per_node
+         << ", \"nic_sharing\": " << (pc.placement.nodes > 1 ? pc.placement.sharing : 1) << ", \"bytes\": " << pc.bytes
+         << ", \"calls\": " << json_number(pc.calls) << ", \"exposed_calls\": " << json_number(pc.exposed_calls)
+         << ", \"each_s\": " << json_number(pc.each_s) << ", \"total_s\": " << json_number(pc.total_s)
+         << ", \"exposed_s\": " << json_number(pc.exposed_s)
+         << ", \"outside_calibration\": " << (pc.outside_calibration ? "true" : "false") << "}";
+    }
+    os << "]}";
+  }
+  os << "\n  ]";
+  if (show_excluded) {
+    os << ",\n  \"excluded\": [";
+    for (std::size_t i = 0; i < r.excluded.size(); ++i) {
+      const auto& e = r.excluded[i];
+      os << (i ? "," : "") << "\n    {\"dp\": " << e.shape.dp << ", \"tp\": " << e.shape.tp << ", \"pp\": " << e.shape.pp
+         << ", \"ep\": " << e.shape.ep << ", \"memory\": " << (e.memory ? "true" : "false")
+         << ", \"reason\": " << json_string(e.reason) << "}";
+    }
+    os << "\n  ]";
+  }
+  os << "\n}\n";
+}
+
+// ---- HDF5: the results-file root and run context, plus the /plan group (HDF5_SCHEMA.md) ----
+
+void set_double_attribute(hid_t obj, const std::string& name, double value) {
+  h5::Dataspace space(H5Screate(H5S_SCALAR), "H5Screate");
+  if (h5::check_bool(H5Aexists(obj, name.c_str()), "H5Aexists " + name))
+    h5::check_status(H5Adelete(obj, name.c_str()), "H5Adelete " + name);
+  h5::Attribute a(H5Acreate2(obj, name.c_str(), H5T_NATIVE_DOUBLE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                  "H5Acreate " + name);
+  h5::check_status(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, &value), "H5Awrite " + name);
+}
+
+struct LayoutRow {
+  std::int32_t rank, dp, tp, pp, ep, micro_batches;
+  double comm_s, tp_s, pp_s, dp_s, ep_s, comm_total_s, bubble_fraction;
+  double mem_params_bytes, mem_grads_bytes, mem_optimizer_bytes, mem_activations_bytes, mem_total_bytes;
+  std::int32_t mem_stage, outside_calibration;
+  double compute_s, step_s, comm_share;
+};
+
+struct CollectiveRow {
+  std::int32_t rank;  // of the layout in /plan/layouts
+  const char* dim;
+  const char* collective;
+  const char* what;
+  const char* algorithm;
+  const char* protocol;
+  std::int32_t group, nodes, ranks_per_node, nic_sharing;
+  std::uint64_t bytes;
+  double calls, exposed_calls, each_s, total_s, exposed_s;
+  std::int32_t outside_calibration;
+};
+
+struct ExcludedRow {
+  std::int32_t dp, tp, pp, ep, memory;
+  double mem_total_bytes;
+  const char* reason;
+};
+
+void write_plan_group(const std::string& path, const Header& h, const std::vector<std::string>& warnings) {
+  const PlanResult& r = *h.result;
+  const PlanOptions& o = *h.opts;
+  h5::File file = h5::open_file(path, true);
+  h5::Group g = h5::create_group(file.get(), "plan");
+  h5::set_attribute(g.get(), "plan_schema_version", std::int64_t{1});
+  h5::set_attribute(g.get(), "model_name", h.model->name);
+  h5::set_attribute(g.get(), "model_path", h.model->source_path);
+  h5::set_attribute(g.get(), "model_text", h.model->text);
+  h5::set_attribute(g.get(), "topology_name", h.topo->name);
+  h5::set_attribute(g.get(), "nodes", std::int64_t{o.nodes});
+  h5::set_attribute(g.get(), "gpus", std::int64_t{r.gpus});
+  h5::set_attribute(g.get(), "memory_limit_bytes", static_cast<std::int64_t>(r.memory_limit_bytes));
+  h5::set_attribute(g.get(), "global_batch", std::int64_t{o.global_batch});
+  h5::set_attribute(g.get(), "micro_batch", std::int64_t{o.micro_batch});
+  h5::set_attribute(g.get(), "seq", std::int64_t{o.seq});
+  h5::set_attribute(g.get(), "sequence_parallel", std::int64_t{o.sequence_parallel ? 1 : 0});
+  h5::set_attribute(g.get(), "zero", std::int64_t{o.zero});
+  h5::set_attribute(g.get(), "recompute", to_string(o.recompute));
+  h5::set_attribute(g.get(), "overlap", to_string(o.overlap));
+  set_double_attribute(g.get(), "gpu_tflops", o.gpu_tflops > 0 ? o.gpu_tflops : NAN);
+  set_double_attribute(g.get(), "parameters", r.total_params);
+  set_double_attribute(g.get(), "flops_per_iteration", r.flops_per_iteration);
+  h5::write_string_list(g.get(), "assumptions", r.assumptions);
+  h5::write_string_list(g.get(), "warnings", warnings);
+
+  const hid_t i32 = H5T_NATIVE_INT32, f64 = H5T_NATIVE_DOUBLE;
+  {
+    h5::Datatype t(H5Tcreate(H5T_COMPOUND, sizeof(LayoutRow)), "H5Tcreate layouts");
+#define COMMSIM_FIELD(name, type) h5::check_status(H5Tinsert(t.get(), #name, HOFFSET(LayoutRow, name), type), "H5Tinsert " #name)
+    COMMSIM_FIELD(rank, i32); COMMSIM_FIELD(dp, i32); COMMSIM_FIELD(tp, i32); COMMSIM_FIELD(pp, i32);
+    COMMSIM_FIELD(ep, i32); COMMSIM_FIELD(micro_batches, i32); COMMSIM_FIELD(comm_s, f64); COMMSIM_FIELD(tp_s, f64);
+    COMMSIM_FIELD(pp_s, f64); COMMSIM_FIELD(dp_s, f64); COMMSIM_FIELD(ep_s, f64); COMMSIM_FIELD(comm_total_s, f64);
+    COMMSIM_FIELD(bubble_fraction, f64); COMMSIM_FIELD(mem_params_bytes, f64); COMMSIM_FIELD(mem_grads_bytes, f64);
+    COMMSIM_FIELD(mem_optimizer_bytes, f64); COMMSIM_FIELD(mem_activations_bytes, f64);
+    COMMSIM_FIELD(mem_total_bytes, f64); COMMSIM_FIELD(mem_stage, i32); COMMSIM_FIELD(outside_calibration, i32);
+    COMMSIM_FIELD(compute_s, f64); COMMSIM_FIELD(step_s, f64); COMMSIM_FIELD(comm_share, f64);
+#undef COMMSIM_FIELD
+    std::vector<LayoutRow> rows;
+    for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+      const LayoutPlan& lp = r.ranked[i];
+      const MemoryBreakdown& m = lp.memory;
+      rows.push_back({static_cast<std::int32_t>(i + 1), lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep,
+                      lp.shape.micro_batches, lp.comm_s, lp.dim(Dim::TP), lp.dim(Dim::PP), lp.dim(Dim::DP),
+                      lp.dim(Dim::EP), lp.comm_total_s, lp.bubble_fraction, m.params_bytes, m.grads_bytes,
+                      m.optimizer_bytes, m.activations_bytes, m.total_bytes(), m.stage, lp.outside_calibration ? 1 : 0,
+                      lp.compute_s, lp.step_s, lp.comm_share});
+    }
+    h5::Dataset ds = h5::create_table(g.get(), "layouts", t.get(), 256);
+    if (!rows.empty()) h5::append_rows(ds, t.get(), rows.data(), rows.size());
+  }
+  {
+    h5::Datatype str = h5::vlen_string_type();
+    h5::Datatype t(H5Tcreate(H5T_COMPOUND, sizeof(CollectiveRow)), "H5Tcreate collectives");
+#define COMMSIM_FIELD(name, type) h5::check_status(H5Tinsert(t.get(), #name, HOFFSET(CollectiveRow, name), type), "H5Tinsert " #name)
+    COMMSIM_FIELD(rank, i32); COMMSIM_FIELD(dim, str.get()); COMMSIM_FIELD(collective, str.get());
+    COMMSIM_FIELD(what, str.get()); COMMSIM_FIELD(algorithm, str.get()); COMMSIM_FIELD(protocol, str.get());
+    COMMSIM_FIELD(group, i32); COMMSIM_FIELD(nodes, i32); COMMSIM_FIELD(ranks_per_node, i32);
+    COMMSIM_FIELD(nic_sharing, i32); COMMSIM_FIELD(bytes, H5T_NATIVE_UINT64); COMMSIM_FIELD(calls, f64);
+    COMMSIM_FIELD(exposed_calls, f64); COMMSIM_FIELD(each_s, f64); COMMSIM_FIELD(total_s, f64);
+    COMMSIM_FIELD(exposed_s, f64); COMMSIM_FIELD(outside_calibration, i32);
+#undef COMMSIM_FIELD
+    std::vector<CollectiveRow> rows;
+    for (std::size_t i = 0; i < r.ranked.size(); ++i)
+      for (const auto& pc : r.ranked[i].collectives)
+        rows.push_back({static_cast<std::int32_t>(i + 1), to_string(pc.dim).data(), to_string(pc.collective).data(),
+                        pc.what.c_str(), to_string(pc.chosen.algorithm).data(), to_string(pc.chosen.protocol).data(),
+                        pc.group, pc.placement.nodes, pc.placement.ranks_per_node,
+                        pc.placement.nodes > 1 ? pc.placement.sharing : 1, pc.bytes, pc.calls, pc.exposed_calls,
+                        pc.each_s, pc.total_s, pc.exposed_s, pc.outside_calibration ? 1 : 0});
+    h5::Dataset ds = h5::create_table(g.get(), "collectives", t.get(), 1024);
+    if (!rows.empty()) h5::append_rows(ds, t.get(), rows.data(), rows.size());
+  }
+  {
+    h5::Datatype str = h5::vlen_string_type();
+    h5::Datatype t(H5Tcreate(H5T_COMPOUND, sizeof(ExcludedRow)), "H5Tcreate excluded");
+#define COMMSIM_FIELD(name, type) h5::check_status(H5Tinsert(t.get(), #name, HOFFSET(ExcludedRow, name), type), "H5Tinsert " #name)
+    COMMSIM_FIELD(dp, i32); COMMSIM_FIELD(tp, i32); COMMSIM_FIELD(pp, i32); COMMSIM_FIELD(ep, i32);
+    COMMSIM_FIELD(memory, i32); COMMSIM_FIELD(mem_total_bytes, f64); COMMSIM_FIELD(reason, str.get());
+#undef COMMSIM_FIELD
+    std::vector<ExcludedRow> rows;
+    for (const auto& e : r.excluded)
+      rows.push_back({e.shape.dp, e.shape.tp, e.shape.pp, e.shape.ep, e.memory ? 1 : 0,
+                      e.memory ? e.memory_breakdown.total_bytes() : NAN, e.reason.c_str()});
+    h5::Dataset ds = h5::create_table(g.get(), "excluded", t.get(), 256);
+    if (!rows.empty()) h5::append_rows(ds, t.get(), rows.data(), rows.size());
+  }
+  g.reset();
+  file.close("closing " + path);
+}
+
+}  // namespace
+
+int cmd_plan(int argc, char** argv) {
+  CommandLine cli("plan", "rank data/tensor/pipeline/expert-parallel layouts of a training job by communication time",
+                  "commsim plan --topology configs/topologies/dgx-h100.yaml --nodes 16 \\\n"
+                  "      --model configs/models/llama3-70b.yaml --global-batch 1024 --micro-batch 1 --seq 8192\n"
+                  "  commsim plan --topology dgx-a100 --nodes 48 --model gpt3-175b --global-batch 1536 --seq 2048 \\\n"
+                  "      --recompute full --gpu-tflops 153 --top 5 --detail");
+  std::string topology_arg = "dgx-h100", model_arg, recompute = "none", overlap = "none", algorithms = "all";
+  std::string memory_limit, calibrated_range;
+  PlanOptions opts;
+  int top = 10;
+  bool show_excluded = false, detail = false;
+  OutputOptions out;
+  cli.options().add_options()
+      ("topology", po::value(&topology_arg)->default_value(topology_arg)->value_name("NAME|FILE"),
+       "cluster: a preset name from configs/topologies/ or a topology file")
+      ("nodes", po::value(&opts.nodes)->default_value(1)->value_name("N"), "nodes of the cluster used by the job")
+      ("model", po::value(&model_arg)->value_name("NAME|FILE"), "model: a name from configs/models/ or a model file (required)")
+      ("global-batch", po::value(&opts.global_batch)->value_name("SEQS"), "sequences per iteration (required)")
+      ("micro-batch", po::value(&opts.micro_batch)->default_value(1)->value_name("SEQS"), "sequences per micro-batch")
+      ("seq", po::value(&opts.seq)->value_name("TOKENS"), "tokens per sequence (required)")
+      ("sequence-parallel", po::bool_switch(&opts.sequence_parallel),
+       "Megatron sequence parallelism: TP allreduce becomes reduce-scatter + allgather, activations shard over TP")
+      ("zero", po::value(&opts.zero)->default_value(0)->value_name("0|1|2|3"),
+       "ZeRO stage: shard optimizer state (1), + gradients (2), + parameters (3) over data-parallel ranks")
+      ("recompute", po::value(&recompute)->default_value(recompute)->value_name("none|selective|full"),
+       "activation recomputation (Korthikanti et al. 2022)")
+      ("overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
+       "what communication is assumed hidden behind compute (printed with the results)")
+      ("dp-bucket-params", po::value(&opts.dp_bucket_params)->default_value(0)->value_name("N"),
+       "parameters per DP gradient bucket; 0 = whole without overlap, 40e6 with --overlap")
+      ("allow-cross-node-tp", po::bool_switch(&opts.allow_cross_node_tp), "also plan TP groups larger than a node")
+      ("memory-limit", po::value(&memory_limit)->value_name("SIZE"),
+       "usable memory per GPU, e.g. 72GiB (default: the topology's device memory)")
+      ("algorithms", po::value(&algorithms)->default_value(algorithms)->value_name("LIST"),
+       "algorithms the collectives may use (hand-written names, nccl-ring, nccl-tree) or all")
+      ("calibrated-range", po::value(&calibrated_range)->value_name("FILE.h5"),
+       "warn about collectives outside the sizes and node counts measured in this results file "
+       "(default: the topology's calibrated section)")
+      ("gpu-tflops", po::value(&opts.gpu_tflops)->default_value(0)->value_name("TFLOPS"),
+       "achieved TFLOP/s per GPU: adds compute, step time and communication share")
+      ("top", po::value(&top)->default_value(top)->value_name("N"), "layouts to show (0 = all)")
+      ("show-excluded", po::bool_switch(&show_excluded), "list the layouts left out and why")
+      ("detail", po::bool_switch(&detail), "list every collective of the layouts shown (table format)");
+  add_output_options(cli.options(), out, false);
+  if (!cli.parse(argc, argv)) return 0;
+
+  if (model_arg.empty()) throw Error("--model is required (a name from configs/models/ or a model file)");
+  if (!cli.values().count("global-batch")) throw Error("--global-batch is required (sequences per iteration)");
+  if (!cli.values().count("seq")) throw Error("--seq is required (tokens per sequence)");
+  if (top < 0) throw Error("--top must be 0 (all) or a positive number");
+  auto rc = parse_recompute(recompute);
+  if (!rc) throw Error("--recompute: unknown value '" + recompute + "'; valid: none, selective, full");
+  opts.recompute = *rc;
+  auto ov = parse_overlap(overlap);
+  if (!ov) throw Error("--overlap: unknown value '" + overlap + "'; valid: none, dp, all");
+  opts.overlap = *ov;
+  OutputFormat format = parse_format(out.format);
+  if (!memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(memory_limit);
+  if (opts.gpu_tflops < 0) throw Error("--gpu-tflops must not be negative");
+
+  Topology topo = load_topology(resolve_topology_path(topology_arg));
+  LlmModel model = load_llm_model(resolve_model_path(model_arg));
+  opts.candidates = candidates_from(algorithms, topo);
+  opts.calibration = calibrated_range.empty() ? calibration_range(topo) : range_from_results(calibrated_range);
+
+  PlanResult result = plan_layouts(topo, model, opts);
+
+  std::vector<const LayoutPlan*> shown;
+  for (const auto& lp : result.ranked) {
+    if (top > 0 && static_cast<int>(shown.size()) >= top) break;
+    shown.push_back(&lp);
+  }
+  std::vector<std::string> warnings = result.warnings;
+  for (auto& w : calibration_warnings(shown, opts.calibration)) warnings.push_back(std::move(w));
+
+  Header h{&model, &topo, &opts, &result};
+  switch (format) {
+    case OutputFormat::Table: print_table(std::cout, h, shown, show_excluded, detail, warnings); break;
+    case OutputFormat::Csv: print_csv(std::cout, shown); break;
+    case OutputFormat::Json: print_json(std::cout, h, shown, show_excluded, warnings); break;
+  }
+  std::cout.flush();
+  if (format != OutputFormat::Table)
+    for (const auto& w : warnings) std::cerr << "commsim plan: warning: " << w << "\n";
+
+  if (!out.out.empty()) {
+    RunContext ctx = RunContext::collect_local(argc, argv);
+    ctx.command_line = "commsim " + join_command_line(argc, argv);
+    ctx.backend = "model";
+    ctx.nodes = opts.nodes;
+    ctx.ranks = result.gpus;
+    ctx.topology_name = topo.name;
+    ctx.topology_path = topo.source_path;
+    ctx.topology_text = topo.text;
+    ResultsFile file = ResultsFile::create(out.out, out.force, ctx);
+    file.finish(RunStatus::Complete);
+    write_plan_group(out.out, h, warnings);
+    if (format == OutputFormat::Table) std::cout << "wrote " << out.out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace commsim

@@ -1,0 +1,219 @@
+// `commsim predict` run as a process: exit codes, the CSV/JSON/table it prints, the HDF5 file it
+// writes (read back with the library reader), and its messages for bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "model/collective.h"
+#include "model/topology.h"
+#include "runtime/results_file.h"
+#include "test_util.h"
+#include "text_formats.h"
+
+namespace commsim {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `commsim <args>` through the shell (args are written as a user types them).
+Result commsim(const std::string& args, const test::TempDir& dir) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  std::string cmd = std::string("'") + COMMSIM_BIN + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+const char* kSweep = "--topology dgx-h100 --nodes 1,2 --collectives allreduce,allgather --algorithms all --sizes 8B:1MiB";
+
+TEST(PredictE2E, CsvHasTheColumnsAndOneRowPerPoint) {
+  test::TempDir dir;
+  Result r = commsim(std::string("predict ") + kSweep + " --format csv", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "skipped")) << r.err;
+  auto rows = test::parse_csv(r.out);
+  ASSERT_GE(rows.size(), 2u) << r.out;
+  const std::vector<std::string> required = {
+      "collective",   "algorithm",  "backend",    "protocol",        "dtype",       "nodes",
+      "ranks",        "bytes",      "predicted_us", "predicted_busbw_gbps", "measured_median_us",
+      "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error",     "wrong",       "status"};
+  const auto& header = rows[0];
+  ASSERT_GE(header.size(), required.size());
+  for (std::size_t i = 0; i < required.size(); ++i) EXPECT_EQ(header[i], required[i]);
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+
+  Topology topo = load_topology(resolve_topology_path("dgx-h100"));
+  // Every applicable hand-written algorithm, at 2 node counts and 18 sizes (8B..1MiB).
+  std::size_t expected = 0;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather})
+    expected += hand_written_algorithms(c).size() * 2 * 18;
+  EXPECT_EQ(rows.size() - 1, expected);
+
+  // Per (collective, nodes, bytes): the winner is the fastest row; busbw follows from the time.
+  std::map<std::string, std::pair<double, std::string>> fastest;
+  std::map<std::string, std::set<std::string>> winners;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    ASSERT_EQ(row.size(), header.size());
+    EXPECT_EQ(row[col["backend"]], "model");
+    EXPECT_EQ(row[col["status"]], "predicted");
+    for (const char* empty : {"measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error", "wrong"})
+      EXPECT_TRUE(row[col[empty]].empty()) << empty;
+    int nodes = std::stoi(row[col["nodes"]]);
+    int ranks = std::stoi(row[col["ranks"]]);
+    EXPECT_EQ(ranks, nodes * topo.ranks_per_node);
+    double t_us = std::stod(row[col["predicted_us"]]);
+    double busbw = std::stod(row[col["predicted_busbw_gbps"]]);
+    double bytes = std::stod(row[col["bytes"]]);
+    EXPECT_GT(t_us, 0);
+    Collective c = *parse_collective(row[col["collective"]]);
+    EXPECT_NEAR(busbw, bytes / (t_us * 1e-6) / 1e9 * busbw_factor(c, ranks), 1e-9 * (1 + busbw));
+    std::string key = row[col["collective"]] + "/" + row[col["nodes"]] + "/" + row[col["bytes"]];
+    auto& f = fastest[key];
+    if (f.second.empty() || t_us < f.first) f = {t_us, row[col["algorithm"]]};
+    winners[key].insert(row[col["predicted_winner"]]);
+  }
+  for (const auto& [key, f] : fastest) {
+    ASSERT_EQ(winners[key].size(), 1u) << key << ": one winner per size";
+    EXPECT_EQ(*winners[key].begin(), f.second) << key;
+  }
+}
+
+TEST(PredictE2E, OutFileHoldsTheSameRowsAndRefusesOverwrite) {
+  test::TempDir dir;
+  const std::string h5 = dir.file("pred.h5");
+  Result csv = commsim(std::string("predict ") + kSweep + " --format csv --out '" + h5 + "'", dir);
+  ASSERT_EQ(csv.rc, 0) << csv.err;
+  ASSERT_TRUE(test::exists(h5));
+  EXPECT_FALSE(test::exists(h5 + ".partial"));
+  auto rows = test::parse_csv(csv.out);
+  ResultsContents file = read_results(h5);
+  ASSERT_EQ(file.runs.size(), 1u);
+  EXPECT_EQ(file.runs[0].backend, "model");
+  EXPECT_EQ(file.runs[0].status, "complete");
+  EXPECT_EQ(file.runs[0].topology_name, "dgx-h100");
+  EXPECT_FALSE(file.runs[0].topology_text.empty());
+  EXPECT_TRUE(contains(file.command_line, "predict")) << file.command_line;
+  ASSERT_EQ(file.points.size(), rows.size() - 1);
+  for (std::size_t i = 0; i < file.points.size(); ++i) {
+    const Point& p = file.points[i];
+    const auto& row = rows[i + 1];
+    EXPECT_EQ(row[0], to_string(p.collective));
+    EXPECT_EQ(row[1], to_string(p.algorithm));
+    EXPECT_EQ(std::stoull(row[7]), p.bytes);
+    EXPECT_EQ(std::stod(row[8]), p.predicted_us) << "CSV prints the exact double";
+    EXPECT_TRUE(std::isnan(p.measured_median_us));
+  }
+
+  Result again = commsim(std::string("predict ") + kSweep + " --out '" + h5 + "'", dir);
+  EXPECT_NE(again.rc, 0);
+  EXPECT_TRUE(contains(again.err, "exists")) << again.err;
+  EXPECT_TRUE(contains(again.err, "--force")) << again.err;
+  EXPECT_EQ(read_points(h5).size(), file.points.size());
+
+  Result forced = commsim("predict --topology dgx-h100 --nodes 1 --sizes 1MiB --out '" + h5 + "' --force", dir);
+  ASSERT_EQ(forced.rc, 0) << forced.err;
+  EXPECT_EQ(read_points(h5).size(), hand_written_algorithms(Collective::AllReduce).size());
+}
+
+TEST(PredictE2E, JsonIsOneDocument) {
+  test::TempDir dir;
+  Result r = commsim("predict --topology dgx-h100 --nodes 1,2 --sizes 1KiB,1MiB --format json", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  test::Json doc;
+  ASSERT_NO_THROW(doc = test::JsonParser(r.out).document()) << r.out;
+  EXPECT_EQ(doc["context"]["backend"].str(), "model");
+  EXPECT_EQ(doc["points"].arr().size(), hand_written_algorithms(Collective::AllReduce).size() * 2 * 2);
+  EXPECT_TRUE(doc["points"].arr()[0]["measured_median_us"].is_null());
+  EXPECT_FALSE(doc["notes"].arr().empty()) << "crossover lines";
+}
+
+TEST(PredictE2E, DefaultTableHasUnitsWinnersAndCrossovers) {
+  test::TempDir dir;
+  Result r = commsim("predict", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "(us)"));
+  EXPECT_TRUE(contains(r.out, "(GB/s)"));
+  EXPECT_TRUE(contains(r.out, "winner"));
+  EXPECT_TRUE(contains(r.out, "crossovers"));
+  EXPECT_TRUE(contains(r.out, "allreduce: ")) << r.out.substr(0, 2000);
+}
+
+TEST(PredictE2E, HelpDocumentsEveryOption) {
+  test::TempDir dir;
+  Result r = commsim("predict --help", dir);
+  ASSERT_EQ(r.rc, 0);
+  for (const char* opt : {"--topology", "--gpus-per-node", "--nodes", "--collectives", "--algorithms", "--sizes",
+                          "--protocols", "--dtype", "--format", "--out", "--force", "examples:", "GB/s", "KiB"})
+    EXPECT_TRUE(contains(r.out, opt)) << opt;
+  Result v = commsim("--version", dir);
+  EXPECT_EQ(v.rc, 0);
+  EXPECT_TRUE(contains(v.out, "commsim ")) << v.out;
+  EXPECT_TRUE(contains(v.out, "backends:")) << v.out;
+}
+
+struct BadInput {
+  const char* args;
+  const char* says;  // the message must name the problem
+};
+
+TEST(PredictE2E, BadInputIsAClearErrorWithNonZeroExit) {
+  const BadInput cases[] = {
+      {"--collectives allsum", "'allsum'"},
+      {"--collectives allreduce --algorithms bruck", "bruck does not apply to allreduce"},
+      {"--collectives allreduce --algorithms frobnicate", "'frobnicate'"},
+      {"--gpus-per-node 64", "--gpus-per-node 64"},
+      {"--gpus-per-node 0", "--gpus-per-node 0"},
+      {"--sizes 4KiB:1KiB", "--sizes"},
+      {"--sizes 12XB", "--sizes"},
+      {"--nodes 0", "--nodes"},
+      {"--format xml", "'xml'"},
+      {"--topology no-such-topology-file.yaml", "no-such-topology-file"},
+      {"--nodez 4", "nodez"},
+      {"--force", "--out"},
+  };
+  test::TempDir dir;
+  for (const BadInput& c : cases) {
+    SCOPED_TRACE(c.args);
+    Result r = commsim(std::string("predict ") + c.args, dir);
+    EXPECT_NE(r.rc, 0);
+    EXPECT_TRUE(contains(r.err, c.says)) << r.err;
+    EXPECT_TRUE(r.out.empty()) << "nothing printed before the error: " << r.out.substr(0, 200);
+  }
+  // The "which do apply" part of the message.
+  Result r = commsim("predict --collectives allreduce --algorithms bruck", dir);
+  for (Algorithm a : hand_written_algorithms(Collective::AllReduce))
+    EXPECT_TRUE(contains(r.err, std::string(to_string(a)))) << r.err;
+
+  Topology topo = load_topology(resolve_topology_path("dgx-h100"));
+  if (topo.max_nodes > 0) {
+    Result big = commsim("predict --nodes " + std::to_string(topo.max_nodes * 2), dir);
+    EXPECT_NE(big.rc, 0);
+    EXPECT_TRUE(contains(big.err, "max_nodes")) << big.err;
+  }
+}
+
+}  // namespace
+}  // namespace commsim
