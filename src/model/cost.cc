@@ -42,21 +42,31 @@ struct Parts {
     return *this;
   }
 };
-inline Parts operator*(double k, const Parts& x) { return {k * x.lat, k * x.bw, k * x.red}; }
-inline Parts operator+(Parts x, const Parts& y) { return x += y; }
+inline Parts operator*(double k, const Parts& x) {
+  return {k * x.lat, k * x.bw, k * x.red};
+}
+inline Parts operator+(Parts x, const Parts& y) {
+  return x += y;
+}
 // The slower of two things that happen at the same time.
-inline Parts slower(const Parts& x, const Parts& y) { return y.total() > x.total() ? y : x; }
+inline Parts slower(const Parts& x, const Parts& y) {
+  return y.total() > x.total() ? y : x;
+}
 
-inline int floor_lg(long long p) { return static_cast<int>(std::bit_width(static_cast<unsigned long long>(p))) - 1; }
-inline int ceil_lg(long long p) { return p <= 1 ? 0 : floor_lg(p - 1) + 1; }
+inline int floor_lg(long long p) {
+  return static_cast<int>(std::bit_width(static_cast<unsigned long long>(p))) - 1;
+}
+inline int ceil_lg(long long p) {
+  return p <= 1 ? 0 : floor_lg(p - 1) + 1;
+}
 
 // Everything a closed form needs, computed once per call.
 struct Env {
   long long N = 1, G = 1, p = 1;
-  double a_i = 0, b_i = 0;  // intra-node tier: s, s/B
-  double a_n = 0;           // network latency, s
+  double a_i = 0, b_i = 0;                       // intra-node tier: s, s/B
+  double a_n = 0;                                // network latency, s
   double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
-  double g = 0;             // s per byte reduced
+  double g = 0;                                  // s per byte reduced
 
   // Precomputed for the common flow counts (only when nodes > 1).
   double b_flow_1 = 0, b_flow_G = 0, b_striped_1 = 0, b_striped_G = 0;
@@ -90,8 +100,12 @@ Env make_env(const Topology& t, int nodes, int ranks_per_node) {
   return e;
 }
 
-Parts intra(const Env& e, double m) { return {e.a_i, m * e.b_i, 0}; }
-Parts net(const Env& e, double m, double b) { return {e.a_n, m * b, 0}; }
+Parts intra(const Env& e, double m) {
+  return {e.a_i, m * e.b_i, 0};
+}
+Parts net(const Env& e, double m, double b) {
+  return {e.a_n, m * b, 0};
+}
 
 // One step of a recursive-doubling-like pattern: rank r exchanges with r XOR d (binomial trees
 // too: a sender r is a multiple of 2d and sends to r + d = r XOR d). With block placement, every
@@ -114,7 +128,9 @@ Parts xor_all(const Env& e, long long d, double m, double m_reduced) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)));
 }
 // Binomial tree step: senders are 2d apart, so at most one per node crosses.
-Parts xor_tree(const Env& e, long long d, double m, double m_reduced) { return xor_step(e, d, m, m_reduced, 1, 1); }
+Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
+  return xor_step(e, d, m, m_reduced, 1, 1);
+}
 
 // One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
 // min(d, p - d); when it is at least G every message crosses (G flows per node), otherwise that
@@ -217,8 +233,8 @@ int best_chunks(const Pipe& P, double n) {
       used |= (X == 1) == pick_n;
       const Stage& s = pick_n ? ph.sn : ph.si;
       coef_k += s.a;
-      coef_inv += static_cast<double>(ph.S_i) * (ph.si.b + ph.si.g) + static_cast<double>(ph.S_n) * (ph.sn.b + ph.sn.g) -
-                  (s.b + s.g);
+      coef_inv += static_cast<double>(ph.S_i) * (ph.si.b + ph.si.g) +
+                  static_cast<double>(ph.S_n) * (ph.sn.b + ph.sn.g) - (s.b + s.g);
     }
     if (!used) continue;
     real[nr++] = coef_k > 0 ? std::sqrt(std::max(0.0, coef_inv * n) / coef_k) : kmax;
@@ -249,7 +265,9 @@ int best_chunks(const Pipe& P, double n) {
   return static_cast<int>(best_k);
 }
 
-Parts run_pipe(const Pipe& P, double n) { return pipe_time(P, n, best_chunks(P, n)); }
+Parts run_pipe(const Pipe& P, double n) {
+  return pipe_time(P, n, best_chunks(P, n));
+}
 
 // Double binary tree (Sanders, Speck & Traeff 2009; NCCL): two trees, each carrying half of the
 // data in k chunks of n/(2k); every rank is an internal node (two children) of one tree and a leaf
@@ -300,7 +318,9 @@ Pipe hier_chain_pipe(const Env& e, bool reduces) {
   if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped_G, reduces ? e.g : 0};
   return P;
 }
-double hier_chain_bytes(const Env& e, double n) { return n / static_cast<double>(e.G); }
+double hier_chain_bytes(const Env& e, double n) {
+  return n / static_cast<double>(e.G);
+}
 
 // ---- the algorithms --------------------------------------------------------------------------
 
@@ -487,7 +507,9 @@ Parts gather_binomial(const Env& e, double n) {
 
 // broadcast recursive doubling (van de Geijn): binomial scatter + recursive-doubling allgather:
 // 2 lg p a + 2n(p-1)/p b for p = 2^k; otherwise scatter + the folded allgather above.
-Parts broadcast_rd(const Env& e, double n) { return scatter_binomial(e, n) + allgather_rd(e, n); }
+Parts broadcast_rd(const Env& e, double n) {
+  return scatter_binomial(e, n) + allgather_rd(e, n);
+}
 
 // reduce binomial: ceil(lg p)(a + n b + n g), distance 1 first.
 Parts reduce_binomial(const Env& e, double n) {
@@ -500,7 +522,9 @@ Parts reduce_binomial(const Env& e, double n) {
 // reduce Rabenseifner = reduce-scatter (recursive halving) + binomial gather:
 // 2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k; otherwise the folded reduce-scatter above plus
 // the gather (ceil(lg p) a + n(p-1)/p b).
-Parts reduce_rabenseifner(const Env& e, double n) { return reducescatter_rh(e, n) + gather_binomial(e, n); }
+Parts reduce_rabenseifner(const Env& e, double n) {
+  return reducescatter_rh(e, n) + gather_binomial(e, n);
+}
 
 // Intra-node binomial scatter/gather on one node of G ranks (n bytes in G blocks).
 Parts node_binomial(const Env& e, double n) {
@@ -646,7 +670,9 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
 // hop (network when nodes > 1), bandwidth of the direct algorithm above divided by bw_fraction.
 constexpr int kRing = 0, kTree = 1;
 
-int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
+int proto_index(Protocol p) {
+  return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
+}
 
 Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protocol proto, Bytes bytes) {
   const NcclConstants& k = t.nccl;
@@ -661,7 +687,7 @@ Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protoc
   }
   if (algo == kTree) {
     double lat = k.base_latency_s[kTree][pr] + 2 * ((static_cast<double>(e.G) - 1) * k.intra_hop_latency_s[kTree][pr] +
-                                                   floor_lg(e.N) * k.inter_hop_latency_s[kTree][pr]);
+                                                    floor_lg(e.N) * k.inter_hop_latency_s[kTree][pr]);
     return {lat, n / (busbw / 2), 0};
   }
   double steps, inter_steps, ratio;
@@ -712,7 +738,8 @@ const char* why_no_model(const Topology& t, Collective c, Algorithm a, Protocol 
     return "protocols LL/LL128/Simple apply only to ring, tree, nccl, nccl-ring and nccl-tree";
   if (proto != Protocol::None && a == Algorithm::Tree && c != Collective::AllReduce)
     return "NCCL's tree (and so a protocol with tree) exists for allreduce only";
-  if (nccl_model && !t.nccl.present) return "the topology has no `nccl` constants, needed for NCCL's model and protocols";
+  if (nccl_model && !t.nccl.present)
+    return "the topology has no `nccl` constants, needed for NCCL's model and protocols";
   return nullptr;
 }
 
@@ -764,10 +791,11 @@ Cost closed_form(const Topology& topo, const CostQuery& q) {
 
   // NCCL's model: the requested protocol, or the fastest of LL / LL128 / Simple; Algorithm::Nccl
   // also chooses between ring and (allreduce only) tree.
-  bool try_ring = q.algorithm == Algorithm::Ring || q.algorithm == Algorithm::NcclRing || q.algorithm == Algorithm::Nccl;
-  bool try_tree = (q.algorithm == Algorithm::Tree || q.algorithm == Algorithm::NcclTree ||
-                   q.algorithm == Algorithm::Nccl) &&
-                  q.collective == Collective::AllReduce;
+  bool try_ring =
+      q.algorithm == Algorithm::Ring || q.algorithm == Algorithm::NcclRing || q.algorithm == Algorithm::Nccl;
+  bool try_tree =
+      (q.algorithm == Algorithm::Tree || q.algorithm == Algorithm::NcclTree || q.algorithm == Algorithm::Nccl) &&
+      q.collective == Collective::AllReduce;
   Parts best;
   double best_t = INFINITY;
   Algorithm best_a = q.algorithm;
@@ -781,8 +809,8 @@ Cost closed_form(const Topology& topo, const CostQuery& q) {
         best_t = x.total();
         best = x;
         best_p = pr;
-        best_a = q.algorithm == Algorithm::Nccl ? (algo == kRing ? Algorithm::NcclRing : Algorithm::NcclTree)
-                                                : q.algorithm;
+        best_a =
+            q.algorithm == Algorithm::Nccl ? (algo == kRing ? Algorithm::NcclRing : Algorithm::NcclTree) : q.algorithm;
       }
     }
   }

@@ -46,16 +46,17 @@ Choice best_candidate(const Topology& topo, Collective c, int nodes, int ranks_p
     }
   }
   if (!found)
-    throw Error("no candidate algorithm can be priced for " + std::string(to_string(c)) + " on topology '" + topo.name +
-                "' (none applies to the collective, or NCCL protocols were asked of a topology without `nccl` constants)");
+    throw Error(
+        "no candidate algorithm can be priced for " + std::string(to_string(c)) + " on topology '" + topo.name +
+        "' (none applies to the collective, or NCCL protocols were asked of a topology without `nccl` constants)");
   return best;
 }
 
 // Scans lo..hi on a geometric grid (factor 2^(1/4), plus hi itself); for each pair of neighbouring
 // grid sizes where the faster of a and b differs, bisects (geometrically) until the bracket is
 // within 1% (or 1 byte) and reports the upper end: the smallest size found at which `above` wins.
-std::vector<Crossover> crossovers(const Topology& topo, Collective c, int nodes, int ranks_per_node,
-                                  const Candidate& a, const Candidate& b, Bytes lo, Bytes hi) {
+std::vector<Crossover> crossovers(const Topology& topo, Collective c, int nodes, int ranks_per_node, const Candidate& a,
+                                  const Candidate& b, Bytes lo, Bytes hi) {
   std::vector<Crossover> out;
   if (!usable(topo, c, a) || !usable(topo, c, b)) return out;
   if (hi < lo) std::swap(lo, hi);

@@ -6,8 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -68,8 +68,7 @@ class MapReader {
       if (!key.IsScalar()) fail(ctx, key.Mark(), path_, "keys must be plain names");
       const std::string& name = key.Scalar();
       bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; });
-      if (!known)
-        fail(ctx, key.Mark(), child_path(path_, name), "unknown key (allowed here: " + join(allowed) + ")");
+      if (!known) fail(ctx, key.Mark(), child_path(path_, name), "unknown key (allowed here: " + join(allowed) + ")");
       if (!seen.insert(name).second) fail(ctx, key.Mark(), child_path(path_, name), "key given twice");
       entries_.push_back({name, key.Mark(), YAML::Node(it->second)});
     }
@@ -128,7 +127,8 @@ long long read_int(const Ctx& ctx, const YAML::Node& n, const std::string& field
   if (s.empty() || ec != std::errc() || p != s.data() + s.size())
     fail(ctx, n.Mark(), field, "'" + s + "' is not a whole number");
   if (v < lo || v > hi)
-    fail(ctx, n.Mark(), field, std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    fail(ctx, n.Mark(), field,
+         std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
   return v;
 }
 
@@ -173,8 +173,8 @@ std::string read_choice(const Ctx& ctx, const YAML::Node& n, const std::string& 
 constexpr std::initializer_list<const char*> kIntraFabrics = {"nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge",
                                                               "shared-memory"};
 constexpr std::initializer_list<const char*> kNetworkKinds = {"infiniband", "roce", "ethernet", "tcp", "none"};
-constexpr std::initializer_list<const char*> kNetworkShapes = {"fat-tree", "rail-optimized", "single-switch",
-                                                               "dragonfly", "torus", "none"};
+constexpr std::initializer_list<const char*> kNetworkShapes = {"fat-tree",  "rail-optimized", "single-switch",
+                                                               "dragonfly", "torus",          "none"};
 
 // ring/tree x LL/LL128/Simple latencies, e.g. nccl.base_latency.
 void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][3]) {
@@ -282,7 +282,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
                   {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription"});
     YAML::Node kind_node = net.require("kind");
     t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
-    if (auto f = net.optional("fabric")) t.network.fabric_shape = read_choice(ctx, *f, "network.fabric", kNetworkShapes);
+    if (auto f = net.optional("fabric"))
+      t.network.fabric_shape = read_choice(ctx, *f, "network.fabric", kNetworkShapes);
     if (t.network.kind == "none") {
       if (auto nics = net.optional("nics_per_node")) {
         if (read_int(ctx, *nics, "network.nics_per_node", 0, 4096) != 0)
@@ -296,10 +297,10 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
       t.network.nics_per_node = 0;
       if (t.network.fabric_shape.empty()) t.network.fabric_shape = "none";
     } else {
-      t.network.nics_per_node = static_cast<int>(
-          read_int(ctx, net.require("nics_per_node"), "network.nics_per_node", 1, 4096));
-      t.network.nic_bw_Bps = read_bandwidth(ctx, net.require("nic_bandwidth", "usable per NIC per direction, e.g. 47 GB/s"),
-                                            "network.nic_bandwidth");
+      t.network.nics_per_node =
+          static_cast<int>(read_int(ctx, net.require("nics_per_node"), "network.nics_per_node", 1, 4096));
+      t.network.nic_bw_Bps = read_bandwidth(
+          ctx, net.require("nic_bandwidth", "usable per NIC per direction, e.g. 47 GB/s"), "network.nic_bandwidth");
       t.network.latency_s = read_time(ctx, net.require("latency"), "network.latency");
       if (auto os = net.optional("oversubscription")) {
         t.network.oversubscription = read_number(ctx, *os, "network.oversubscription");
@@ -317,7 +318,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     t.reduce_bw_Bps = t.memory_bw_Bps / 3.0;
   }
   if (auto nccl_node = top.optional("nccl")) {
-    MapReader nccl(ctx, *nccl_node, "nccl", {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction"});
+    MapReader nccl(ctx, *nccl_node, "nccl",
+                   {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction"});
     read_nccl_table(nccl, "base_latency", t.nccl.base_latency_s);
     read_nccl_table(nccl, "intra_hop_latency", t.nccl.intra_hop_latency_s);
     read_nccl_table(nccl, "inter_hop_latency", t.nccl.inter_hop_latency_s);

@@ -24,7 +24,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 std::vector<Bytes> predict_sizes() {
   std::vector<Bytes> v;
@@ -144,14 +146,16 @@ int run(int argc, char** argv) {
   std::printf("topology\t%s\t\t\t\n", t.name.c_str());
   std::printf("closed_form calls/s, all algorithms (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", mix.queries,
               mix.calls_per_s / 1e6, mix.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
-  std::printf("closed_form calls/s, hand-written (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", hw.queries, hw.calls_per_s / 1e6,
-              hw.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
+  std::printf("closed_form calls/s, hand-written (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", hw.queries,
+              hw.calls_per_s / 1e6, hw.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
   if (!nccl.empty())
     std::printf("closed_form calls/s, NCCL model (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", nm.queries,
                 nm.calls_per_s / 1e6, nm.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
-  std::printf("full predict compute (%zu predictions, %zu winners, %zu crossover pairs -> %zu crossovers)\t%.4f\ts\t< 0.1\t%s\n",
-              pw.closed_forms, pw.choices, pw.crossover_pairs, pw.crossovers_found, pw.seconds,
-              pw.seconds < 0.1 ? "ok" : "ABOVE GOAL");
+  std::printf(
+      "full predict compute (%zu predictions, %zu winners, %zu crossover pairs -> %zu crossovers)\t%.4f\ts\t< "
+      "0.1\t%s\n",
+      pw.closed_forms, pw.choices, pw.crossover_pairs, pw.crossovers_found, pw.seconds,
+      pw.seconds < 0.1 ? "ok" : "ABOVE GOAL");
   return 0;
 }
 

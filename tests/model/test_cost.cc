@@ -50,8 +50,7 @@ void set_nccl_nvlink(Topology& t) {
   t.nccl.present = true;
 }
 
-Cost cost(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n,
-          Protocol p = Protocol::None) {
+Cost cost(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n, Protocol p = Protocol::None) {
   return closed_form(t, CostQuery{c, a, p, nodes, per_node, n});
 }
 
@@ -59,9 +58,15 @@ void expect_rel(double got, double want, const std::string& what) {
   EXPECT_NEAR(got, want, kRel * std::max(std::abs(want), 1e-30)) << what;
 }
 
-bool pow2(int p) { return (p & (p - 1)) == 0; }
-int flg(int p) { return static_cast<int>(std::floor(std::log2(p) + 1e-9)); }
-int clg(int p) { return static_cast<int>(std::ceil(std::log2(p) - 1e-9)); }
+bool pow2(int p) {
+  return (p & (p - 1)) == 0;
+}
+int flg(int p) {
+  return static_cast<int>(std::floor(std::log2(p) + 1e-9));
+}
+int clg(int p) {
+  return static_cast<int>(std::ceil(std::log2(p) - 1e-9));
+}
 
 // One tier, described by its a, b, g: either all ranks on one node (intra tier) or one rank per
 // node on a network with one NIC per node whose bandwidth is below the intra-node link (so every
@@ -176,15 +181,12 @@ std::vector<Case> one_tier_cases() {
          return rs_rh(p, n, a, b, g) + scatter(p, n, a, b);  // + binomial gather, same cost as a scatter
        }},
       {C::Reduce, A::Ring,
-       [](int p, double n, double a, double b, double g, int k) {
-         return (p - 1.0 + k - 1) * (a + n / k * (b + g));
-       }},
+       [](int p, double n, double a, double b, double g, int k) { return (p - 1.0 + k - 1) * (a + n / k * (b + g)); }},
       {C::Reduce, A::Tree,
-       [](int p, double n, double a, double b, double g, int k) {
-         return (clg(p) + k - 1.0) * (a + n / k * (b + g));
-       }},
+       [](int p, double n, double a, double b, double g, int k) { return (clg(p) + k - 1.0) * (a + n / k * (b + g)); }},
       {C::SendRecv, A::Direct, [](int, double n, double a, double b, double, int) { return a + n * b; }},
-      {C::AllToAll, A::Pairwise, [](int p, double n, double a, double b, double, int) { return (p - 1.0) * a + n * b; }},
+      {C::AllToAll, A::Pairwise,
+       [](int p, double n, double a, double b, double, int) { return (p - 1.0) * a + n * b; }},
       {C::AllToAll, A::Bruck,
        [](int p, double n, double a, double b, double, int) {
          if (pow2(p)) return std::log2(p) * a + n / 2 * std::log2(p) * b;
@@ -294,7 +296,8 @@ TEST(ClosedForm, PipelineChunksMinimiseTheClosedForm) {
       ASSERT_LE(k, kmax);
       double best = tree_allreduce_T(p, n, a, b, g, k);
       for (int j = 1; j <= kmax; ++j)
-        EXPECT_LE(best, tree_allreduce_T(p, n, a, b, g, j) * (1 + 1e-12)) << "p=" << p << " n=" << n << " k=" << k << " j=" << j;
+        EXPECT_LE(best, tree_allreduce_T(p, n, a, b, g, j) * (1 + 1e-12))
+            << "p=" << p << " n=" << n << " k=" << k << " j=" << j;
       int kr = ring_pipeline_chunks(t, Collective::Broadcast, 1, p, nb);
       ASSERT_GE(kr, 1);
       ASSERT_LE(kr, kmax);
@@ -326,7 +329,9 @@ TEST(ClosedForm, OneRankCostsNothing) {
 // ---- across tiers ----------------------------------------------------------------------------
 
 // An H100-like node: 8 ranks, 370.8 GB/s inside, 8 NICs of 47 GB/s.
-Topology h100_like() { return make_topo(2e-6, 370.8e9, 5e-6, 47e9, 8, 33.5e12); }
+Topology h100_like() {
+  return make_topo(2e-6, 370.8e9, 5e-6, 47e9, 8, 33.5e12);
+}
 
 TEST(ClosedFormTiers, RingCrossesEachNodeBoundaryOnce) {
   Topology t = h100_like();
@@ -356,7 +361,8 @@ TEST(ClosedFormTiers, RecursiveDoublingPricesEachStepAtItsTier) {
   // With 2 NICs the 8 flows share 94 GB/s.
   Topology thin = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12);
   want = 3 * (a_i + n * b_i + n * g) + 2 * (a_n + n / (2 * 47e9 / 8) + n * g);
-  expect_rel(cost(thin, Collective::AllReduce, Algorithm::RecursiveDoubling, N, G, 1 << 20).time_s, want, "rd 4x8 thin");
+  expect_rel(cost(thin, Collective::AllReduce, Algorithm::RecursiveDoubling, N, G, 1 << 20).time_s, want,
+             "rd 4x8 thin");
   // Six ranks per node (p = 24, folded onto 16): the fold, distance 1 and the unfold stay inside
   // a node; distances 2 and 4 straddle node boundaries (some messages cross) and 8 crosses, so
   // three steps pay the network latency.
@@ -492,7 +498,8 @@ TEST(NcclModel, BandwidthTermsAndChoice) {
     Cost best = cost(t, Collective::AllReduce, Algorithm::Nccl, 16, 8, size);
     double tmin = 1e300;
     for (Algorithm a : {Algorithm::NcclRing, Algorithm::NcclTree})
-      for (Protocol pr : kNcclProtocols) tmin = std::min(tmin, cost(t, Collective::AllReduce, a, 16, 8, size, pr).time_s);
+      for (Protocol pr : kNcclProtocols)
+        tmin = std::min(tmin, cost(t, Collective::AllReduce, a, 16, 8, size, pr).time_s);
     EXPECT_DOUBLE_EQ(best.time_s, tmin);
     EXPECT_TRUE(best.algorithm == Algorithm::NcclRing || best.algorithm == Algorithm::NcclTree);
     EXPECT_NE(best.protocol, Protocol::None);
@@ -524,9 +531,9 @@ TEST(NcclModel, Errors) {
 
 TEST(ClosedForm, BadQueriesThrow) {
   Topology t = h100_like();
-  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Bruck, 1, 8, 8), Error);       // does not apply
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Bruck, 1, 8, 8), Error);  // does not apply
   EXPECT_THROW(cost(t, Collective::SendRecv, Algorithm::Ring, 1, 8, 8), Error);
-  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Mpi, 1, 8, 8), Error);         // no model
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Mpi, 1, 8, 8), Error);  // no model
   EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 0, 8, 8), Error);
   EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 1, 0, 8), Error);
   t.max_nodes = 4;

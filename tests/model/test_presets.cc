@@ -10,7 +10,9 @@
 namespace commsim {
 namespace {
 
-Topology preset(const char* name) { return load_topology(resolve_topology_path(name)); }
+Topology preset(const char* name) {
+  return load_topology(resolve_topology_path(name));
+}
 
 double busbw_GBps(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n) {
   Cost cost = closed_form(t, CostQuery{c, a, Protocol::None, nodes, per_node, n});

@@ -1,6 +1,7 @@
 // The topology loader: presets load, and every kind of bad file is rejected with a message that
 // names the file, the line and the field.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -10,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "model/error.h"
 #include "model/topology.h"
 
@@ -20,27 +19,27 @@ namespace {
 
 // A valid file, one value per line so that every field has its own line number.
 const std::vector<std::string> kGood = {
-    "name: test-node",                  // 1
-    "description: \"a test\"",          // 2
-    "gpus_per_node: 4",                 // 3
-    "device:",                          // 4
-    "  name: \"GPU\"",                  // 5
-    "  memory: 16 GiB",                 // 6
-    "  memory_bandwidth: 1.5 TB/s",     // 7
-    "intra_node:",                      // 8
-    "  fabric: nvswitch",               // 9
-    "  bandwidth: 100 GB/s",            // 10
-    "  latency: 1.5 us",                // 11
-    "host_link:",                       // 12
-    "  bandwidth: 32 GB/s",             // 13
-    "  latency: 1 us",                  // 14
-    "network:",                         // 15
-    "  kind: infiniband",               // 16
-    "  fabric: fat-tree",               // 17
-    "  nics_per_node: 2",               // 18
-    "  nic_bandwidth: 200 Gb/s",        // 19
-    "  latency: 3 us",                  // 20
-    "  oversubscription: 2",            // 21
+    "name: test-node",               // 1
+    "description: \"a test\"",       // 2
+    "gpus_per_node: 4",              // 3
+    "device:",                       // 4
+    "  name: \"GPU\"",               // 5
+    "  memory: 16 GiB",              // 6
+    "  memory_bandwidth: 1.5 TB/s",  // 7
+    "intra_node:",                   // 8
+    "  fabric: nvswitch",            // 9
+    "  bandwidth: 100 GB/s",         // 10
+    "  latency: 1.5 us",             // 11
+    "host_link:",                    // 12
+    "  bandwidth: 32 GB/s",          // 13
+    "  latency: 1 us",               // 14
+    "network:",                      // 15
+    "  kind: infiniband",            // 16
+    "  fabric: fat-tree",            // 17
+    "  nics_per_node: 2",            // 18
+    "  nic_bandwidth: 200 Gb/s",     // 19
+    "  latency: 3 us",               // 20
+    "  oversubscription: 2",         // 21
 };
 
 std::string join_lines(const std::vector<std::string>& lines) {
@@ -139,9 +138,12 @@ TEST_F(TopologyFile, HostOnlyAndOptionalParts) {
       "network: { kind: none }\n"
       "reduction: { bandwidth: 3 GB/s }\n"
       "nccl:\n"
-      "  base_latency: { ring: { LL: 6.6 us, LL128: 14 us, Simple: 8.4 us }, tree: { LL: 6.8 us, LL128: 14 us, Simple: 8.4 us } }\n"
-      "  intra_hop_latency: { ring: { LL: 0.6 us, LL128: 1.9 us, Simple: 3.4 us }, tree: { LL: 0.6 us, LL128: 1.25 us, Simple: 4 us } }\n"
-      "  inter_hop_latency: { ring: { LL: 2.7 us, LL128: 4 us, Simple: 14 us }, tree: { LL: 5 us, LL128: 8.5 us, Simple: 14 us } }\n"
+      "  base_latency: { ring: { LL: 6.6 us, LL128: 14 us, Simple: 8.4 us }, tree: { LL: 6.8 us, LL128: 14 us, Simple: "
+      "8.4 us } }\n"
+      "  intra_hop_latency: { ring: { LL: 0.6 us, LL128: 1.9 us, Simple: 3.4 us }, tree: { LL: 0.6 us, LL128: 1.25 us, "
+      "Simple: 4 us } }\n"
+      "  inter_hop_latency: { ring: { LL: 2.7 us, LL128: 4 us, Simple: 14 us }, tree: { LL: 5 us, LL128: 8.5 us, "
+      "Simple: 14 us } }\n"
       "  bandwidth_fraction: { LL: 0.25 }\n";
   Topology t = parse_topology(text, "inline");
   EXPECT_FALSE(t.gpu);
@@ -185,7 +187,8 @@ TEST_F(TopologyFile, WrongType) {
   lines.erase(lines.begin() + 8, lines.begin() + 11);
   expect_error(join_lines(lines), 8, "intra_node", "expected a map");
   // A map where a value belongs.
-  expect_error(with_line(10, "  bandwidth: { value: 100 GB/s }"), 10, "intra_node.bandwidth", "expected a single value");
+  expect_error(with_line(10, "  bandwidth: { value: 100 GB/s }"), 10, "intra_node.bandwidth",
+               "expected a single value");
   // Not a number.
   expect_error(with_line(3, "gpus_per_node: eight"), 3, "gpus_per_node", "not a whole number");
   expect_error(with_line(18, "  nics_per_node: 2.5"), 18, "network.nics_per_node", "not a whole number");
@@ -259,14 +262,19 @@ TEST_F(TopologyFile, IncompleteNcclTable) {
                      "  base_latency:\n"
                      "    ring: { LL: 6.6 us, LL128: 14 us, Simple: 8.4 us }\n"
                      "    tree: { LL: 6.8 us, Simple: 8.4 us }\n"
-                     "  intra_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
-                     "  inter_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n";
+                     "  intra_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 "
+                     "us, Simple: 1 us } }\n"
+                     "  inter_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 "
+                     "us, Simple: 1 us } }\n";
   expect_error(text, 25, "nccl.base_latency.tree.LL128", "missing required field");
   std::string frac = join_lines(kGood) +
                      "nccl:\n"
-                     "  base_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
-                     "  intra_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
-                     "  inter_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, Simple: 1 us } }\n"
+                     "  base_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 us, "
+                     "Simple: 1 us } }\n"
+                     "  intra_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 "
+                     "us, Simple: 1 us } }\n"
+                     "  inter_hop_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 "
+                     "us, Simple: 1 us } }\n"
                      "  bandwidth_fraction: { LL: 1.5 }\n";
   expect_error(frac, 26, "nccl.bandwidth_fraction.LL", "(0, 1]");
 }

@@ -15,9 +15,9 @@ TEST(Units, Bytes) {
   EXPECT_EQ(parse_bytes("4GiB"), 4ull << 30);
   EXPECT_EQ(parse_bytes("1.5MiB"), 3ull << 19);
   EXPECT_EQ(parse_bytes("80 GB"), 80'000'000'000ull);
-  EXPECT_THROW(parse_bytes("1.5B"), Error);     // not whole bytes
-  EXPECT_THROW(parse_bytes("4 GiBs"), Error);   // unknown unit
-  EXPECT_THROW(parse_bytes("GiB"), Error);      // no number
+  EXPECT_THROW(parse_bytes("1.5B"), Error);    // not whole bytes
+  EXPECT_THROW(parse_bytes("4 GiBs"), Error);  // unknown unit
+  EXPECT_THROW(parse_bytes("GiB"), Error);     // no number
   EXPECT_THROW(parse_bytes("-1 KiB"), Error);
 }
 
@@ -29,8 +29,8 @@ TEST(Units, Bandwidth) {
   EXPECT_DOUBLE_EQ(parse_bandwidth("100 MiB/s"), 100.0 * 1024 * 1024);
   EXPECT_THROW(parse_bandwidth("0 GB/s"), Error);
   EXPECT_THROW(parse_bandwidth("-5 GB/s"), Error);
-  EXPECT_THROW(parse_bandwidth("450"), Error);         // a bandwidth needs a unit
-  EXPECT_THROW(parse_bandwidth("450 GB"), Error);      // a size is not a bandwidth
+  EXPECT_THROW(parse_bandwidth("450"), Error);     // a bandwidth needs a unit
+  EXPECT_THROW(parse_bandwidth("450 GB"), Error);  // a size is not a bandwidth
   EXPECT_THROW(parse_bandwidth("450 furlongs/s"), Error);
 }
 
