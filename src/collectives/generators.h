@@ -42,6 +42,9 @@ Schedule make_schedule(const ScheduleRequest& request);
 
 // Checks that a schedule is well formed: spans inside their buffers, every Send matched by a Recv
 // or RecvReduce of the same size in the same order. Throws Error naming the rank, round and op.
-void validate_schedule(const Schedule& schedule);
+// Also: nothing writes Input; inside a round no receive overlaps another transfer's elements and
+// no local op overlaps itself; the rounds run to the end without deadlock (walk_schedule in
+// model/schedule.h). Returns the matched transfers (match_transfers), for executors that use them.
+std::vector<MatchedTransfer> validate_schedule(const Schedule& schedule);
 
 }  // namespace commsim

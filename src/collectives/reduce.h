@@ -19,7 +19,9 @@ void fill_input(void* input, std::uint64_t count, DType dtype, Collective c, int
 // Number of elements of `output` (rank `rank`'s Output, `count` elements) that differ from the
 // exact expected result of collective c with op over nranks ranks whose inputs came from
 // fill_input. For reduce, only the root's output is checked (other ranks return 0).
-// `block` is the per-rank block for allgather/reducescatter/alltoall (see generators.h).
+// `count` is the Output's element count (Schedule::output_count); the per-rank block of
+// allgather/reducescatter/alltoall (see generators.h) follows from it: count / nranks for
+// allgather and alltoall, count for reducescatter. Costs O(count), whatever nranks is.
 std::uint64_t count_wrong(const void* output, std::uint64_t count, DType dtype, RedOp op, Collective c, int rank,
                           int nranks, int root);
 

@@ -18,6 +18,7 @@
 // MPI), so the k-th Send from a to b pairs with the k-th Recv/RecvReduce on b from a, and both
 // carry the same number of elements. Ranks do not run rounds in lockstep: a round waits only on
 // its own transfers.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -71,5 +72,42 @@ struct Schedule {
 
   std::uint64_t bytes(const Span& s) const { return s.count * elem_size; }
 };
+
+// Where an op sits: ranks[rank].rounds[round].ops[op].
+struct OpRef {
+  int rank = 0;
+  std::uint32_t round = 0;
+  std::uint32_t op = 0;
+};
+
+// One message of a schedule: a Send and the Recv/RecvReduce it pairs with under the matching rule
+// above.
+struct MatchedTransfer {
+  OpRef send;
+  OpRef recv;
+};
+
+// Pairs every Send with its receive. Throws Error naming the rank, round and op of the first
+// transfer whose peer is out of range or the rank itself, that has no partner, or whose partner
+// expects a different element count.
+std::vector<MatchedTransfer> match_transfers(const Schedule& schedule);
+
+// Runs a schedule's rounds in an order its semantics allow, as every executor must: a rank's round
+// starts when its previous round has ended; a transfer proceeds once the rounds of its Send and of
+// its receive have both started (no message is buffered before its receive is posted, so a
+// schedule that would need such buffering deadlocks here as it may under MPI); a round ends when
+// all its transfers are done. The visitor is called at each of these events.
+class ScheduleVisitor {
+ public:
+  virtual ~ScheduleVisitor() = default;
+  virtual void round_started(int rank, std::uint32_t round) = 0;
+  // transfers[index] proceeds: the rounds of its two ends have started and not ended.
+  virtual void transfer(std::size_t index) = 0;
+  virtual void round_ended(int /*rank*/, std::uint32_t /*round*/) {}
+};
+
+// `transfers` comes from match_transfers(schedule). Throws Error when ranks are left waiting on
+// each other (a deadlock), naming them and the transfer each one waits for.
+void walk_schedule(const Schedule& schedule, const std::vector<MatchedTransfer>& transfers, ScheduleVisitor& visitor);
 
 }  // namespace commsim

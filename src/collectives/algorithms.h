@@ -1,0 +1,108 @@
+#pragma once
+// The generators behind make_schedule (one per (collective, algorithm), listed in registry.cc) and
+// the phases that several algorithms share. Each phase runs over a `group` of global ranks given in
+// the phase's own order (positions 0..m-1), places its ops at steps 0..n-1 relative to each rank's
+// cursor and advances the cursors of the group by n. Internal to src/collectives.
+#include <functional>
+#include <vector>
+
+#include "collectives/schedule_builder.h"
+
+namespace commsim {
+
+// ---- shared phases --------------------------------------------------------------------------------
+
+// ring.cc. The ranks in ring order: by node, then by index inside the node, when the request has a
+// placement (so a ring crosses the network once per node); 0..p-1 otherwise.
+std::vector<int> ring_order(const ScheduleRequest& request);
+
+// ring.cc. Ring reduce-scatter of m chunks over the m ranks of `ring`, m - 1 steps: position i's
+// contribution to chunk j is own(j) on every rank; position i keeps its partial sum of chunk j in
+// acc(i, j) and ends with chunk i fully reduced there. At step s position i sends chunk i-s-1 to
+// position i+1 and receives (combining) chunk i-s-2 from position i-1.
+void ring_reduce_scatter(ScheduleBuilder& b, const std::vector<int>& ring, const std::function<Span(int chunk)>& own,
+                         const std::function<Span(int pos, int chunk)>& acc);
+// ring.cc. Ring allgather over the m ranks of `ring`, m - 1 steps: position i holds pieces[i] (the
+// same elements on every rank); afterwards every position holds all pieces. At step s position i
+// sends piece i-s to position i+1 and receives piece i-s-1 from position i-1.
+void ring_allgather(ScheduleBuilder& b, const std::vector<int>& ring, const std::vector<Piece>& pieces);
+// ring.cc. Ring allreduce (reduce-scatter then allgather, 2(m-1) steps) of own (on every rank) into
+// acc, both of the same element count, split into m chunks.
+void ring_allreduce(ScheduleBuilder& b, const std::vector<int>& ring, const Span& own, const Span& acc);
+
+// binomial.cc. Binomial-tree broadcast over `group` from group[root_pos], ceil(lg m) steps: the root
+// holds the data in `src`, every rank (the root too) ends with it in `dst`.
+void binomial_broadcast(ScheduleBuilder& b, const std::vector<int>& group, int root_pos, const Span& src,
+                        const Span& dst);
+// binomial.cc. Binomial-tree reduce over `group` to group[root_pos], ceil(lg m) steps: every rank's
+// contribution is `own`; partial sums are kept in `acc` (the same count) on every rank, and the
+// root ends with the reduction there.
+void binomial_reduce(ScheduleBuilder& b, const std::vector<int>& group, int root_pos, const Span& own, const Span& acc);
+
+// recursive_doubling.cc. Recursive-doubling allgather among `members` (a power of two of them),
+// lg m steps: member j holds elements [offsets[j], offsets[j+1]) of `buffer`; afterwards every
+// member holds [offsets[0], offsets[m]). At step s member j exchanges its aligned group of 2^s
+// members' blocks with member j ^ 2^s.
+void recursive_doubling_exchange(ScheduleBuilder& b, const std::vector<int>& members,
+                                 const std::vector<std::uint64_t>& offsets, BufferId buffer);
+
+// recursive_halving.cc. Recursive-halving reduce-scatter among `members` (a power of two of them),
+// lg m steps: every member contributes elements [offsets[0], offsets[m]), read from
+// own_buffer(j) (the same offsets); partial sums are kept in acc_buffer, and member j ends with
+// [offsets[j], offsets[j+1]) fully reduced there. At step s member j sends the half of its current
+// range that member j ^ (m >> (s+1)) keeps and combines the other half received from it.
+void recursive_halving(ScheduleBuilder& b, const std::vector<int>& members, const std::vector<std::uint64_t>& offsets,
+                       const std::function<BufferId(int member)>& own_buffer, BufferId acc_buffer);
+// recursive_halving.cc. Fold-in of a reduction over `group`, one step: each odd position below 2r
+// sends `own` to the even position below it, which copies its own `own` into `acc` and combines
+// the received data there. Afterwards member j of the fold holds its data in acc when j < r and in
+// own otherwise.
+void fold_in_reduction(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold, const Span& own,
+                       const Span& acc);
+
+// tree.cc. The double binary tree over relative ranks 0..p-1: parent[v] in tree 0 (A) or 1 (B),
+// -1 for the root v = 0. (Exposed for tests.)
+std::vector<int> double_tree_parents(int p, int tree);
+
+// ---- generators (one per (collective, algorithm), see registry.cc) ---------------------------------
+// Each receives a builder whose buffers are sized for the request; nranks >= 2.
+
+void ring_allreduce(ScheduleBuilder& b);
+void ring_allgather(ScheduleBuilder& b);
+void ring_reducescatter(ScheduleBuilder& b);
+void ring_broadcast(ScheduleBuilder& b);
+void ring_reduce(ScheduleBuilder& b);
+
+void tree_allreduce(ScheduleBuilder& b);
+void tree_broadcast(ScheduleBuilder& b);
+void tree_reduce(ScheduleBuilder& b);
+
+void recursive_doubling_allreduce(ScheduleBuilder& b);
+void recursive_doubling_allgather(ScheduleBuilder& b);
+void recursive_doubling_broadcast(ScheduleBuilder& b);
+
+void recursive_halving_reducescatter(ScheduleBuilder& b);
+
+void rabenseifner_allreduce(ScheduleBuilder& b);
+void rabenseifner_reduce(ScheduleBuilder& b);
+
+void bruck_allgather(ScheduleBuilder& b);
+void bruck_alltoall(ScheduleBuilder& b);
+
+void binomial_broadcast(ScheduleBuilder& b);
+void binomial_reduce(ScheduleBuilder& b);
+
+void pairwise_reducescatter(ScheduleBuilder& b);
+void pairwise_alltoall(ScheduleBuilder& b);
+
+void direct_allgather(ScheduleBuilder& b);
+void direct_reducescatter(ScheduleBuilder& b);
+void direct_alltoall(ScheduleBuilder& b);
+void direct_sendrecv(ScheduleBuilder& b);
+
+void hierarchical_allreduce(ScheduleBuilder& b);
+void hierarchical_allgather(ScheduleBuilder& b);
+void hierarchical_broadcast(ScheduleBuilder& b);
+void hierarchical_reduce(ScheduleBuilder& b);
+
+}  // namespace commsim

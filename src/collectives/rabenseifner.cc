@@ -1,0 +1,57 @@
+// Rabenseifner's algorithms (Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005), any rank count
+// through the power-of-two fold (schedule_builder.h), data split into p2 = 2^floor(lg p) chunks:
+//
+// allreduce  fold-in (whole vector, combined), recursive-halving reduce-scatter of the p2 chunks
+//            (lg p2 steps), recursive-doubling allgather (lg p2 steps), fold-out (whole vector).
+// reduce     over the ranks counted from the root, so the root is member 0: fold-in, the same
+//            reduce-scatter, then a binomial gather of the chunks to the root (lg p2 steps: in
+//            step s member j, an odd multiple of 2^s, sends its 2^s chunks to member j - 2^s).
+// Both work in place in Output.
+#include "collectives/algorithms.h"
+
+namespace commsim {
+namespace {
+
+struct Halved {
+  PowerOfTwoFold fold;
+  std::vector<int> members;
+  std::vector<std::uint64_t> offsets;  // chunk j of member j is [offsets[j], offsets[j+1]) of Output
+};
+
+// Fold-in and recursive-halving reduce-scatter over `group`, in place in Output.
+Halved reduce_scatter(ScheduleBuilder& b, const std::vector<int>& group) {
+  const std::uint64_t n = b.count();
+  Halved h{PowerOfTwoFold(static_cast<int>(group.size())), {}, {}};
+  h.members = h.fold.members(group);
+  h.offsets = chunk_offsets(0, n, h.fold.m2);
+  if (h.fold.r > 0) fold_in_reduction(b, group, h.fold, span(BufferId::Input, 0, n), span(BufferId::Output, 0, n));
+  const int r = h.fold.r;
+  recursive_halving(
+      b, h.members, h.offsets, [r](int j) { return j < r ? BufferId::Output : BufferId::Input; }, BufferId::Output);
+  return h;
+}
+
+}  // namespace
+
+void rabenseifner_allreduce(ScheduleBuilder& b) {
+  const std::vector<int> group = iota_ranks(b.nranks());
+  const Halved h = reduce_scatter(b, group);
+  recursive_doubling_exchange(b, h.members, h.offsets, BufferId::Output);
+  if (h.fold.r > 0) fold_out(b, group, h.fold, [&](int) { return span(BufferId::Output, 0, b.count()); });
+}
+
+void rabenseifner_reduce(ScheduleBuilder& b) {
+  const std::vector<int> group = rotated(iota_ranks(b.nranks()), b.request().root);
+  const Halved h = reduce_scatter(b, group);
+  const int m = h.fold.m2;
+  int steps = 0;
+  for (int mask = 1; mask < m; mask *= 2, ++steps)
+    for (int j = mask; j < m; j += 2 * mask) {
+      const Span chunks = span(BufferId::Output, h.offsets[j], h.offsets[j + mask] - h.offsets[j]);
+      b.send(h.members[j], steps, h.members[j - mask], chunks);
+      b.recv(h.members[j - mask], steps, h.members[j], chunks);
+    }
+  b.advance(h.members, steps);
+}
+
+}  // namespace commsim

@@ -1,0 +1,109 @@
+// The one table of hand-written schedules: (collective, algorithm) -> generator. It holds exactly
+// the pairs for which model/collective.h's applies() is true (tests/collectives checks that).
+#include <string>
+
+#include "collectives/algorithms.h"
+#include "model/error.h"
+#include "model/placement.h"
+
+namespace commsim {
+namespace {
+
+using C = Collective;
+using A = Algorithm;
+
+struct Generator {
+  Collective collective;
+  Algorithm algorithm;
+  void (*build)(ScheduleBuilder&);
+};
+
+constexpr Generator kGenerators[] = {
+    {C::AllReduce, A::Ring, ring_allreduce},
+    {C::AllReduce, A::Tree, tree_allreduce},
+    {C::AllReduce, A::RecursiveDoubling, recursive_doubling_allreduce},
+    {C::AllReduce, A::Rabenseifner, rabenseifner_allreduce},
+    {C::AllReduce, A::Hierarchical, hierarchical_allreduce},
+
+    {C::AllGather, A::Ring, ring_allgather},
+    {C::AllGather, A::RecursiveDoubling, recursive_doubling_allgather},
+    {C::AllGather, A::Bruck, bruck_allgather},
+    {C::AllGather, A::Direct, direct_allgather},
+    {C::AllGather, A::Hierarchical, hierarchical_allgather},
+
+    {C::ReduceScatter, A::Ring, ring_reducescatter},
+    {C::ReduceScatter, A::RecursiveHalving, recursive_halving_reducescatter},
+    {C::ReduceScatter, A::Pairwise, pairwise_reducescatter},
+    {C::ReduceScatter, A::Direct, direct_reducescatter},
+
+    {C::Broadcast, A::Ring, ring_broadcast},
+    {C::Broadcast, A::Tree, tree_broadcast},
+    {C::Broadcast, A::Binomial, binomial_broadcast},
+    {C::Broadcast, A::RecursiveDoubling, recursive_doubling_broadcast},
+    {C::Broadcast, A::Hierarchical, hierarchical_broadcast},
+
+    {C::Reduce, A::Ring, ring_reduce},
+    {C::Reduce, A::Tree, tree_reduce},
+    {C::Reduce, A::Binomial, binomial_reduce},
+    {C::Reduce, A::Rabenseifner, rabenseifner_reduce},
+    {C::Reduce, A::Hierarchical, hierarchical_reduce},
+
+    {C::SendRecv, A::Direct, direct_sendrecv},
+
+    {C::AllToAll, A::Pairwise, pairwise_alltoall},
+    {C::AllToAll, A::Bruck, bruck_alltoall},
+    {C::AllToAll, A::Direct, direct_alltoall},
+};
+
+std::string pair_name(Collective c, Algorithm a) {
+  return std::string(to_string(c)) + " with algorithm '" + std::string(to_string(a)) + "'";
+}
+
+}  // namespace
+
+Schedule make_schedule(const ScheduleRequest& request) {
+  const Collective c = request.collective;
+  const Algorithm a = request.algorithm;
+  if (!is_hand_written(a))
+    throw Error("algorithm '" + std::string(to_string(a)) +
+                "' is a library baseline and has no schedule; hand-written algorithms are ring, tree, "
+                "recursive-doubling, recursive-halving, rabenseifner, bruck, binomial, pairwise, direct, hierarchical");
+  const Generator* generator = nullptr;
+  for (const Generator& g : kGenerators)
+    if (g.collective == c && g.algorithm == a) generator = &g;
+  if (generator == nullptr || !applies(c, a)) {
+    std::string choices;
+    for (Algorithm x : hand_written_algorithms(c)) choices += (choices.empty() ? "" : ", ") + std::string(to_string(x));
+    throw Error("there is no " + pair_name(c, a) + "; for " + std::string(to_string(c)) + " use one of: " + choices);
+  }
+  if (request.nranks < 1)
+    throw Error(pair_name(c, a) + ": needs at least one rank, got " + std::to_string(request.nranks));
+  if (request.root < 0 || request.root >= request.nranks)
+    throw Error(pair_name(c, a) + ": root " + std::to_string(request.root) + " is not a rank of 0.." +
+                std::to_string(request.nranks - 1));
+  if (request.elem_size == 0) throw Error(pair_name(c, a) + ": element size must be at least one byte");
+  if (request.placement != nullptr && request.placement->nranks != request.nranks)
+    throw Error(pair_name(c, a) + ": the placement holds " + std::to_string(request.placement->nranks) +
+                " ranks but the request has " + std::to_string(request.nranks));
+
+  const std::uint64_t p = static_cast<std::uint64_t>(request.nranks);
+  const std::uint64_t block = request.count / p;  // allgather, reducescatter, alltoall (remainder dropped)
+  std::uint64_t in = request.count, out = request.count;
+  if (c == C::AllGather) {
+    in = block;
+    out = block * p;
+  } else if (c == C::ReduceScatter) {
+    in = block * p;
+    out = block;
+  } else if (c == C::AllToAll) {
+    in = out = block * p;
+  }
+  ScheduleBuilder b(request, in, out);
+  if (request.nranks == 1)
+    b.copy(0, 0, span(BufferId::Input, 0, in), span(BufferId::Output, 0, out));
+  else
+    generator->build(b);
+  return b.finish();
+}
+
+}  // namespace commsim

@@ -1,0 +1,130 @@
+#include "collectives/schedule_builder.h"
+
+#include <numeric>
+
+namespace commsim {
+
+std::vector<std::uint64_t> chunk_offsets(std::uint64_t base, std::uint64_t count, std::uint64_t parts) {
+  std::vector<std::uint64_t> out(parts + 1);
+  for (std::uint64_t i = 0; i <= parts; ++i) out[i] = base + chunk_offset(count, parts, i);
+  return out;
+}
+
+std::uint64_t pipeline_chunks(std::uint64_t count, std::uint32_t elem_size, std::uint64_t chunk_bytes) {
+  if (chunk_bytes == 0) chunk_bytes = kDefaultPipelineChunkBytes;
+  const std::uint64_t bytes = count * elem_size;
+  const std::uint64_t k = (bytes + chunk_bytes - 1) / chunk_bytes;
+  return std::max<std::uint64_t>(1, std::min(k, count));
+}
+
+ScheduleBuilder::ScheduleBuilder(const ScheduleRequest& request, std::uint64_t input_count, std::uint64_t output_count)
+    : request_(request), cursor_(request.nranks, 0) {
+  schedule_.collective = request.collective;
+  schedule_.algorithm = request.algorithm;
+  schedule_.nranks = request.nranks;
+  schedule_.root = request.root;
+  schedule_.elem_size = request.elem_size;
+  schedule_.count = request.count;
+  schedule_.input_count = input_count;
+  schedule_.output_count = output_count;
+  schedule_.ranks.resize(request.nranks);
+}
+
+Round& ScheduleBuilder::round(int rank, std::size_t step) {
+  auto& rounds = schedule_.ranks[rank].rounds;
+  const std::size_t index = cursor_[rank] + step;
+  if (rounds.size() <= index) rounds.resize(index + 1);
+  return rounds[index];
+}
+
+void ScheduleBuilder::add_transfer(int rank, std::size_t step, Op op) {
+  round(rank, step).ops.push_back(op);
+}
+
+void ScheduleBuilder::add_local(int rank, std::size_t step, Op op) {
+  if (op.dst.count == 0) return;
+  if (op.kind == OpKind::Copy && op.src.buffer == op.dst.buffer && op.src.offset == op.dst.offset) return;
+  auto& ops = round(rank, step).ops;
+  // Keep local ops ahead of the transfers, in the order they were added: that is how they run.
+  auto it = std::find_if(ops.begin(), ops.end(),
+                         [](const Op& o) { return o.kind != OpKind::Copy && o.kind != OpKind::Reduce; });
+  ops.insert(it, op);
+}
+
+void ScheduleBuilder::send(int rank, std::size_t step, int peer, const Span& src) {
+  add_transfer(rank, step, Op{OpKind::Send, peer, src, Span{}});
+}
+void ScheduleBuilder::recv(int rank, std::size_t step, int peer, const Span& dst) {
+  add_transfer(rank, step, Op{OpKind::Recv, peer, Span{}, dst});
+}
+void ScheduleBuilder::recv_reduce(int rank, std::size_t step, int peer, const Span& dst) {
+  add_transfer(rank, step, Op{OpKind::RecvReduce, peer, Span{}, dst});
+}
+void ScheduleBuilder::send(int rank, std::size_t step, int peer, const Piece& src) {
+  for (const Span& s : src) send(rank, step, peer, s);
+}
+void ScheduleBuilder::recv(int rank, std::size_t step, int peer, const Piece& dst) {
+  for (const Span& s : dst) recv(rank, step, peer, s);
+}
+void ScheduleBuilder::copy(int rank, std::size_t step, const Span& src, const Span& dst) {
+  add_local(rank, step, Op{OpKind::Copy, -1, src, dst});
+}
+void ScheduleBuilder::reduce(int rank, std::size_t step, const Span& src, const Span& dst) {
+  add_local(rank, step, Op{OpKind::Reduce, -1, src, dst});
+}
+
+Schedule ScheduleBuilder::finish() {
+  for (auto& program : schedule_.ranks) {
+    auto& rounds = program.rounds;
+    rounds.erase(std::remove_if(rounds.begin(), rounds.end(), [](const Round& r) { return r.ops.empty(); }),
+                 rounds.end());
+  }
+  return std::move(schedule_);
+}
+
+PowerOfTwoFold::PowerOfTwoFold(int positions) : m(positions) {
+  while (m2 * 2 <= m) m2 *= 2;
+  r = m - m2;
+}
+
+std::vector<int> PowerOfTwoFold::members(const std::vector<int>& group) const {
+  std::vector<int> out(m2);
+  for (int j = 0; j < m2; ++j) out[j] = group[position(j)];
+  return out;
+}
+
+void fold_in(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold,
+             const std::function<Span(int pos)>& send_src, const std::function<Span(int pos)>& recv_dst, bool reduce) {
+  for (int pos = 1; pos < 2 * fold.r; pos += 2) {
+    b.send(group[pos], 0, group[pos - 1], send_src(pos));
+    if (reduce)
+      b.recv_reduce(group[pos - 1], 0, group[pos], recv_dst(pos));
+    else
+      b.recv(group[pos - 1], 0, group[pos], recv_dst(pos));
+  }
+  b.advance(group, 1);
+}
+
+void fold_out(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold,
+              const std::function<Span(int pos)>& data) {
+  for (int pos = 1; pos < 2 * fold.r; pos += 2) {
+    b.send(group[pos - 1], 0, group[pos], data(pos));
+    b.recv(group[pos], 0, group[pos - 1], data(pos));
+  }
+  b.advance(group, 1);
+}
+
+std::vector<int> rotated(const std::vector<int>& group, int root_pos) {
+  const int m = static_cast<int>(group.size());
+  std::vector<int> out(m);
+  for (int i = 0; i < m; ++i) out[i] = group[(root_pos + i) % m];
+  return out;
+}
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> out(n);
+  std::iota(out.begin(), out.end(), 0);
+  return out;
+}
+
+}  // namespace commsim

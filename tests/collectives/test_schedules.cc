@@ -1,0 +1,285 @@
+// Every hand-written schedule, run by the reference executor, gives exactly the expected result on
+// every rank: every (collective, algorithm) x ranks 1..64 x counts {0, 1, p-1, p, p+1, 3p+2, 300},
+// float32 everywhere, other dtypes and min/max on a subset, pipelined algorithms with small chunks,
+// hierarchical on 1..8 nodes x 1..8 ranks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "collectives/algorithms.h"
+#include "collectives/generators.h"
+#include "collectives/reduce.h"
+#include "collectives/reference_executor.h"
+#include "model/error.h"
+#include "model/placement.h"
+
+namespace commsim {
+namespace {
+
+std::string describe(const ScheduleRequest& r, DType t, RedOp op) {
+  return std::string(to_string(r.collective)) + "/" + std::string(to_string(r.algorithm)) +
+         " p=" + std::to_string(r.nranks) + " count=" + std::to_string(r.count) + " root=" + std::to_string(r.root) +
+         " " + std::string(to_string(t)) + " " + std::string(to_string(op)) +
+         (r.pipeline_chunk_bytes ? " chunk=" + std::to_string(r.pipeline_chunk_bytes) + "B" : "") +
+         (r.placement ? " nodes=" + std::to_string(r.placement->nnodes) : "");
+}
+
+// Runs one request; returns "" when every rank's output is right, else what went wrong.
+std::string check(const ScheduleRequest& r, DType t, RedOp op) {
+  try {
+    const Schedule s = make_schedule(r);
+    const std::uint64_t p = static_cast<std::uint64_t>(r.nranks), block = r.count / p;
+    // Buffer sizes as generators.h defines them (nccl-tests' counts).
+    std::uint64_t in = r.count, out = r.count;
+    if (r.collective == Collective::AllGather) in = block, out = block * p;
+    if (r.collective == Collective::ReduceScatter) in = block * p, out = block;
+    if (r.collective == Collective::AllToAll) in = out = block * p;
+    if (s.input_count != in || s.output_count != out)
+      return "buffer sizes " + std::to_string(s.input_count) + "/" + std::to_string(s.output_count);
+    validate_schedule(s);
+    std::vector<std::vector<std::uint8_t>> inputs(r.nranks, std::vector<std::uint8_t>(in * dtype_size(t)));
+    for (int rank = 0; rank < r.nranks; ++rank) fill_input(inputs[rank].data(), in, t, r.collective, rank, r.nranks);
+    const auto outputs = run_reference(s, t, op, inputs);
+    for (int rank = 0; rank < r.nranks; ++rank) {
+      const std::uint64_t wrong = count_wrong(outputs[rank].data(), out, t, op, r.collective, rank, r.nranks, r.root);
+      if (wrong != 0) return "rank " + std::to_string(rank) + " has " + std::to_string(wrong) + " wrong elements";
+    }
+  } catch (const Error& e) {
+    return std::string("Error: ") + e.what();
+  }
+  return "";
+}
+
+std::vector<std::uint64_t> counts_for(int p) {
+  const std::uint64_t q = static_cast<std::uint64_t>(p);
+  return {0, 1, q - 1, q, q + 1, 3 * q + 2, 300};
+}
+
+struct Pair {
+  Collective c;
+  Algorithm a;
+};
+
+std::vector<Pair> flat_pairs() {
+  std::vector<Pair> out;
+  for (Collective c : kAllCollectives)
+    for (Algorithm a : hand_written_algorithms(c))
+      if (a != Algorithm::Hierarchical) out.push_back({c, a});
+  return out;
+}
+
+class EveryAlgorithm : public ::testing::TestWithParam<Pair> {};
+
+// Reports at most a few failures per algorithm, so one bug does not print thousands of lines.
+struct Failures {
+  int n = 0;
+  void add(const std::string& what, const std::string& why) {
+    if (why.empty()) return;
+    if (++n <= 5) ADD_FAILURE() << what << ": " << why;
+  }
+};
+
+TEST_P(EveryAlgorithm, Float32SumOnRanks1To64) {
+  const Pair pair = GetParam();
+  Failures f;
+  for (int p = 1; p <= 64; ++p)
+    for (std::uint64_t count : counts_for(p)) {
+      ScheduleRequest r{pair.c, pair.a, p, count, 4, (p - 1) * 2 / 3, nullptr, 0};
+      f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+    }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+TEST_P(EveryAlgorithm, OtherDTypesOpsAndRoots) {
+  const Pair pair = GetParam();
+  Failures f;
+  for (int p : {1, 2, 3, 4, 5, 7, 8, 12, 16, 31, 33}) {
+    for (DType t : {DType::Int32, DType::BFloat16, DType::Float64, DType::Float16})
+      for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Max}) {
+        if (!reduces(pair.c) && op != RedOp::Sum) continue;
+        const std::uint64_t count = 3 * p + 2;
+        ScheduleRequest r{pair.c, pair.a, p, count, dtype_size(t), p - 1, nullptr, 0};
+        f.add(describe(r, t, op), check(r, t, op));
+      }
+    if (reduces(pair.c))
+      for (RedOp op : {RedOp::Min, RedOp::Max}) {
+        ScheduleRequest r{pair.c, pair.a, p, 301, 4, 0, nullptr, 0};
+        f.add(describe(r, DType::Float32, op), check(r, DType::Float32, op));
+      }
+    for (int root = 0; root < p; ++root) {  // every root of the rooted collectives
+      if (pair.c != Collective::Broadcast && pair.c != Collective::Reduce) break;
+      ScheduleRequest r{pair.c, pair.a, p, static_cast<std::uint64_t>(2 * p + 1), 4, root, nullptr, 0};
+      f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+    }
+  }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+std::string pair_name(const ::testing::TestParamInfo<Pair>& info) {
+  std::string s = std::string(to_string(info.param.c)) + "_" + std::string(to_string(info.param.a));
+  for (char& ch : s)
+    if (ch == '-') ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, EveryAlgorithm, ::testing::ValuesIn(flat_pairs()), pair_name);
+
+class PipelinedAlgorithm : public ::testing::TestWithParam<Pair> {};
+
+TEST_P(PipelinedAlgorithm, InSmallChunks) {
+  const Pair pair = GetParam();
+  Failures f;
+  for (int p = 1; p <= 64; ++p)
+    for (std::uint64_t chunk_bytes : {4, 12, 100}) {
+      // 300 floats in chunks of 1, 3 and 25 elements (per half for the tree).
+      ScheduleRequest r{pair.c, pair.a, p, 300, 4, p / 2, nullptr, chunk_bytes};
+      f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+    }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, PipelinedAlgorithm,
+                         ::testing::Values(Pair{Collective::AllReduce, Algorithm::Tree},
+                                           Pair{Collective::Broadcast, Algorithm::Tree},
+                                           Pair{Collective::Reduce, Algorithm::Tree},
+                                           Pair{Collective::Broadcast, Algorithm::Ring},
+                                           Pair{Collective::Reduce, Algorithm::Ring}),
+                         pair_name);
+
+TEST(Hierarchical, OneToEightNodesOfOneToEightRanks) {
+  Failures f;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::Broadcast, Collective::Reduce}) {
+    ASSERT_TRUE(applies(c, Algorithm::Hierarchical));
+    for (int nodes = 1; nodes <= 8; ++nodes)
+      for (int per_node = 1; per_node <= 8; ++per_node) {
+        const Placement pl = Placement::uniform(nodes, per_node);
+        const int p = nodes * per_node;
+        for (std::uint64_t count : counts_for(p)) {
+          ScheduleRequest r{c, Algorithm::Hierarchical, p, count, 4, (p - 1) * 2 / 3, &pl, 0};
+          f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+        }
+        ScheduleRequest r{c, Algorithm::Hierarchical, p, 97, 2, p - 1, &pl, 0};
+        f.add(describe(r, DType::BFloat16, RedOp::Max), check(r, DType::BFloat16, RedOp::Max));
+      }
+  }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+TEST(Hierarchical, RanksSpreadRoundRobinOverNodes) {
+  // Rank r on node r % nodes: nodes are not blocks of consecutive ranks.
+  Failures f;
+  for (int nodes : {2, 3, 4})
+    for (int per_node : {2, 3, 5}) {
+      std::vector<std::string> hosts;
+      for (int r = 0; r < nodes * per_node; ++r) hosts.push_back("node" + std::to_string(r % nodes));
+      const Placement pl = Placement::from_hostnames(hosts);
+      for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::Broadcast, Collective::Reduce})
+        for (std::uint64_t count : counts_for(pl.nranks)) {
+          ScheduleRequest r{c, Algorithm::Hierarchical, pl.nranks, count, 4, 1, &pl, 0};
+          f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+          // The flat algorithms order their ring by the placement too.
+          for (Algorithm a : {Algorithm::Ring}) {
+            ScheduleRequest flat{c, a, pl.nranks, count, 4, 1, &pl, 0};
+            f.add(describe(flat, DType::Float32, RedOp::Sum), check(flat, DType::Float32, RedOp::Sum));
+          }
+        }
+    }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+TEST(Hierarchical, UnevenPlacementIsAnErrorNamingIt) {
+  const Placement pl = Placement::from_hostnames({"a", "a", "a", "b", "b"});
+  ScheduleRequest r{Collective::AllReduce, Algorithm::Hierarchical, 5, 100, 4, 0, &pl, 0};
+  try {
+    make_schedule(r);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("placement"), std::string::npos) << what;
+    EXPECT_NE(what.find("3, 2"), std::string::npos) << what;
+  }
+}
+
+TEST(Registry, CoversExactlyTheApplicablePairs) {
+  for (Collective c : kAllCollectives)
+    for (Algorithm a : kAllAlgorithms) {
+      ScheduleRequest r{c, a, 4, 64, 4, 0, nullptr, 0};
+      if (is_hand_written(a) && applies(c, a))
+        EXPECT_NO_THROW(make_schedule(r)) << to_string(c) << "/" << to_string(a);
+      else
+        EXPECT_THROW(make_schedule(r), Error) << to_string(c) << "/" << to_string(a);
+    }
+}
+
+TEST(Registry, RejectsBadRequests) {
+  const Placement three = Placement::uniform(1, 3);
+  EXPECT_THROW(make_schedule({Collective::AllReduce, Algorithm::Ring, 0, 10, 4, 0, nullptr, 0}), Error);
+  EXPECT_THROW(make_schedule({Collective::Broadcast, Algorithm::Binomial, 4, 10, 4, 4, nullptr, 0}), Error);
+  EXPECT_THROW(make_schedule({Collective::Broadcast, Algorithm::Binomial, 4, 10, 4, -1, nullptr, 0}), Error);
+  EXPECT_THROW(make_schedule({Collective::AllReduce, Algorithm::Ring, 4, 10, 0, 0, nullptr, 0}), Error);
+  EXPECT_THROW(make_schedule({Collective::AllReduce, Algorithm::Ring, 4, 10, 4, 0, &three, 0}), Error);
+}
+
+TEST(Registry, OneRankIsALocalCopy) {
+  for (Collective c : kAllCollectives)
+    for (Algorithm a : hand_written_algorithms(c)) {
+      const Schedule s = make_schedule({c, a, 1, 10, 4, 0, nullptr, 0});
+      ASSERT_EQ(s.ranks.size(), 1u);
+      ASSERT_EQ(s.ranks[0].rounds.size(), 1u) << to_string(c) << "/" << to_string(a);
+      ASSERT_EQ(s.ranks[0].rounds[0].ops.size(), 1u);
+      EXPECT_EQ(s.ranks[0].rounds[0].ops[0].kind, OpKind::Copy);
+      EXPECT_EQ(s.ranks[0].rounds[0].ops[0].dst.count, 10u);
+    }
+}
+
+// Height of v in a tree given by parents (leaves 0).
+std::vector<int> heights(const std::vector<int>& parent) {
+  const int p = static_cast<int>(parent.size());
+  std::vector<int> h(p, 0);
+  for (int v = 0; v < p; ++v) {
+    int x = v, up = 0;
+    while (parent[x] >= 0 && up <= p) {  // up > p would mean a cycle; the root check then fails
+      x = parent[x];
+      ++up;
+      h[x] = std::max(h[x], up);
+    }
+    EXPECT_EQ(x, 0) << "rank " << v << " does not reach the root";
+  }
+  return h;
+}
+
+int ceil_lg(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+
+TEST(Tree, TwoBinaryTreesWithComplementaryLeaves) {
+  for (int p = 2; p <= 300; ++p) {
+    std::vector<int> kids[2];
+    for (int t = 0; t < 2; ++t) {
+      const std::vector<int> parent = double_tree_parents(p, t);
+      ASSERT_EQ(static_cast<int>(parent.size()), p);
+      EXPECT_EQ(parent[0], -1);
+      kids[t].assign(p, 0);
+      for (int v = 1; v < p; ++v) {
+        ASSERT_GE(parent[v], 0) << "p=" << p;
+        ASSERT_LT(parent[v], p);
+        ++kids[t][parent[v]];
+      }
+      for (int v = 0; v < p; ++v) EXPECT_LE(kids[t][v], 2) << "p=" << p << " tree " << t << " v=" << v;
+      EXPECT_EQ(kids[t][0], 1) << "the root has one child";
+      const std::vector<int> h = heights(parent);
+      const bool pow2 = (p & (p - 1)) == 0;
+      EXPECT_EQ(h[0], ceil_lg(p) + (t == 1 && pow2 && p > 2 ? 1 : 0)) << "p=" << p << " tree " << t;
+    }
+    if (p < 3) continue;
+    for (int v = 1; v < p; ++v)
+      EXPECT_EQ((kids[0][v] == 0) + (kids[1][v] == 0), 1)
+          << "p=" << p << ": rank " << v << " must be a leaf in exactly one tree";
+  }
+}
+
+}  // namespace
+}  // namespace commsim
