@@ -395,6 +395,55 @@ TEST(ClosedFormTiers, HierarchicalAllreduce) {
   expect_rel(cost(t, Collective::AllGather, Algorithm::Hierarchical, N, G, 1 << 30).time_s, want_ag, "hier allgather");
 }
 
+TEST(ClosedFormTiers, PipelinesAcrossNodes) {
+  // Documented in cost.cc: a pipeline of S_i intra-node and S_n network stages in k chunks costs
+  // S_i t_i + S_n t_n + (k-1) max(t_i, t_n), t_X = a_X + (n/k)(b_X + g_X), per phase. The tree has
+  // ceil(lg G) intra and ceil(lg N) network stages (reduce phase with g, broadcast phase without);
+  // the chain p - N intra and N - 1 network stages. Network stages use min(intra, node network).
+  // The second topology has slow intra-node messages but a slower network bandwidth, so which stage
+  // is the slowest depends on the chunk size (the kink of the max).
+  struct Params {
+    Topology t;
+    double a_i, b_i, a_n, b_n, g;
+  };
+  for (const Params& P :
+       {Params{h100_like(), 2e-6, 1 / 370.8e9, 5e-6, 1 / std::min(370.8e9, 8 * 47e9), 1 / 33.5e12},
+        Params{make_topo(10e-6, 100e9, 1e-6, 25e9, 2, 1e12), 10e-6, 1 / 100e9, 1e-6, 1 / 50e9, 1 / 1e12}}) {
+    const Topology& t = P.t;
+    const double a_i = P.a_i, b_i = P.b_i, a_n = P.a_n, b_n = P.b_n, g = P.g;
+    auto phase = [&](double S_i, double S_n, double n, int k, double gg) {
+      double x = n / k, ti = a_i + x * (b_i + gg), tn = a_n + x * (b_n + gg);
+      double slowest = S_i == 0 ? tn : S_n == 0 ? ti : std::max(ti, tn);
+      return S_i * ti + S_n * tn + (k - 1) * slowest;
+    };
+    for (int N : {2, 4, 16, 24}) {
+      for (int G : {1, 3, 8}) {
+        for (Bytes nb : {Bytes(4096) * 3, Bytes(1) << 20, Bytes(256) << 20}) {
+          const double n = static_cast<double>(nb);
+          const int kmax = std::max<int>(1, static_cast<int>(nb / 4096));
+          const double Si = clg(G), Sn = clg(N);
+          auto tree_T = [&](int k) { return phase(Si, Sn, n, k, g) + phase(Si, Sn, n, k, 0); };
+          int k = tree_pipeline_chunks(t, Collective::AllReduce, N, G, nb);
+          std::string where = "N=" + std::to_string(N) + " G=" + std::to_string(G) + " n=" + std::to_string(nb);
+          expect_rel(cost(t, Collective::AllReduce, Algorithm::Tree, N, G, nb).time_s, tree_T(k), "tree " + where);
+          int kb = tree_pipeline_chunks(t, Collective::Broadcast, N, G, nb);
+          expect_rel(cost(t, Collective::Broadcast, Algorithm::Tree, N, G, nb).time_s, phase(Si, Sn, n, kb, 0),
+                     "tree bcast " + where);
+          const double ci = static_cast<double>(N) * G - N, cn = N - 1;
+          int kc = ring_pipeline_chunks(t, Collective::Reduce, N, G, nb);
+          expect_rel(cost(t, Collective::Reduce, Algorithm::Ring, N, G, nb).time_s, phase(ci, cn, n, kc, g),
+                     "chain reduce " + where);
+          for (int j = 1; j <= std::min(kmax, 70000); ++j) {
+            ASSERT_LE(tree_T(k), tree_T(j) * (1 + 1e-12)) << where << " k=" << k << " j=" << j;
+            ASSERT_LE(phase(Si, Sn, n, kb, 0), phase(Si, Sn, n, j, 0) * (1 + 1e-12)) << where;
+            ASSERT_LE(phase(ci, cn, n, kc, g), phase(ci, cn, n, j, g) * (1 + 1e-12)) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ClosedFormTiers, MoreNodesNeverMakeAStepCheaper) {
   Topology t = h100_like();
   for (Collective c : kAllCollectives)
