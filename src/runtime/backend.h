@@ -25,8 +25,8 @@ namespace commsim {
 struct BackendContext {
   int rank = 0;
   int nranks = 1;
-  int local_rank = 0;   // index among the ranks of this node (GPU binding)
-  int local_ranks = 1;  // ranks on this node
+  int local_rank = 0;                    // index among the ranks of this node (GPU binding)
+  int local_ranks = 1;                   // ranks on this node
   const Placement* placement = nullptr;  // every rank's node; outlives the backend
   std::string transport = "mpi";         // what moves the bytes of hand-written schedules
   // Host executor: largest message in bytes (longer transfers are cut so reductions overlap

@@ -62,8 +62,7 @@ class HostBackend final : public Backend {
   std::string unsupported(const PointSetup& s) const override {
     if (s.algorithm == Algorithm::Mpi)
       return mpi_baseline_unsupported(s.collective, s.count, s.dtype, s.op, ctx_.nranks);
-    if (!is_hand_written(s.algorithm))
-      return std::string(to_string(s.algorithm)) + " needs the cuda backend";
+    if (!is_hand_written(s.algorithm)) return std::string(to_string(s.algorithm)) + " needs the cuda backend";
     return {};
   }
 
@@ -121,8 +120,8 @@ class HostBackend final : public Backend {
       // Flip the lowest bit of the middle element: a different value in every dtype.
       output_.data()[(out_count_ / 2) * elem] ^= std::byte{1};
     }
-    return count_wrong(output_.data(), out_count_, setup_.dtype, setup_.op, setup_.collective, ctx_.rank,
-                       ctx_.nranks, setup_.root);
+    return count_wrong(output_.data(), out_count_, setup_.dtype, setup_.op, setup_.collective, ctx_.rank, ctx_.nranks,
+                       setup_.root);
   }
 
   void release() override {
@@ -152,7 +151,9 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend(const BackendContext& ctx) { return std::make_unique<HostBackend>(ctx); }
+std::unique_ptr<Backend> make_host_backend(const BackendContext& ctx) {
+  return std::make_unique<HostBackend>(ctx);
+}
 
 }  // namespace commsim
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "model/cost.h"
 #include "model/error.h"
 #include "model/price.h"
 #include "model/select.h"
@@ -19,8 +20,7 @@
 namespace commsim {
 
 std::string point_label(const Point& p) {
-  return std::string(to_string(p.collective)) + " " + std::string(to_string(p.algorithm)) + " " +
-         format_bytes(p.bytes);
+  return std::string(to_string(p.collective)) + " " + std::string(to_string(p.algorithm)) + " " + format_bytes(p.bytes);
 }
 
 std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, int nranks) {
@@ -55,8 +55,7 @@ std::optional<Choice> fastest(const Topology& topo, Collective c, const Placemen
 
 std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
-                                     const Topology& topology, const Placement& placement,
-                                     const Backend& backend) {
+                                     const Topology& topology, const Placement& placement, const Backend& backend) {
   const std::uint32_t elem = dtype_size(settings.dtype);
   const int nranks = placement.nranks;
   std::vector<PlannedPoint> plan;
@@ -69,57 +68,69 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
       const Bytes bytes = count * elem;
       const auto winner = fastest(topology, c, placement, bytes, algs);
       for (Algorithm a : algs) {
-        PlannedPoint pp;
-        Point& row = pp.row;
-        row.collective = c;
-        row.algorithm = a;
-        row.backend = std::string(backend.name());
-        row.transport = std::string(backend.transport());
-        row.dtype = std::string(to_string(settings.dtype));
-        row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
-        row.nodes = placement.nnodes;
-        row.ranks = nranks;
-        row.bytes = bytes;
-        row.count = count;
-        row.root = settings.root;
-        row.iters = settings.iters;
-        row.status = "skipped";
-        if (winner) row.predicted_winner = std::string(to_string(winner->candidate.algorithm));
+        const bool nccl = a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+        for (Protocol protocol : nccl ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
+          PlannedPoint pp;
+          Point& row = pp.row;
+          row.collective = c;
+          row.algorithm = a;
+          row.backend = std::string(backend.name());
+          row.transport = std::string(backend.transport());
+          row.protocol = protocol;
+          row.dtype = std::string(to_string(settings.dtype));
+          row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
+          row.nodes = placement.nnodes;
+          row.ranks = nranks;
+          row.bytes = bytes;
+          row.count = count;
+          row.root = settings.root;
+          row.iters = settings.iters;
+          row.status = "skipped";
+          if (winner) row.predicted_winner = std::string(to_string(winner->candidate.algorithm));
 
-        PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1};
-        Schedule schedule;
-        try {
-          if (is_hand_written(a)) {
-            pp.request = ScheduleRequest{c, a, nranks, count, elem, settings.root, &placement,
-                                         settings.pipeline_chunk_bytes};
-            schedule = make_schedule(pp.request);
-            setup.schedule = &schedule;
-            const double t_s = price_schedule(schedule, topology, placement).time_s;
-            row.predicted_us = t_s * 1e6;
-            row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, t_s);
-          } else {
-            // A library chooses its own algorithm: predict the one the model would choose.
-            const auto choice = fastest(topology, c, placement, bytes, all_hand_written);
-            if (choice) {
-              row.predicted_us = choice->cost.time_s * 1e6;
-              row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, choice->cost.time_s);
-              row.note = "predicted: closed form of " + std::string(to_string(choice->candidate.algorithm)) +
-                         ", the model's fastest";
+          PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
+          Schedule schedule;
+          try {
+            const CostQuery query{c, a, protocol, placement.nnodes, placement.max_ranks_per_node(), bytes};
+            if (is_hand_written(a)) {
+              const std::uint64_t chunk = settings.pipeline_chunk_bytes > 0 ? settings.pipeline_chunk_bytes
+                                                                            : pipeline_chunk_bytes(topology, query);
+              pp.request = ScheduleRequest{c, a, nranks, count, elem, settings.root, &placement, chunk};
+              schedule = make_schedule(pp.request);
+              setup.schedule = &schedule;
+              const double t_s = price_schedule(schedule, topology, placement).time_s;
+              row.predicted_us = t_s * 1e6;
+              row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, t_s);
+            } else if (a == Algorithm::Mpi) {
+              // A library chooses its own algorithm: predict the one the model would choose.
+              const auto choice = fastest(topology, c, placement, bytes, all_hand_written);
+              if (choice) {
+                row.predicted_us = choice->cost.time_s * 1e6;
+                row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, choice->cost.time_s);
+                row.note = "predicted: closed form of " + std::string(to_string(choice->candidate.algorithm)) +
+                           ", the model's fastest";
+              }
+            } else if (has_closed_form(topology, c, a, protocol)) {
+              const Cost cost = closed_form(topology, query);
+              row.predicted_us = cost.time_s * 1e6;
+              row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, cost.time_s);
+              row.note = "predicted: NCCL's model, " + std::string(to_string(cost.algorithm)) + " " +
+                         std::string(to_string(cost.protocol));
+            }
+          } catch (const Error& e) {
+            row.note = e.what();
+            pp.runnable = false;
+          }
+          if (pp.runnable) {
+            if (std::string why = backend.unsupported(setup); !why.empty()) {
+              row.note = why;
+              pp.runnable = false;
+            } else {
+              pp.bytes_needed = backend.bytes_needed(setup);
             }
           }
-        } catch (const Error& e) {
-          row.note = e.what();
-          pp.runnable = false;
+          plan.push_back(std::move(pp));
         }
-        if (pp.runnable) {
-          if (std::string why = backend.unsupported(setup); !why.empty()) {
-            row.note = why;
-            pp.runnable = false;
-          } else {
-            pp.bytes_needed = backend.bytes_needed(setup);
-          }
-        }
-        plan.push_back(std::move(pp));
       }
     }
   }
@@ -170,8 +181,9 @@ PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& setti
                    Watchdog& watchdog, MPI_Comm comm, int rank, Point& row) {
   row = pp.row;
   Schedule schedule;
-  PointSetup setup{row.collective, row.algorithm, row.count, settings.dtype, settings.op, settings.root, nullptr,
-                   settings.inject_error_rank};
+  PointSetup setup{row.collective, row.algorithm, row.count, settings.dtype,
+                   settings.op,    settings.root, nullptr,   settings.inject_error_rank,
+                   row.protocol};
   watchdog.begin_point(index, point_label(row));
 
   // A failure to prepare on one rank (e.g. out of memory) must not leave the others waiting.
@@ -220,9 +232,11 @@ PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& setti
     long long local_wrong = static_cast<long long>(backend.check());
     MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
   }
+  const std::string backend_note = rank == 0 ? backend.note() : std::string();
   backend.release();
   watchdog.end_point(index);
   if (rank != 0) return PointEnd::Done;
+  if (!backend_note.empty()) row.note = row.note.empty() ? backend_note : row.note + "; " + backend_note;
 
   row.samples_us.resize(max_s.size());
   std::transform(max_s.begin(), max_s.end(), row.samples_us.begin(), [](double s) { return s * 1e6; });

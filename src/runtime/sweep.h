@@ -30,8 +30,12 @@ struct SweepSettings {
   int iters = 20;
   int warmup = 5;
   bool check = false;
-  // Chunk of the pipelined algorithms, bytes; 0: the generator's (model's) default.
+  // Chunk of the pipelined algorithms, bytes; 0: the one the model's closed form assumes
+  // (pipeline_chunk_bytes in model/cost.h), so the schedule run is the one predicted.
   std::uint64_t pipeline_chunk_bytes = 0;
+  // Forced protocols of the NCCL baselines (one point per protocol; None = NCCL's choice). The other
+  // algorithms run once, with Protocol::None.
+  std::vector<Protocol> protocols{Protocol::None};
   // Testing only (PointSetup::inject_error_rank).
   int inject_error_rank = -1;
   // Testing only: this rank never arrives at the second point (it sleeps), so the watchdog fires.
@@ -40,9 +44,9 @@ struct SweepSettings {
 
 // One point, decided before anything runs, identically on every rank.
 struct PlannedPoint {
-  Point row;                 // key and prediction; a point that cannot run has status "skipped" and a note
+  Point row;  // key and prediction; a point that cannot run has status "skipped" and a note
   bool runnable = true;
-  ScheduleRequest request;   // for hand-written algorithms
+  ScheduleRequest request;         // for hand-written algorithms
   std::uint64_t bytes_needed = 0;  // this rank's memory for the point (Backend::bytes_needed)
 };
 
@@ -56,23 +60,23 @@ std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
 // same element count are kept once). Predictions: a hand-written algorithm's schedule priced on
 // the topology with the real placement (price_schedule); `mpi`: the closed form of the fastest
-// hand-written algorithm the model would choose (named in the note). predicted_winner: the
+// hand-written algorithm the model would choose (named in the note); NCCL baselines: the model's
+// NCCL closed form when the topology has NCCL constants. predicted_winner: the
 // model's fastest among the hand-written algorithms asked for that collective. A point the
 // backend cannot run, or whose schedule cannot be built, is planned as skipped with the reason.
 std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
-                                     const Topology& topology, const Placement& placement,
-                                     const Backend& backend);
+                                     const Topology& topology, const Placement& placement, const Backend& backend);
 
 // Collective: throws Error (the same on every rank) when a runnable point needs more memory on
 // some rank than that rank has available, naming the point and the sizes.
 void check_memory(const std::vector<PlannedPoint>& plan, const Backend& backend);
 
 struct SweepOutcome {
-  int finished = 0;  // points run to the end (ok, wrong or error)
-  int wrong = 0;     // points with status "wrong"
-  int errors = 0;    // points with status "error"
-  int skipped = 0;   // planned as skipped (reported, not run)
+  int finished = 0;     // points run to the end (ok, wrong or error)
+  int wrong = 0;        // points with status "wrong"
+  int errors = 0;       // points with status "error"
+  int skipped = 0;      // planned as skipped (reported, not run)
   int stop_signal = 0;  // the signal that stopped the sweep early, 0 when it ran to the end
 };
 

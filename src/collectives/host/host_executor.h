@@ -54,11 +54,11 @@ class HostExecutor {
     Place src, dst;
     std::uint64_t count = 0;  // elements
   };
-  struct Piece {            // one message
+  struct Piece {  // one message
     int peer = -1;
-    Place place;            // send source, receive destination
+    Place place;  // send source, receive destination
     std::uint64_t bytes = 0;
-    bool reduce = false;    // RecvReduce: arrives in recv_temp_ at temp_offset, then reduced into place
+    bool reduce = false;  // RecvReduce: arrives in recv_temp_ at temp_offset, then reduced into place
     std::uint64_t temp_offset = 0;
   };
   struct CompiledRound {

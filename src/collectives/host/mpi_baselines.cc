@@ -10,7 +10,9 @@
 namespace commsim {
 namespace {
 
-bool is_half(DType t) { return t == DType::BFloat16 || t == DType::Float16; }
+bool is_half(DType t) {
+  return t == DType::BFloat16 || t == DType::Float16;
+}
 
 // MPI user operators receive no argument saying which operator they are: one function per
 // (dtype, op), all forwarding to the shared reduction loops.
@@ -120,8 +122,7 @@ void MpiBaseline::run(const void* input, void* output) {
     case Collective::SendRecv: {
       const int next = (rank_ + 1) % size_;
       const int prev = (rank_ + size_ - 1) % size_;
-      COMMSIM_MPI_CHECK(
-          MPI_Sendrecv(in, n, type_, next, 0, output, n, type_, prev, 0, comm_, MPI_STATUS_IGNORE));
+      COMMSIM_MPI_CHECK(MPI_Sendrecv(in, n, type_, next, 0, output, n, type_, prev, 0, comm_, MPI_STATUS_IGNORE));
       break;
     }
   }

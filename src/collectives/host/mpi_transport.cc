@@ -17,8 +17,8 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   int host_len = 0;
   MPI_Get_processor_name(host, &host_len);
-  throw Error(std::string(call) + " failed on rank " + std::to_string(rank) + " (" + host + "): " + text + " [" +
-              file + ":" + std::to_string(line) + "]");
+  throw Error(std::string(call) + " failed on rank " + std::to_string(rank) + " (" + host + "): " + text + " [" + file +
+              ":" + std::to_string(line) + "]");
 }
 
 MpiTransport::MpiTransport(MPI_Comm comm) {
@@ -33,7 +33,9 @@ MpiTransport::~MpiTransport() {
 }
 
 // MPI counts are int: one message carries at most INT_MAX bytes; a round 1 GiB keeps pieces aligned.
-std::uint64_t MpiTransport::max_message_bytes() const { return std::uint64_t{1} << 30; }
+std::uint64_t MpiTransport::max_message_bytes() const {
+  return std::uint64_t{1} << 30;
+}
 
 std::size_t MpiTransport::post_send(int peer, const void* buffer, std::uint64_t bytes) {
   MPI_Request req = MPI_REQUEST_NULL;
