@@ -221,6 +221,8 @@ int cmd_merge(int argc, char** argv) {
   }
 
   ResultsFile merged = ResultsFile::create_empty(out, force, "commsim " + join_command_line(argc, argv));
+  // The inputs stay where they are, so a merge that dies loses nothing: write in large batches.
+  merged.set_flush_interval(5.0);
   std::size_t runs_written = 0, points_written = 0;
   std::vector<std::string> run_lines;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
