@@ -1,0 +1,412 @@
+// commsim calibrate: fits alpha and beta per tier (and gamma) to probe measurements and, optionally,
+// collective measurements; prints the fit quality; writes a topology file that predict and run accept.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "model/calibrate.h"
+#include "model/collective.h"
+#include "model/cost.h"
+#include "model/error.h"
+#include "model/topology.h"
+#include "runtime/cli_common.h"
+#include "runtime/command.h"
+#include "runtime/probe_file.h"
+#include "runtime/results_file.h"
+#include "runtime/run_context.h"
+
+namespace commsim {
+namespace {
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string out;
+  std::string base;
+  std::string name;
+  std::string refine = "auto";
+  std::string weighting = "relative";
+  bool force = false;
+};
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
+  return buf;
+}
+
+std::string fnum(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Probe rows of one kind and tier as (bytes, seconds), optionally only sizes >= min_bytes.
+std::vector<TimedSize> probe_series(const std::vector<ProbeData>& probes, const std::string& kind,
+                                    const std::string& tier, Bytes min_bytes = 0) {
+  std::vector<TimedSize> out;
+  for (const auto& p : probes)
+    for (const auto& r : p.rows)
+      if (r.kind == kind && r.tier == tier && r.median_us > 0 && r.bytes >= min_bytes)
+        out.push_back({r.bytes, r.median_us * 1e-6});
+  return out;
+}
+
+struct TierFit {
+  bool done = false;
+  LineFit fit;
+  bool held_out_done = false;
+  HeldOutCheck held_out;
+  std::vector<TimedSize> samples;
+  std::string source;  // "ring-shift intra-node, 24 sizes 8B..64MiB"
+};
+
+TierFit fit_tier(const std::vector<ProbeData>& probes, const std::string& kind, const std::string& tier,
+                 FitWeighting w, Bytes min_bytes = 0) {
+  TierFit t;
+  t.samples = probe_series(probes, kind, tier, min_bytes);
+  std::set<Bytes> sizes;
+  for (const auto& s : t.samples) sizes.insert(s.bytes);
+  if (sizes.size() < 2) return t;
+  t.fit = fit_line(t.samples, w, kind + " " + tier);
+  t.done = true;
+  if (sizes.size() >= 4) {
+    t.held_out = held_out_check(t.samples, w, kind + " " + tier);
+    t.held_out_done = true;
+  }
+  t.source = kind + " " + tier + ", " + std::to_string(sizes.size()) + " sizes " + format_bytes(*sizes.begin()) + ".." +
+             format_bytes(*sizes.rbegin());
+  return t;
+}
+
+void print_tier(std::ostream& out, const std::string& label, const TierFit& t) {
+  if (!t.done) {
+    out << "  " << label << ": not measured (kept from the base topology)\n";
+    return;
+  }
+  out << "  " << label << ": alpha " << fnum("%.3f", t.fit.alpha_s * 1e6) << " us, 1/beta "
+      << format_bandwidth(t.fit.bw_Bps()) << ", R^2 " << fnum("%.5f", t.fit.r2) << ", median |residual| "
+      << pct(t.fit.median_abs_rel_residual) << ", max " << pct(t.fit.max_abs_rel_residual)
+      << (t.fit.alpha_clamped ? " (alpha clamped to 0)" : "") << (t.fit.beta_clamped ? " (no bandwidth term visible)" : "")
+      << "\n      from " << t.source << "\n";
+  if (t.held_out_done)
+    out << "      held-out check (fit on every other size, predict the rest): median |error| "
+        << pct(t.held_out.median_abs_rel_error) << ", max " << pct(t.held_out.max_abs_rel_error) << " at "
+        << format_bytes(t.held_out.worst_bytes) << " (" << t.held_out.held_out << " samples)\n";
+  // The two halves fitted apart show where one line does not describe the tier (a protocol switch
+  // such as MPI's eager/rendezvous limit, caches).
+  std::vector<TimedSize> small, large;
+  for (const auto& s : t.samples) (s.bytes < 65536 ? small : large).push_back(s);
+  auto distinct = [](const std::vector<TimedSize>& v) {
+    std::set<Bytes> s;
+    for (const auto& x : v) s.insert(x.bytes);
+    return s.size();
+  };
+  if (distinct(small) >= 2 && distinct(large) >= 2) {
+    LineFit a = fit_line(small, FitWeighting::Relative), b = fit_line(large, FitWeighting::Relative);
+    out << "      by size: < 64 KiB alpha " << fnum("%.3f", a.alpha_s * 1e6) << " us 1/beta " << format_bandwidth(a.bw_Bps())
+        << "; >= 64 KiB alpha " << fnum("%.3f", b.alpha_s * 1e6) << " us 1/beta " << format_bandwidth(b.bw_Bps())
+        << "\n";
+  }
+  out << "      per size (measured us -> fitted us):";
+  int k = 0;
+  for (std::size_t i = 0; i < t.samples.size(); ++i) {
+    if (k++ % 4 == 0) out << "\n       ";
+    out << " " << format_bytes(t.samples[i].bytes) << " " << fnum("%.2f", t.samples[i].time_s * 1e6) << "->"
+        << fnum("%.2f", t.fit.predict_s(t.samples[i].bytes) * 1e6);
+  }
+  out << "\n";
+}
+
+// Collective measurements usable by the fit: measured hand-written points with status ok.
+std::vector<CollectiveSample> collective_samples(const std::vector<Point>& points) {
+  std::vector<CollectiveSample> out;
+  for (const Point& p : points) {
+    if (p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || !is_hand_written(p.algorithm)) continue;
+    if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;  // the closed forms assume equal nodes
+    out.push_back({p.collective, p.algorithm, p.nodes, p.ranks / p.nodes, p.bytes, p.measured_median_us * 1e-6});
+  }
+  return out;
+}
+
+bool loader_accepts_calibrated_section(const std::string& yaml_text) {
+  try {
+    parse_topology(yaml_text, "calibrated topology");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int cmd_calibrate(int argc, char** argv) {
+  Options o;
+  CommandLine cli("calibrate",
+                  "Fit the model to this machine: alpha (latency) and beta (1/bandwidth) per tier by least squares "
+                  "on the ring-shift measurements of `commsim probe` (inside a node, across the network), gamma "
+                  "(reduction) from the probe's reduction loop and, given measured runs, from reducing "
+                  "collectives. Prints R^2, residuals and a held-out check (fit on every other size, error on the "
+                  "rest), and writes a topology file that `commsim predict` and `commsim run` accept.",
+                  "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
+                  "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml");
+  cli.options().add_options()                                                                                     //
+      ("inputs", po::value(&o.inputs)->multitoken(), "probe files (from commsim probe) and run files (commsim run)")  //
+      ("out", po::value(&o.out), "topology file to write (required)")                                              //
+      ("base", po::value(&o.base),
+       "topology whose unmeasured parts are kept (name or path; default local-cpu for host probes)")               //
+      ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")                 //
+      ("refine", po::value(&o.refine)->default_value(o.refine),
+       "with run files: none, gamma (fit gamma to reducing collectives), all (alpha, beta, gamma of every tier "
+       "to the collectives); auto = gamma when run files are given")                                              //
+      ("weighting", po::value(&o.weighting)->default_value(o.weighting),
+       "least squares on relative (default) or absolute residuals")                                                //
+      ("force", po::bool_switch(&o.force), "overwrite an existing --out file");
+  cli.positional("inputs", "FILE.h5...");
+  if (!cli.parse(argc, argv)) return 0;
+  if (o.inputs.empty()) throw Error("give at least one probe file: commsim calibrate portrait.h5 --out FILE.yaml");
+  if (o.out.empty()) throw Error("--out FILE.yaml is required (the topology file to write)");
+  if (std::filesystem::exists(o.out) && !o.force)
+    throw Error(o.out + " exists; pass --force to overwrite it");
+  FitWeighting weighting;
+  if (o.weighting == "relative")
+    weighting = FitWeighting::Relative;
+  else if (o.weighting == "absolute")
+    weighting = FitWeighting::Absolute;
+  else
+    throw Error("--weighting '" + o.weighting + "': use relative or absolute");
+  if (o.refine != "auto" && o.refine != "none" && o.refine != "gamma" && o.refine != "all")
+    throw Error("--refine '" + o.refine + "': use auto, none, gamma or all");
+
+  std::vector<ProbeData> probes;
+  std::vector<Point> points;
+  std::vector<std::string> run_files;
+  for (const auto& f : o.inputs) {
+    if (has_probe_group(f)) {
+      probes.push_back(read_probe_group(f));
+    } else {
+      auto pts = read_points(f);
+      points.insert(points.end(), pts.begin(), pts.end());
+      run_files.push_back(f);
+    }
+  }
+  if (probes.empty())
+    throw Error("none of the inputs is a probe file (with a /probe group); run `mpirun -np N commsim probe --out "
+                "portrait.h5` first");
+  const ProbeData& probe = probes.front();
+  bool gpu_probe = !probe.gpu_names.empty();
+
+  std::string base_name = o.base.empty() ? "local-cpu" : o.base;
+  if (o.base.empty() && gpu_probe)
+    std::cerr << "commsim calibrate: GPUs were probed; without --base the host tiers are calibrated on local-cpu. "
+                 "Pass --base (e.g. h200-node) to calibrate a GPU topology.\n";
+  Topology base = load_topology(resolve_topology_path(base_name));
+  Topology topo = base;
+  topo.name = o.name.empty() ? std::filesystem::path(o.out).stem().string() : o.name;
+  const std::string today = iso8601_utc_now();
+  std::vector<std::pair<std::string, std::string>> comments;
+  auto from = [&](const std::string& what) { return "fitted " + today.substr(0, 10) + " from " + what; };
+
+  std::ostream& out = std::cout;
+  out << "# commsim calibrate: " << probes.size() << " probe file(s), " << run_files.size() << " run file(s), base "
+      << base.name << "\n";
+  out << "## Tiers (least squares on t = alpha + bytes * beta, " << o.weighting << " residuals)\n";
+
+  // Host ranks: the tiers are what MPI measured between processes.
+  TierFit intra = fit_tier(probes, "ring-shift", "intra-node", weighting);
+  TierFit net = fit_tier(probes, "ring-shift", "network", weighting);
+  TierFit reduce = fit_tier(probes, "reduce", "local", weighting, 65536);
+  TierFit memcpy_fit = fit_tier(probes, "memcpy", "local", weighting, 65536);
+  print_tier(out, "inside a node", intra);
+  print_tier(out, "across the network", net);
+  print_tier(out, "reduction (float32 sum, every rank at once, >= 64 KiB)", reduce);
+  print_tier(out, "memory copy (every rank at once, >= 64 KiB)", memcpy_fit);
+
+  if (!topo.gpu) {
+    if (intra.done) {
+      topo.intra.latency_s = intra.fit.alpha_s;
+      topo.intra.bw_Bps = intra.fit.bw_Bps();
+      comments.push_back({"intra_node.bandwidth", from(intra.source) + ", R^2 " + fnum("%.4f", intra.fit.r2)});
+      comments.push_back({"intra_node.latency", from(intra.source)});
+    }
+    if (probe.ranks_per_node > 0) topo.ranks_per_node = std::max(topo.ranks_per_node, probe.ranks_per_node);
+    if (!probe.cpu_model.empty()) topo.device_name = probe.cpu_model;
+    if (memcpy_fit.done) {
+      topo.memory_bw_Bps = memcpy_fit.fit.bw_Bps();
+      comments.push_back({"device.memory_bandwidth", from(memcpy_fit.source)});
+    }
+  } else {
+    // GPU topology: the GPU tiers come from the cudaMemcpy measurements where there are any.
+    TierFit peer = fit_tier(probes, "peer", "gpu", weighting);
+    TierFit h2d = fit_tier(probes, "h2d", "host-link", weighting);
+    TierFit d2d = fit_tier(probes, "d2d", "gpu", weighting, 65536);
+    print_tier(out, "GPU <-> GPU (cudaMemcpyPeer)", peer);
+    print_tier(out, "host -> GPU (pinned cudaMemcpy)", h2d);
+    print_tier(out, "GPU memory (device copy, >= 64 KiB)", d2d);
+    if (peer.done) {
+      topo.intra.latency_s = peer.fit.alpha_s;
+      topo.intra.bw_Bps = peer.fit.bw_Bps();
+      comments.push_back({"intra_node.bandwidth", from(peer.source)});
+      comments.push_back({"intra_node.latency", from(peer.source)});
+    }
+    if (h2d.done) {
+      topo.host_link.latency_s = h2d.fit.alpha_s;
+      topo.host_link.bw_Bps = h2d.fit.bw_Bps();
+      comments.push_back({"host_link.bandwidth", from(h2d.source)});
+      comments.push_back({"host_link.latency", from(h2d.source)});
+    }
+    if (d2d.done) {
+      topo.memory_bw_Bps = d2d.fit.bw_Bps();
+      comments.push_back({"device.memory_bandwidth", from(d2d.source)});
+    }
+  }
+  if (net.done) {
+    if (!topo.network.present()) {
+      topo.network.kind = "tcp";
+      topo.network.fabric_shape = "single-switch";
+      topo.network.nics_per_node = 1;
+      topo.max_nodes = 0;
+    }
+    // One ring-shift message per rank crosses the network at once; the fitted bandwidth is per rank,
+    // and the NICs of a node carry all of its ranks.
+    int per_node = std::max(1, probe.ranks_per_node);
+    topo.network.latency_s = net.fit.alpha_s;
+    topo.network.nic_bw_Bps = net.fit.bw_Bps() * per_node / topo.network.nics_per_node * topo.network.oversubscription;
+    comments.push_back({"network.nic_bandwidth", from(net.source) + " (per-rank rate x " + std::to_string(per_node) +
+                                                     " ranks per node / NICs)"});
+    comments.push_back({"network.latency", from(net.source)});
+  }
+  if (!topo.gpu && reduce.done) {
+    topo.reduce_bw_Bps = reduce.fit.bw_Bps();
+    comments.push_back({"reduction.bandwidth", from(reduce.source)});
+  }
+
+  // Collective runs: gamma (or everything) fitted to the closed forms.
+  std::vector<CollectiveSample> samples = collective_samples(points);
+  std::string refine = o.refine == "auto" ? (samples.empty() ? "none" : "gamma") : o.refine;
+  if (refine != "none") {
+    if (samples.empty())
+      throw Error("--refine " + refine + " needs run files with measured hand-written collectives");
+    std::vector<Param> params = refine == "gamma" ? std::vector<Param>{Param::Gamma}
+                                                  : std::vector<Param>{Param::IntraLatency, Param::IntraBeta,
+                                                                       Param::NetLatency, Param::NetBeta, Param::Gamma};
+    const Topology before_refine = topo;
+    ParamFit fit = refine == "gamma" ? fit_gamma(topo, samples, weighting) : refine_parameters(topo, samples, params, weighting);
+    out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "
+        << run_files.size() << " run file(s))\n";
+    out << "  median |error| of the closed forms: " << pct(fit.median_abs_rel_error_before) << " before, "
+        << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n";
+    for (Param p : fit.fitted)
+      out << "  " << to_string(p) << ": " << fnum("%.6g", get_param(topo, p)) << " -> "
+          << fnum("%.6g", get_param(fit.topology, p)) << "\n";
+    for (Param p : fit.held) out << "  " << to_string(p) << ": no measurement depends on it; kept\n";
+    std::string what = std::to_string(fit.samples) + " collective points of " + std::to_string(run_files.size()) +
+                       " run file(s)";
+    for (Param p : fit.fitted) {
+      const char* field = p == Param::Gamma          ? "reduction.bandwidth"
+                          : p == Param::IntraBeta    ? "intra_node.bandwidth"
+                          : p == Param::IntraLatency ? "intra_node.latency"
+                          : p == Param::NetBeta      ? "network.nic_bandwidth"
+                                                     : "network.latency";
+      std::erase_if(comments, [&](const auto& c) { return c.first == field; });
+      comments.push_back({field, from(what)});
+    }
+    topo = fit.topology;
+    // Held-out check of the collective fit: fit on every other size, error on the rest.
+    std::set<Bytes> sizes;
+    for (const auto& s : samples) sizes.insert(s.bytes);
+    std::vector<Bytes> sv(sizes.begin(), sizes.end());
+    std::vector<CollectiveSample> train, test;
+    for (const auto& s : samples) {
+      auto idx = std::lower_bound(sv.begin(), sv.end(), s.bytes) - sv.begin();
+      (idx % 2 == 0 ? train : test).push_back(s);
+    }
+    if (!train.empty() && !test.empty()) {
+      try {
+        ParamFit half = refine == "gamma" ? fit_gamma(before_refine, train, weighting)
+                                        : refine_parameters(before_refine, train, params, weighting);
+        std::vector<double> errs;
+        for (const auto& s : test) {
+          CostQuery q{s.collective, s.algorithm, Protocol::None, s.nodes, s.ranks_per_node, s.bytes};
+          try {
+            errs.push_back((closed_form(half.topology, q).time_s - s.time_s) / s.time_s);
+          } catch (const Error&) {
+          }
+        }
+        out << "  held-out check (fit on every other size, predict the rest): median |error| " << pct(median_abs(errs))
+            << " on " << errs.size() << " points\n";
+      } catch (const Error& e) {
+        out << "  held-out check not possible: " << e.what() << "\n";
+      }
+    }
+  }
+
+  // The record of what the fit saw.
+  CalibrationRecord rec;
+  rec.created = today;
+  rec.sources = o.inputs;
+  std::set<Bytes> sizes;
+  std::set<int> nodes, ranks;
+  for (const auto& p : probes) {
+    for (const auto& r : p.rows)
+      if (r.kind == "ring-shift") sizes.insert(r.bytes);
+    nodes.insert(p.nodes);
+    ranks.insert(p.ranks);
+  }
+  for (const auto& s : samples) {
+    sizes.insert(s.bytes);
+    nodes.insert(s.nodes);
+    ranks.insert(s.nodes * s.ranks_per_node);
+  }
+  rec.sizes.assign(sizes.begin(), sizes.end());
+  rec.nodes.assign(nodes.begin(), nodes.end());
+  rec.ranks.assign(ranks.begin(), ranks.end());
+
+  topo.description = "Calibrated by commsim calibrate on " + today.substr(0, 10) + " from " +
+                     std::to_string(probes.size()) + " probe file(s) (" + probe.cpu_model + ", " +
+                     std::to_string(probe.nodes) + " node(s), " + std::to_string(probe.ranks) + " ranks)";
+  std::vector<std::string> header = {
+      topo.name + ": a topology fitted to measurements by `commsim calibrate` (" + today + ").",
+      "Inputs: " + [&] {
+        std::string s;
+        for (const auto& f : o.inputs) s += (s.empty() ? "" : ", ") + f;
+        return s;
+      }(),
+      "Base topology (every value not marked 'fitted' comes from it): " + base.name +
+          (base.source_path.empty() ? "" : " (" + std::filesystem::path(base.source_path).filename().string() + ")"),
+      "alpha/beta per tier: least squares on t = alpha + bytes * beta over the probe's ring-shift times",
+      "(every rank sends to the next and receives from the previous rank of its tier at once: one step of a ring).",
+  };
+  std::string text = topology_yaml(topo, header, comments, &rec, true);
+  bool with_section = loader_accepts_calibrated_section(text);
+  if (!with_section) text = topology_yaml(topo, header, comments, &rec, false);
+
+  // The file must load and give back the fitted values before it is written.
+  Topology check = parse_topology(text, o.out);
+  auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 1e-15; };
+  if (!close(check.intra.bw_Bps, topo.intra.bw_Bps) || !close(check.intra.latency_s, topo.intra.latency_s) ||
+      !close(check.reduce_bw_Bps, topo.reduce_bw_Bps))
+    throw Error("the written topology does not read back to the fitted values (internal error)");
+  {
+    std::filesystem::path tmp = o.out + ".tmp";
+    std::ofstream f(tmp);
+    if (!f) throw Error("cannot write " + tmp.string());
+    f << text;
+    f.close();
+    if (!f) throw Error("cannot write " + tmp.string());
+    std::filesystem::rename(tmp, o.out);
+  }
+  out << "## Written\n  " << o.out << " (" << (with_section ? "with" : "without") << " a calibrated: section)\n";
+  out << "  intra_node: " << format_bandwidth(topo.intra.bw_Bps) << ", " << format_time(topo.intra.latency_s)
+      << "; reduction: " << format_bandwidth(topo.reduce_bw_Bps) << "; memory: " << format_bandwidth(topo.memory_bw_Bps);
+  if (topo.network.present())
+    out << "; network: " << format_bandwidth(topo.network.nic_bw_Bps) << " per NIC, " << format_time(topo.network.latency_s);
+  out << "\n";
+  return 0;
+}
+
+}  // namespace commsim

@@ -1,0 +1,586 @@
+// commsim probe: under mpirun, measures latency and bandwidth between ranks on each tier (same node,
+// other node), host memory copies and reductions, and GPU copies when there are GPUs; prints the
+// machine portrait and stores every measurement in HDF5 (/probe, see HDF5_SCHEMA.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "collectives/dtype.h"
+#include "collectives/reduce.h"
+#include "model/calibrate.h"
+#include "model/error.h"
+#include "model/placement.h"
+#include "runtime/cli_common.h"
+#include "runtime/command.h"
+#include "runtime/mpi_env.h"
+#include "runtime/probe_file.h"
+#include "runtime/probe_gpu.h"
+#include "runtime/results_file.h"
+#include "runtime/run_context.h"
+#include "runtime/stats.h"
+
+#ifdef COMMSIM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace commsim {
+
+#ifndef COMMSIM_HAVE_MPI
+int cmd_probe(int, char**) {
+  throw Error("probe needs MPI, and this build has none; install an MPI (e.g. libopenmpi-dev) and rebuild");
+}
+#else
+
+namespace {
+
+constexpr double kTargetSampleS = 200e-6;  // repeat small operations until one sample takes this long
+constexpr int kMaxReps = 10000;
+
+struct Options {
+  std::string sizes = "8B:64MiB";
+  int iters = 20;
+  int warmup = 3;
+  std::string out;
+  bool force = false;
+  bool gpu = true;
+  bool table = true;
+};
+
+// Who does what in one measurement: every rank sends to `to` and receives from `from` (-1: none).
+struct Role {
+  int to = -1;
+  int from = -1;
+  bool active() const { return to >= 0 || from >= 0; }
+};
+
+struct World {
+  int rank = 0, size = 1;
+  Placement placement;
+  std::vector<std::string> hostnames;
+};
+
+std::vector<std::string> gather_hostnames(int rank, int size) {
+  constexpr int kLen = 256;
+  std::string me = local_hostname();
+  std::vector<char> mine(kLen, '\0'), all(static_cast<std::size_t>(kLen) * size, '\0');
+  std::memcpy(mine.data(), me.data(), std::min<std::size_t>(me.size(), kLen - 1));
+  MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, MPI_COMM_WORLD);
+  (void)rank;
+  std::vector<std::string> names;
+  for (int r = 0; r < size; ++r) names.emplace_back(&all[static_cast<std::size_t>(r) * kLen]);
+  return names;
+}
+
+// The ranks of each node, in rank order.
+std::vector<std::vector<int>> ranks_by_node(const Placement& pl) {
+  std::vector<std::vector<int>> out(pl.nnodes);
+  for (int r = 0; r < pl.nranks; ++r) out[pl.node_of_rank[r]].push_back(r);
+  return out;
+}
+
+// One timed operation of the measurement patterns, repeated `reps` times. Returns this rank's
+// seconds per operation.
+enum class Kind { PingPong, Stream, RingShift };
+
+double run_once(Kind kind, const Role& me, bool first_of_pair, char* sbuf, char* rbuf, Bytes bytes, int reps) {
+  const int n = static_cast<int>(bytes);
+  double t0 = MPI_Wtime();
+  if (me.active()) {
+    for (int r = 0; r < reps; ++r) {
+      switch (kind) {
+        case Kind::PingPong:
+          if (first_of_pair) {
+            MPI_Send(sbuf, n, MPI_BYTE, me.to, 1, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, n, MPI_BYTE, me.from, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          } else {
+            MPI_Recv(rbuf, n, MPI_BYTE, me.from, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, n, MPI_BYTE, me.to, 1, MPI_COMM_WORLD);
+          }
+          break;
+        case Kind::Stream: {
+          // A window of messages in flight one way, then a zero-byte acknowledgement back.
+          constexpr int kWindow = 8;
+          MPI_Request req[kWindow];
+          if (first_of_pair) {
+            for (int w = 0; w < kWindow; ++w) MPI_Isend(sbuf, n, MPI_BYTE, me.to, 2, MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(kWindow, req, MPI_STATUSES_IGNORE);
+            MPI_Recv(nullptr, 0, MPI_BYTE, me.from, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          } else {
+            for (int w = 0; w < kWindow; ++w) MPI_Irecv(rbuf, n, MPI_BYTE, me.from, 2, MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(kWindow, req, MPI_STATUSES_IGNORE);
+            MPI_Send(nullptr, 0, MPI_BYTE, me.to, 3, MPI_COMM_WORLD);
+          }
+          break;
+        }
+        case Kind::RingShift:
+          MPI_Sendrecv(sbuf, me.to >= 0 ? n : 0, MPI_BYTE, me.to >= 0 ? me.to : MPI_PROC_NULL, 4, rbuf,
+                       me.from >= 0 ? n : 0, MPI_BYTE, me.from >= 0 ? me.from : MPI_PROC_NULL, 4, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE);
+          break;
+      }
+    }
+  }
+  double per_op = (MPI_Wtime() - t0) / reps;
+  if (kind == Kind::PingPong) per_op /= 2;  // one way
+  if (kind == Kind::Stream) per_op /= 8;    // per message of the window
+  return per_op;
+}
+
+// Times one pattern at one size on every rank; returns the per-operation samples (max over the
+// active ranks) on rank 0, and the repetitions used.
+std::vector<double> time_pattern(const World& w, Kind kind, const Role& me, bool first_of_pair, char* sbuf,
+                                 char* rbuf, Bytes bytes, const Options& o, int& reps_out) {
+  // One trial fixes the repetitions, so every rank runs the same number of operations.
+  // The least of three trials: the first message between two ranks also sets up their connection.
+  double trial = INFINITY;
+  for (int i = 0; i < 3; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    trial = std::min(trial, run_once(kind, me, first_of_pair, sbuf, rbuf, bytes, 1));
+  }
+  double trial_max = 0;
+  MPI_Allreduce(&trial, &trial_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int reps = static_cast<int>(std::clamp(std::ceil(kTargetSampleS / std::max(trial_max, 1e-9)), 1.0,
+                                         static_cast<double>(kMaxReps)));
+  reps_out = reps;
+  for (int i = 0; i < o.warmup; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    run_once(kind, me, first_of_pair, sbuf, rbuf, bytes, reps);
+  }
+  std::vector<double> samples;
+  for (int i = 0; i < o.iters; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t = me.active() ? run_once(kind, me, first_of_pair, sbuf, rbuf, bytes, reps) : 0.0;
+    double tmax = 0;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (w.rank == 0) samples.push_back(tmax);
+  }
+  return samples;
+}
+
+ProbeMeasurement make_row(const std::string& kind, const std::string& tier, const std::string& memory, Bytes bytes,
+                          int ranks, int reps, const std::vector<double>& samples_s) {
+  std::vector<double> us;
+  for (double s : samples_s) us.push_back(s * 1e6);
+  SampleStats st = summarize(us);
+  ProbeMeasurement m;
+  m.kind = kind;
+  m.tier = tier;
+  m.memory = memory;
+  m.bytes = bytes;
+  m.ranks = ranks;
+  m.iters = static_cast<int>(samples_s.size());
+  m.reps = reps;
+  m.min_us = st.min;
+  m.median_us = st.median;
+  m.mean_us = st.mean;
+  m.p95_us = st.p95;
+  m.max_us = st.max;
+  m.bw_gbps = st.median > 0 ? static_cast<double>(bytes) / (st.median * 1e-6) / 1e9 : 0.0;
+  return m;
+}
+
+// Local operations on every rank at once (they share the node's memory bandwidth, as in a
+// collective): memcpy and the executors' float32 sum.
+std::vector<double> time_local(const World& w, bool reduce, std::vector<char>& a, std::vector<char>& b, Bytes bytes,
+                               const Options& o, int& reps_out) {
+  auto once = [&](int reps) {
+    double t0 = MPI_Wtime();
+    for (int r = 0; r < reps; ++r) {
+      if (reduce)
+        reduce_into(a.data(), b.data(), bytes / 4, DType::Float32, RedOp::Sum);
+      else
+        std::memcpy(a.data(), b.data(), bytes);
+    }
+    return (MPI_Wtime() - t0) / reps;
+  };
+  MPI_Barrier(MPI_COMM_WORLD);
+  double trial = std::min(once(1), once(1)), trial_max = 0;
+  MPI_Allreduce(&trial, &trial_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int reps = static_cast<int>(
+      std::clamp(std::ceil(kTargetSampleS / std::max(trial_max, 1e-9)), 1.0, static_cast<double>(kMaxReps)));
+  reps_out = reps;
+  for (int i = 0; i < o.warmup; ++i) once(reps);
+  std::vector<double> samples;
+  for (int i = 0; i < o.iters; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t = once(reps), tmax = 0;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (w.rank == 0) samples.push_back(tmax);
+  }
+  return samples;
+}
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+std::string read_memory_total() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("MemTotal:", 0) == 0) {
+      unsigned long long kb = 0;
+      std::sscanf(line.c_str(), "MemTotal: %llu", &kb);
+      return format_bytes(kb * 1024);
+    }
+  }
+  return "unknown";
+}
+
+// Network devices of this host: InfiniBand HCAs and interfaces with their link speed.
+std::string read_network_devices() {
+  namespace fs = std::filesystem;
+  std::string out;
+  std::error_code ec;
+  if (fs::exists("/sys/class/infiniband", ec)) {
+    for (const auto& e : fs::directory_iterator("/sys/class/infiniband", ec)) {
+      out += (out.empty() ? "" : ", ") + e.path().filename().string() + " (InfiniBand/RoCE HCA)";
+    }
+  }
+  if (fs::exists("/sys/class/net", ec)) {
+    for (const auto& e : fs::directory_iterator("/sys/class/net", ec)) {
+      std::string name = e.path().filename().string();
+      if (name == "lo") continue;
+      std::ifstream speed(e.path() / "speed");
+      long long mbps = -1;
+      if (!(speed >> mbps)) mbps = -1;
+      out += (out.empty() ? "" : ", ") + name + (mbps > 0 ? " (" + std::to_string(mbps) + " Mb/s)" : "");
+    }
+  }
+  return out.empty() ? "none found" : out;
+}
+
+std::string mpi_library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(buf, &len);
+  std::string s(buf, static_cast<std::size_t>(len));
+  auto nl = s.find_first_of("\n,");
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+const ProbeMeasurement* find_row(const ProbeData& d, const std::string& kind, const std::string& tier, bool largest) {
+  const ProbeMeasurement* best = nullptr;
+  for (const auto& r : d.rows) {
+    if (r.kind != kind || r.tier != tier) continue;
+    if (!best || (largest ? r.bytes > best->bytes : r.bytes < best->bytes)) best = &r;
+  }
+  return best;
+}
+
+// The fastest bandwidth seen for a kind/tier (the plateau of the curve), GB/s.
+double peak_bw(const ProbeData& d, const std::string& kind, const std::string& tier) {
+  double bw = 0;
+  for (const auto& r : d.rows)
+    if (r.kind == kind && r.tier == tier) bw = std::max(bw, r.bw_gbps);
+  return bw;
+}
+
+std::string tier_line(const ProbeData& d, const std::string& tier) {
+  const ProbeMeasurement* lat = find_row(d, "pingpong", tier, false);
+  if (!lat) return "not measured";
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "latency %.2f us (%s ping-pong, one way); bandwidth %.2f GB/s per direction (stream), "
+                "%.2f GB/s per rank with all ranks exchanging (ring shift)",
+                lat->median_us, format_bytes(lat->bytes).c_str(), peak_bw(d, "stream", tier),
+                peak_bw(d, "ring-shift", tier));
+  std::string s = buf;
+  std::vector<TimedSize> pts;
+  for (const auto& r : d.rows)
+    if (r.kind == "ring-shift" && r.tier == tier && r.median_us > 0) pts.push_back({r.bytes, r.median_us * 1e-6});
+  try {
+    LineFit f = fit_line(pts, FitWeighting::Relative, tier + " ring shift");
+    std::snprintf(buf, sizeof buf, "\n                   fit t = alpha + bytes*beta: alpha %.2f us, 1/beta %.2f GB/s, R^2 %.4f",
+                  f.alpha_s * 1e6, f.bw_Bps() / 1e9, f.r2);
+    s += buf;
+  } catch (const Error&) {
+  }
+  return s;
+}
+
+std::string build_portrait(const World& w, const ProbeData& d, const std::string& mpi_version,
+                           const std::string& net_devices, const std::string& memory_total) {
+  std::ostringstream s;
+  s << "commsim probe: machine portrait\n";
+  s << "  hosts            : " << d.nodes << " (";
+  auto by_node = ranks_by_node(w.placement);
+  for (std::size_t i = 0; i < d.hosts.size(); ++i)
+    s << (i ? ", " : "") << d.hosts[i] << ": " << by_node[i].size() << " rank" << (by_node[i].size() == 1 ? "" : "s");
+  s << ")\n";
+  s << "  ranks            : " << d.ranks << " (at most " << d.ranks_per_node << " per node)\n";
+  s << "  CPU              : " << d.cpu_model << ", " << d.cpu_cores << " logical CPUs, " << memory_total
+    << " memory (rank 0's host)\n";
+  if (d.gpu_names.empty()) {
+    s << "  GPUs             : none (" << d.gpu_note << ")\n";
+  } else {
+    std::map<std::string, int> count;
+    for (const auto& n : d.gpu_names) ++count[n];
+    s << "  GPUs             : ";
+    bool first = true;
+    for (const auto& [name, c] : count) s << (first ? "" : ", ") << c << " x " << name, first = false;
+    s << " (rank 0's host)\n";
+  }
+  if (!d.gpu_topology.empty()) {
+    s << "  GPU topology     : nvidia-smi topo -m\n";
+    std::istringstream lines(d.gpu_topology);
+    for (std::string line; std::getline(lines, line);) s << "      " << line << "\n";
+  }
+  s << "  MPI              : " << mpi_version << "\n";
+  s << "  inside a node    : " << d.intra_fabric << "\n";
+  s << "                     " << tier_line(d, "intra-node") << "\n";
+  s << "  across the network: " << (d.nodes > 1 ? d.network : "not measured (all ranks on one host)") << "\n";
+  if (d.nodes > 1) s << "                     " << tier_line(d, "network") << "\n";
+  s << "  network devices  : " << net_devices << "\n";
+  char buf[400];
+  const ProbeMeasurement* big_copy = find_row(d, "memcpy", "local", true);
+  const ProbeMeasurement* big_reduce = find_row(d, "reduce", "local", true);
+  std::snprintf(buf, sizeof buf,
+                "  host memory      : memcpy %.2f GB/s, float32 sum reduction %.2f GB/s per rank at %s (%d ranks at "
+                "once); in cache up to %.2f and %.2f GB/s\n",
+                big_copy ? big_copy->bw_gbps : 0.0, big_reduce ? big_reduce->bw_gbps : 0.0,
+                big_copy ? format_bytes(big_copy->bytes).c_str() : "-", d.ranks, peak_bw(d, "memcpy", "local"),
+                peak_bw(d, "reduce", "local"));
+  s << buf;
+  if (d.gpu_names.empty()) {
+    s << "  host link        : no GPU, nothing to measure\n";
+  } else {
+    std::snprintf(buf, sizeof buf, "  host link        : host->GPU %.2f GB/s, GPU->host %.2f GB/s (pinned memory, cudaMemcpy)\n",
+                  peak_bw(d, "h2d", "host-link"), peak_bw(d, "d2h", "host-link"));
+    s << buf;
+    std::snprintf(buf, sizeof buf, "  GPU memory       : device-to-device copy %.2f GB/s\n", peak_bw(d, "d2d", "gpu"));
+    s << buf;
+    if (d.gpu_names.size() > 1) {
+      std::snprintf(buf, sizeof buf, "  GPU <-> GPU      : %.2f GB/s (cudaMemcpyPeer, GPU 0 -> GPU 1)\n", peak_bw(d, "peer", "gpu"));
+      s << buf;
+    } else {
+      s << "  GPU <-> GPU      : one GPU visible, not measured\n";
+    }
+  }
+  return s.str();
+}
+
+void print_rows(std::ostream& out, const ProbeData& d) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "\n%-11s %-10s %-7s %12s %6s %6s %12s %12s %10s\n", "kind", "tier", "memory", "bytes",
+                "ranks", "reps", "median_us", "p95_us", "GB/s");
+  out << buf;
+  for (const auto& r : d.rows) {
+    std::snprintf(buf, sizeof buf, "%-11s %-10s %-7s %12llu %6d %6d %12.3f %12.3f %10.3f\n", r.kind.c_str(),
+                  r.tier.c_str(), r.memory.c_str(), static_cast<unsigned long long>(r.bytes), r.ranks, r.reps,
+                  r.median_us, r.p95_us, r.bw_gbps);
+    out << buf;
+  }
+}
+
+int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>& sizes) {
+  World w;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  w.hostnames = gather_hostnames(w.rank, w.size);
+  w.placement = Placement::from_hostnames(w.hostnames);
+  auto by_node = ranks_by_node(w.placement);
+
+  RunContext ctx = RunContext::collect_local(argc, argv);
+  ctx.hostnames = w.hostnames;
+  ctx.ranks = w.size;
+  ctx.nodes = w.placement.nnodes;
+  ctx.backend = "host";
+  ctx.transport = "mpi";
+  ctx.mpi_version = mpi_library_version();
+
+  // Open the output first: an existing file is an error before minutes of measuring.
+  std::unique_ptr<ResultsFile> file;
+  int open_ok = 1;
+  std::string open_error;
+  if (w.rank == 0 && !o.out.empty()) {
+    try {
+      file = std::make_unique<ResultsFile>(ResultsFile::create(o.out, o.force, ctx));
+    } catch (const Error& e) {
+      open_ok = 0;
+      open_error = e.what();
+    }
+  }
+  MPI_Bcast(&open_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!open_ok) {
+    if (w.rank == 0) std::fprintf(stderr, "commsim probe: error: %s\n", open_error.c_str());
+    return 1;
+  }
+
+  ProbeData d;
+  d.nodes = w.placement.nnodes;
+  d.ranks = w.size;
+  d.ranks_per_node = w.placement.max_ranks_per_node();
+  for (const auto& node : by_node) d.hosts.push_back(w.hostnames[node.front()]);
+  d.cpu_model = read_cpu_model();
+  d.cpu_cores = static_cast<int>(std::thread::hardware_concurrency());
+  d.intra_fabric = "shared memory (MPI between processes of one host)";
+  d.network = d.nodes > 1 ? "MPI between hosts (the transport MPI chose; see network devices)" : "";
+
+  Bytes max_bytes = sizes.empty() ? 0 : sizes.back();
+  std::vector<char> sbuf(std::max<Bytes>(max_bytes, 1), 1), rbuf(std::max<Bytes>(max_bytes, 1), 0);
+
+  // Tiers. Intra-node: the first node with two ranks; its first two ranks form the pair, and the
+  // ring shift runs on every node over its own ranks. Network: rank 0 and the first rank of the
+  // next node form the pair; the ring shift sends from each rank to the rank of the same local
+  // index on the next node.
+  struct Tier {
+    std::string name;
+    int a = -1, b = -1;  // the pair
+    Role ring;           // this rank's role in the ring shift
+    int ring_ranks = 0;
+  };
+  std::vector<Tier> tiers;
+  {
+    Tier intra;
+    intra.name = "intra-node";
+    for (const auto& node : by_node)
+      if (node.size() >= 2 && intra.a < 0) intra.a = node[0], intra.b = node[1];
+    for (const auto& node : by_node) {
+      if (node.size() < 2) continue;
+      intra.ring_ranks += static_cast<int>(node.size());
+      for (std::size_t i = 0; i < node.size(); ++i)
+        if (node[i] == w.rank) intra.ring = {node[(i + 1) % node.size()], node[(i + node.size() - 1) % node.size()]};
+    }
+    if (intra.a >= 0) tiers.push_back(intra);
+    if (by_node.size() >= 2) {
+      Tier net;
+      net.name = "network";
+      net.a = by_node[0][0];
+      net.b = by_node[1][0];
+      const int nn = static_cast<int>(by_node.size());
+      int common = d.ranks_per_node;
+      for (const auto& node : by_node) common = std::min<int>(common, static_cast<int>(node.size()));
+      for (int n = 0; n < nn; ++n) {
+        for (int i = 0; i < common; ++i) {
+          if (by_node[n][i] != w.rank) continue;
+          net.ring = {by_node[(n + 1) % nn][i], by_node[(n + nn - 1) % nn][i]};
+        }
+      }
+      net.ring_ranks = common * nn;
+      if (nn == 2) net.ring_ranks = common * 2;  // next and previous node are the same node
+      tiers.push_back(net);
+    }
+  }
+  if (w.rank == 0) {
+    std::fprintf(stderr, "commsim probe: %d ranks on %d node%s, %zu sizes, %d iterations each\n", w.size, d.nodes,
+                 d.nodes == 1 ? "" : "s", sizes.size(), o.iters);
+    if (tiers.empty())
+      std::fprintf(stderr, "commsim probe: only one rank per node: no pair of ranks to measure (run with -np 2 or more)\n");
+  }
+
+  for (const Tier& t : tiers) {
+    Role pair;
+    bool first = w.rank == t.a;
+    if (w.rank == t.a) pair = {t.b, t.b};
+    if (w.rank == t.b) pair = {t.a, t.a};
+    for (Bytes bytes : sizes) {
+      int reps = 1;
+      auto s = time_pattern(w, Kind::PingPong, pair, first, sbuf.data(), rbuf.data(), bytes, o, reps);
+      if (w.rank == 0) d.rows.push_back(make_row("pingpong", t.name, "host", bytes, 2, reps, s));
+      s = time_pattern(w, Kind::Stream, pair, first, sbuf.data(), rbuf.data(), bytes, o, reps);
+      if (w.rank == 0) d.rows.push_back(make_row("stream", t.name, "host", bytes, 2, reps, s));
+      s = time_pattern(w, Kind::RingShift, t.ring, false, sbuf.data(), rbuf.data(), bytes, o, reps);
+      if (w.rank == 0) d.rows.push_back(make_row("ring-shift", t.name, "host", bytes, t.ring_ranks, reps, s));
+    }
+    if (w.rank == 0) std::fprintf(stderr, "commsim probe: %s tier done\n", t.name.c_str());
+  }
+
+  for (bool reduce : {false, true}) {
+    for (Bytes bytes : sizes) {
+      if (reduce && bytes < 4) continue;
+      int reps = 1;
+      auto s = time_local(w, reduce, rbuf, sbuf, bytes, o, reps);
+      if (w.rank == 0) d.rows.push_back(make_row(reduce ? "reduce" : "memcpy", "local", "host", bytes, w.size, reps, s));
+    }
+  }
+
+  // GPUs: rank 0 alone, while the others wait (the copies would otherwise share the device).
+  if (w.rank == 0) {
+    GpuInventory inv = o.gpu ? probe_gpu_inventory() : GpuInventory{{}, "skipped (--no-gpu)"};
+    d.gpu_names = inv.names;
+    d.gpu_note = inv.note;
+    if (o.gpu) d.gpu_topology = nvidia_smi_topology();
+    if (!inv.names.empty()) {
+      ctx.gpu_names = inv.names;
+      std::vector<std::pair<std::string, std::string>> kinds = {{"d2d", "gpu"}, {"h2d", "host-link"}, {"d2h", "host-link"}};
+      if (inv.names.size() > 1) kinds.push_back({"peer", "gpu"});
+      for (const auto& [kind, tier] : kinds) {
+        for (Bytes bytes : sizes) {
+          auto s = time_gpu_copy(kind, 0, bytes, o.iters, o.warmup);
+          d.rows.push_back(make_row(kind, tier, kind == "d2d" || kind == "peer" ? "device" : "pinned", bytes, 1,
+                                    bytes < (1u << 20) ? 20 : 1, s));
+        }
+      }
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  if (w.rank == 0) {
+    d.portrait = build_portrait(w, d, ctx.mpi_version, read_network_devices(), read_memory_total());
+    std::cout << d.portrait;
+    if (o.table) print_rows(std::cout, d);
+    std::cout.flush();
+    if (file) {
+      file->finish(RunStatus::Complete);
+      write_probe_group(o.out, d);
+      std::fprintf(stderr, "commsim probe: wrote %s\n", o.out.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_probe(int argc, char** argv) {
+  Options o;
+  CommandLine cli("probe",
+                  "Measure the machine under mpirun/srun: latency and bandwidth between ranks of one node and of "
+                  "different nodes (ping-pong, streaming, and a ring shift with every rank at once), host memory "
+                  "copies and reductions, GPU copies when GPUs are present. Prints the machine portrait and "
+                  "stores every measurement in HDF5 (/probe) for `commsim calibrate`.",
+                  "mpirun -np 16 commsim probe --out portrait.h5\n"
+                  "mpirun -np 2 commsim probe --sizes 8B:1MiB:x4 --iters 5 --out quick.h5");
+  cli.options().add_options()                                                                            //
+      ("sizes", po::value(&o.sizes)->default_value(o.sizes), "message sizes: range 8B:64MiB[:xF] or list")  //
+      ("iters", po::value(&o.iters)->default_value(o.iters), "timed samples per size")                    //
+      ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed samples per size")               //
+      ("out", po::value(&o.out), "HDF5 file to write (the portrait and every measurement)")              //
+      ("force", po::bool_switch(&o.force), "overwrite an existing --out file")                           //
+      ("no-gpu", "do not probe GPUs even when present")                                                   //
+      ("no-table", "print only the portrait, not every measurement");
+  if (!cli.parse(argc, argv)) return 0;
+  o.gpu = !cli.given("no-gpu");
+  o.table = !cli.given("no-table");
+  if (o.iters < 1) throw Error("--iters must be at least 1 (got " + std::to_string(o.iters) + ")");
+  if (o.warmup < 0) throw Error("--warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
+  std::vector<Bytes> sizes = parse_sizes(o.sizes);
+  if (!sizes.empty() && sizes.back() > (Bytes{1} << 31) - 1)
+    throw Error("--sizes: the largest probe message is 2 GiB - 1 (MPI counts are int); got " + format_bytes(sizes.back()));
+
+  bool we_init = false;
+  if (!mpi_active()) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
+    we_init = true;
+  }
+  int rc = probe_main(argc, argv, o, sizes);
+  if (we_init) MPI_Finalize();
+  return rc;
+}
+
+#endif
+
+}  // namespace commsim
