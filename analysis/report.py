@@ -169,8 +169,11 @@ def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> 
          "ranks": int(x.ranks), "bytes": int(x.bytes), "why": x.status + (": " + x.note if x.note else "")}
         for x in bad.itertuples()
     ]
-    r["run_notes"] = sorted({f"{x.file}: run {int(x.run)}: {x.run_status}" for x in df.itertuples()
-                             if x.run_status not in ("complete", "")})
+    r["run_notes"] = []
+    for path in files:
+        for run in commsim_h5.read_runs(path).itertuples():
+            if run.status != "complete":
+                r["run_notes"].append(f"{path}: run {int(run.index)}: {run.status}")
     return r
 
 

@@ -1,0 +1,145 @@
+"""analysis/report.py on HDF5 files written by the real commsim binary: the figures exist and the
+numbers are those of `commsim report --format json`.
+
+The binary is $COMMSIM_BIN, else the first of build-ci/, build*/ under the repository that has
+src/runtime/commsim. MPI runs use mpiexec with 2 ranks (--oversubscribe).
+"""
+
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ANALYSIS = os.path.dirname(HERE)
+REPO = os.path.dirname(ANALYSIS)
+sys.path.insert(0, ANALYSIS)
+
+import commsim_h5  # noqa: E402
+import report  # noqa: E402
+
+
+def find_binary():
+    env = os.environ.get("COMMSIM_BIN")
+    if env:
+        return env
+    dirs = [os.path.join(REPO, os.environ.get("COMMSIM_BUILD_DIR", "build-ci"))] + sorted(glob.glob(os.path.join(REPO, "build*")))
+    for d in dirs:
+        path = os.path.join(d, "src", "runtime", "commsim")
+        if os.access(path, os.X_OK):
+            return path
+    pytest.skip("commsim binary not found: build it or set COMMSIM_BIN")
+
+
+def mpi_env():
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               COMMSIM_CONFIG_DIR=os.path.join(REPO, "configs"))
+    return env
+
+
+def run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env(), timeout=600, **kw)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    binary = find_binary()
+    mpiexec = shutil.which("mpiexec")
+    if not mpiexec:
+        pytest.skip("mpiexec not found")
+    probe = subprocess.run([binary, "run", "--help"], capture_output=True, text=True, env=mpi_env())
+    if "not available in this build" in probe.stderr:
+        pytest.skip("this commsim build has no `run` command")
+    d = tmp_path_factory.mktemp("commsim")
+    run_h5 = str(d / "run.h5")
+    pred_h5 = str(d / "pred.h5")
+    run([mpiexec, "--oversubscribe", "-np", "2", binary, "run", "--topology", "local-cpu", "--backend", "host",
+         "--collectives", "allreduce,allgather", "--algorithms", "ring,tree,recursive-doubling,mpi",
+         "--sizes", "1KiB:4MiB:x4", "--iters", "3", "--warmup", "1", "--out", run_h5])
+    run([binary, "predict", "--topology", "local-cpu", "--collectives", "allreduce", "--algorithms", "ring,tree",
+         "--sizes", "1KiB:4MiB:x4", "--out", pred_h5])
+    return {"bin": binary, "dir": d, "run": run_h5, "pred": pred_h5}
+
+
+def commsim_report(binary, paths):
+    return json.loads(run([binary, "report", *paths, "--format", "json"]))
+
+
+def close(a, b, rel=1e-9):
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+def test_reader_reads_every_point(files):
+    ours = commsim_report(files["bin"], [files["run"], files["pred"]])
+    df = commsim_h5.read_points([files["run"], files["pred"]])
+    assert len(df) == ours["points"]
+    assert set(df["status"]) <= {"ok", "predicted", "wrong", "timeout", "error", "skipped"}
+    runs = commsim_h5.read_runs(files["run"])
+    assert runs.loc[0, "ranks"] == 2 and len(runs.loc[0, "hostnames"]) == 2
+
+
+def test_figures_and_markdown_exist(files):
+    out = str(files["dir"] / "report")
+    assert report.main([files["run"], files["pred"], "--out", out]) == 0
+    md = open(os.path.join(out, "report.md")).read()
+    expected = ["time_vs_size_allreduce.png", "time_vs_size_allgather.png", "busbw_vs_size_allreduce.png",
+                "error_heatmap.png", "crossover_ring_tree.png", "node_scaling.png"]
+    for name in expected:
+        path = os.path.join(out, name)
+        assert os.path.getsize(path) > 1000, name
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", name
+        assert f"({name})" in md, f"report.md does not embed {name}"
+
+
+def test_numbers_match_commsim_report(files):
+    out = str(files["dir"] / "report_numbers")
+    paths = [files["run"], files["pred"]]
+    assert report.main([*paths, "--out", out]) == 0
+    py = json.load(open(os.path.join(out, "report.json")))
+    cc = commsim_report(files["bin"], paths)
+    assert py["points"] == cc["points"] and py["compared"] == cc["compared"] and py["compared"] > 0
+    for key in ("all", "below_64KiB", "from_64KiB"):
+        for stat in ("n", "median_abs_rel_error", "geomean_abs_rel_error", "max_abs_rel_error"):
+            assert close(py["summary"][key][stat], cc["summary"][key][stat]), (key, stat)
+    assert len(py["groups"]) == len(cc["groups"])
+    for a, b in zip(py["groups"], cc["groups"]):
+        assert (a["collective"], a["algorithm"], a["backend"], a["band"], a["n"]) == (
+            b["collective"], b["algorithm"], b["backend"], b["band"], b["n"])
+        for stat in ("median_abs_rel_error", "geomean_abs_rel_error", "max_abs_rel_error"):
+            assert close(a[stat], b[stat]), (a, b)
+    for k in ("cases", "agree", "within_5pct"):
+        assert py["winners"][k] == cc["winners"][k], k
+    assert [(w["bytes"], w["predicted_winner"], w["measured_winner"]) for w in py["winners"]["rows"]] == [
+        (w["bytes"], w["predicted_winner"], w["measured_winner"]) for w in cc["winners"]["rows"]]
+    assert len(py["crossovers"]) == len(cc["crossovers"])
+    for a, b in zip(py["crossovers"], cc["crossovers"]):
+        assert (a["a"], a["b"]) == (b["a"], b["b"])
+        assert len(a["predicted_bytes"]) == len(b["predicted_bytes"])
+        assert all(close(x, y) for x, y in zip(a["predicted_bytes"], b["predicted_bytes"]))
+        assert all(close(x, y) for x, y in zip(a["measured_bytes"], b["measured_bytes"]))
+    assert [o["bytes"] for o in py["outliers"]] == [o["bytes"] for o in cc["outliers"]]
+    md = open(os.path.join(out, "report.md")).read()
+    median_small = cc["summary"]["below_64KiB"]["median_abs_rel_error"]
+    assert f"{100 * median_small:.1f}%" in md
+
+
+def test_probe_file_reads_with_h5py(files):
+    mpiexec = shutil.which("mpiexec")
+    portrait = str(files["dir"] / "portrait.h5")
+    out = run([mpiexec, "--oversubscribe", "-np", "2", files["bin"], "probe", "--sizes", "8B:64KiB:x8", "--iters", "3",
+               "--warmup", "1", "--no-table", "--out", portrait])
+    assert "machine portrait" in out and "inside a node" in out
+    df, attrs = commsim_h5.read_probe(portrait)
+    assert attrs["ranks"] == 2 and attrs["probe_version"] == 1
+    assert {"pingpong", "stream", "ring-shift", "memcpy", "reduce"} <= set(df["kind"])
+    assert (df["median_us"] > 0).all()
+    assert "machine portrait" in attrs["portrait"]
