@@ -110,6 +110,18 @@ int main(int argc, char** argv) {
       rows.push_back({"reduce sum " + std::string(to_string(t)),
                       time_median([&] { launch_reduce(y, x, n, t, RedOp::Sum, nullptr); }, reps), 3.0 * bytes});
     }
+    // Grid size sensitivity of the float32 reduction (the default is fill_blocks()).
+    {
+      const std::uint64_t n = bytes / 4;
+      launch_fill_random(x, n, DType::Float32, 5, nullptr);
+      launch_fill_random(y, n, DType::Float32, 6, nullptr);
+      for (int factor : {1, 2, 4}) {
+        const int blocks = fill_blocks() * factor / 2;
+        rows.push_back({"reduce f32 " + std::to_string(blocks) + " blocks",
+                        time_median([&] { launch_reduce(y, x, n, DType::Float32, RedOp::Sum, nullptr, blocks); }, reps),
+                        3.0 * bytes});
+      }
+    }
     CUDA_CHECK(cudaDeviceSynchronize());
     const double copy_bw = std::max(rows[0].moved_bytes / rows[0].seconds, rows[1].moved_bytes / rows[1].seconds);
     std::FILE* f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
@@ -122,7 +134,7 @@ int main(int argc, char** argv) {
       if (f)
         std::fprintf(f, "%s,%llu,%.3f,%.2f,%.4f\n", r.name.c_str(), static_cast<unsigned long long>(bytes),
                      r.seconds * 1e6, bw * 1e-9, bw / copy_bw);
-      if (r.name.rfind("reduce", 0) == 0) worst_reduce = std::min(worst_reduce, bw / copy_bw);
+      if (r.name.rfind("reduce sum", 0) == 0) worst_reduce = std::min(worst_reduce, bw / copy_bw);
     }
     if (f) std::fclose(f);
     std::printf("reduce/copy bandwidth, worst dtype: %.1f%% (goal >= 85%%): %s\n", 100.0 * worst_reduce,

@@ -121,7 +121,9 @@ std::uint64_t run_and_count(CudaExecutor& ex, int handle, const Schedule& s, DTy
 }
 
 void check_executor(const Options& o, const Placement& placement) {
-  CudaExecutor ex(MPI_COMM_WORLD);
+  ExecutorOptions eo;
+  eo.timeout_s = 30;  // fail fast: a case takes well under a second
+  CudaExecutor ex(MPI_COMM_WORLD, eo);
   if (g_rank == 0) std::printf("executor transport: %s\n", ex.transport().c_str());
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -56,7 +56,7 @@ fi
   ldd "$carry/commsim" | grep -E "not found|nccl|hdf5|mpi.so|boost|yaml" || true
 } >"$out/environment.log" 2>&1
 
-mpirun_() { mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE "$@"; }
+mpirun_=(mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE)
 
 # step NAME TIMEOUT_S LOG COMMAND...: runs one step, appends its outcome to the summary.
 step() {
@@ -70,17 +70,17 @@ step() {
   return $rc
 }
 
-step kernels 90 "$out/kernels.log" "$carry/test_cuda_kernels"
-step bench 90 "$out/bench.log" "$carry/bench_reduce_copy" --bytes 2147483648 --reps 20
-step collectives 200 "$out/collectives.log" mpirun_ -np 4 "$carry/cuda_collectives_check" --share-gpu \
+step kernels 60 "$out/kernels.log" "$carry/test_cuda_kernels"
+step bench 60 "$out/bench.log" "$carry/bench_reduce_copy" --bytes 2147483648 --reps 20
+step collectives 150 "$out/collectives.log" "${mpirun_[@]}" -np 4 "$carry/cuda_collectives_check" --share-gpu \
   --csv "$out/collectives.csv"
-step nccl 100 "$out/collectives.log" mpirun_ -np 1 "$carry/cuda_collectives_check" --nccl --no-executor
+step nccl 80 "$out/collectives.log" "${mpirun_[@]}" -np 1 "$carry/cuda_collectives_check" --nccl --no-executor
 
 sweep_common=(--backend cuda --sizes 1KiB:1GiB --iters 10 --warmup 3 --check --format table)
-step sweep1 240 "$out/sweep.log" mpirun_ -np 1 "$carry/commsim" run "${sweep_common[@]}" \
+step sweep1 240 "$out/sweep.log" "${mpirun_[@]}" -np 1 "$carry/commsim" run "${sweep_common[@]}" \
   --collectives allreduce,allgather,reducescatter --algorithms ring,nccl,nccl-ring,nccl-tree \
   --protocols none,LL,LL128,Simple --out "$out/sweep_1rank.h5"
-step sweep4 240 "$out/sweep.log" mpirun_ -np 4 "$carry/commsim" run "${sweep_common[@]}" --share-gpu \
+step sweep4 240 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run "${sweep_common[@]}" --share-gpu \
   --sizes 1KiB:64MiB --collectives allreduce --algorithms ring,tree,rd,rabenseifner,nccl --out "$out/sweep_4rank.h5"
 
 {

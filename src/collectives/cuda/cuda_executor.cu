@@ -40,6 +40,7 @@ __device__ __forceinline__ char* own_buffer(const ExecParams& p, unsigned b) {
 //      then adds 1 to the sender's ack word;
 //   4. block 0 waits until every block of each receiver has acknowledged this rank's sends (the
 //      send buffers may be reused), then a grid barrier ends the round.
+// At the end, block 0 adds this launch's transfers to the counts the next launch starts from.
 // Requires: a cooperative launch with the same number of blocks on every rank; every rank of the
 // schedule running the matching kernel; peer_buf/peer_flags mapped; T-aligned offsets.
 // A wait longer than p.timeout_ns writes p.error and traps.
@@ -51,6 +52,7 @@ __global__ void __launch_bounds__(kExecutorThreads) execute_kernel(const ExecPar
   std::uint64_t* ack = p.flags + kAck * nranks;
   const std::uint64_t* sent = p.flags + kSent * nranks;
   const std::uint64_t* recvd = p.flags + kRecvd * nranks;
+  const std::uint64_t* acked = p.flags + kAcked * nranks;
   __shared__ unsigned char done[kRecvWindow];
   __shared__ int go;
 
@@ -128,7 +130,7 @@ __global__ void __launch_bounds__(kExecutorThreads) execute_kernel(const ExecPar
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       for (std::uint32_t i = 0; i < rd.n_send; ++i) {
         const DevOp& op = sends[i];
-        const std::uint64_t want = (sent[op.peer] + op.seq) * gridDim.x;
+        const std::uint64_t want = acked[op.peer] + op.seq * gridDim.x;
         std::uint64_t since = 0;
         while (dev::load_acquire_sys(ack + op.peer) < want) {
           const std::uint64_t now = dev::global_timer_ns();
@@ -144,9 +146,11 @@ __global__ void __launch_bounds__(kExecutorThreads) execute_kernel(const ExecPar
   if (blockIdx.x == 0) {
     std::uint64_t* sent_w = p.flags + kSent * nranks;
     std::uint64_t* recvd_w = p.flags + kRecvd * nranks;
+    std::uint64_t* acked_w = p.flags + kAcked * nranks;
     for (int q = threadIdx.x; q < nranks; q += blockDim.x) {
       sent_w[q] += p.send_total[q];
       recvd_w[q] += p.recv_total[q];
+      acked_w[q] += p.send_total[q] * gridDim.x;
     }
   }
 }

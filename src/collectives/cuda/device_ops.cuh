@@ -36,13 +36,15 @@ __device__ __forceinline__ uint4 vec_apply(uint4 a, const uint4& b) {
 // Independent 16-byte loads each thread keeps in flight before its first store.
 inline constexpr unsigned kUnroll = 4;
 
-// One block's share of an elementwise pass over n elements: the calling block's threads handle
-// slice `part` of `nparts` (all threads of the block must call it with the same arguments).
-//   kReduce: dst[i] = dst[i] op src[i];  otherwise dst[i] = src[i].
+// One block's share of an elementwise pass over n elements: the calling block is part `part` of
+// `nparts` blocks that together cover [0, n) (all threads of the block must call it with the same
+// arguments).   kReduce: dst[i] = dst[i] op src[i];  otherwise dst[i] = src[i].
 // Requires dst and src aligned to sizeof(T) and the two ranges not overlapping. When dst and src
 // agree modulo 16 bytes, the aligned body moves 16-byte vectors and the few elements before and
-// after it go one per thread; otherwise every element goes one per thread. Loads bypass L1
-// (ld.global.cg) because src may be a peer's buffer that changed since this kernel last read it.
+// after it go one per thread; otherwise every element goes one per thread. The parts interleave
+// (grid-stride): at any moment all threads work on one compact window of memory, which keeps HBM
+// pages and channels evenly busy. Loads bypass L1 (ld.global.cg) because src may be a peer's
+// buffer that changed since this kernel last read it.
 template <typename T, typename Op, bool kReduce>
 __device__ __forceinline__ void block_pass(T* dst, const T* src, std::uint64_t n, std::uint32_t part,
                                            std::uint32_t nparts) {
@@ -55,41 +57,40 @@ __device__ __forceinline__ void block_pass(T* dst, const T* src, std::uint64_t n
     if (head > n) head = n;
     nvec = (n - head) / kV;
   }
-  const std::uint64_t step = static_cast<std::uint64_t>(blockDim.x);
+  const std::uint64_t first = static_cast<std::uint64_t>(part) * blockDim.x + threadIdx.x;
+  const std::uint64_t stride = static_cast<std::uint64_t>(nparts) * blockDim.x;
   if (nvec > 0) {
-    const std::uint64_t per = (nvec + nparts - 1) / nparts;
-    const std::uint64_t lo = min(nvec, part * per), hi = min(nvec, lo + per);
     const uint4* s = reinterpret_cast<const uint4*>(src + head);
     uint4* d = reinterpret_cast<uint4*>(dst + head);
-    for (std::uint64_t i = lo + threadIdx.x; i < hi; i += kUnroll * step) {
+    std::uint64_t i = first;
+    // Full rounds of kUnroll vectors per thread, no bounds checks inside.
+    for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
       uint4 b[kUnroll], a[kUnroll];
 #pragma unroll
       for (unsigned u = 0; u < kUnroll; ++u) {
-        const std::uint64_t j = i + u * step;
-        if (j < hi) {
-          b[u] = __ldcg(s + j);
-          if constexpr (kReduce) a[u] = __ldcg(d + j);
-        }
+        b[u] = __ldcg(s + i + u * stride);
+        if constexpr (kReduce) a[u] = __ldcg(d + i + u * stride);
       }
 #pragma unroll
       for (unsigned u = 0; u < kUnroll; ++u) {
-        const std::uint64_t j = i + u * step;
-        if (j < hi) {
-          if constexpr (kReduce)
-            d[j] = vec_apply<T, Op>(a[u], b[u]);
-          else
-            d[j] = b[u];
-        }
+        if constexpr (kReduce)
+          d[i + u * stride] = vec_apply<T, Op>(a[u], b[u]);
+        else
+          d[i + u * stride] = b[u];
       }
+    }
+    for (; i < nvec; i += stride) {
+      const uint4 b = __ldcg(s + i);
+      if constexpr (kReduce)
+        d[i] = vec_apply<T, Op>(__ldcg(d + i), b);
+      else
+        d[i] = b;
     }
   }
   // The elements outside the vector body: [0, head) and [tail, n), numbered 0..nscalar-1.
   const std::uint64_t tail = head + nvec * kV;
   const std::uint64_t nscalar = head + (n - tail);
-  if (nscalar == 0) return;
-  const std::uint64_t per = (nscalar + nparts - 1) / nparts;
-  const std::uint64_t lo = min(nscalar, part * per), hi = min(nscalar, lo + per);
-  for (std::uint64_t k = lo + threadIdx.x; k < hi; k += step) {
+  for (std::uint64_t k = first; k < nscalar; k += stride) {
     const std::uint64_t e = k < head ? k : tail + (k - head);
     const T v = __ldcg(src + e);
     if constexpr (kReduce)

@@ -39,8 +39,10 @@ struct DevRound {
 //   ack[b]    added to by rank b's blocks: (receives b completed from this rank, ever) x blocks
 //   sent[b]   this rank's own count of sends to b before the current launch
 //   recvd[a]  this rank's own count of receives from a before the current launch
-inline constexpr int kFlagArrays = 4;
-enum FlagArray { kReady = 0, kAck = 1, kSent = 2, kRecvd = 3 };
+//   acked[b]  this rank's own count of the ack words b had added before the current launch (the
+//             number of blocks may change from one launch to the next, so it is not sent[b] x blocks)
+inline constexpr int kFlagArrays = 5;
+enum FlagArray { kReady = 0, kAck = 1, kSent = 2, kRecvd = 3, kAcked = 4 };
 
 // Why a kernel stopped, in host-mapped memory so it can be read after the context died.
 struct ErrorRecord {
