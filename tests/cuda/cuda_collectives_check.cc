@@ -204,9 +204,9 @@ void check_nccl(const Options& o) {
         NcclRequest r{c, a, p, dt, op, count, 0};
         const auto [in_n, out_n] = NcclBaselines::buffer_counts(c, count, g_size);
         const std::string forced = NcclBaselines::setting_for(r).describe();
-        const std::string what = std::string(to_string(c)) + " " + std::string(to_string(a)) +
-                                 (p == Protocol::None ? "" : "/" + std::string(to_string(p))) +
-                                 " count=" + std::to_string(count);
+        std::string what = std::string(to_string(c)) + " " + std::string(to_string(a));
+        if (p != Protocol::None) what += "/" + std::string(to_string(p));
+        what += " count=" + std::to_string(count);
         const double t0 = now_s();
         void *in = nullptr, *out = nullptr;
         CUDA_CHECK(cudaMalloc(&in, std::max<std::uint64_t>(1, in_n) * 4));
