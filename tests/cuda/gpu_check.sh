@@ -16,7 +16,7 @@
 #                        unforced and with algorithm/protocol forced
 #         4. bench       reduce kernel vs device-to-device copy bandwidth (goal: >= 85%)
 #         5. sweep       `commsim run --backend cuda`: 1 rank with NCCL baselines, then 4 ranks
-#                        sharing the GPU with hand-written algorithms
+#                        sharing the GPU with hand-written algorithms, then those with --graph
 # NCCL_NVLS_ENABLE=0 stays set throughout (NVLink multicast must stay off on these machines).
 set -u
 
@@ -70,18 +70,24 @@ step() {
   return $rc
 }
 
-step kernels 60 "$out/kernels.log" "$carry/test_cuda_kernels"
-step bench 60 "$out/bench.log" "$carry/bench_reduce_copy" --bytes 2147483648 --reps 20
-step collectives 150 "$out/collectives.log" "${mpirun_[@]}" -np 4 "$carry/cuda_collectives_check" --share-gpu \
-  --csv "$out/collectives.csv"
-step nccl 80 "$out/collectives.log" "${mpirun_[@]}" -np 1 "$carry/cuda_collectives_check" --nccl --no-executor
+step kernels 45 "$out/kernels.log" "$carry/test_cuda_kernels"
+step bench 45 "$out/bench.log" "$carry/bench_reduce_copy" --bytes 2147483648 --reps 20
+step nccl 60 "$out/collectives.log" "${mpirun_[@]}" -np 1 "$carry/cuda_collectives_check" --nccl --no-executor
+step collectives 120 "$out/collectives.log" "${mpirun_[@]}" -np 4 "$carry/cuda_collectives_check" --share-gpu \
+  --counts 7,1000,65539,1048576 --csv "$out/collectives.csv"
 
-sweep_common=(--backend cuda --sizes 1KiB:1GiB --iters 10 --warmup 3 --check --format table)
-step sweep1 240 "$out/sweep.log" "${mpirun_[@]}" -np 1 "$carry/commsim" run "${sweep_common[@]}" \
-  --collectives allreduce,allgather,reducescatter --algorithms ring,nccl,nccl-ring,nccl-tree \
-  --protocols none,LL,LL128,Simple --out "$out/sweep_1rank.h5"
-step sweep4 240 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run "${sweep_common[@]}" --share-gpu \
-  --sizes 1KiB:64MiB --collectives allreduce --algorithms ring,tree,rd,rabenseifner,nccl --out "$out/sweep_4rank.h5"
+# One rank: hand-written ring (a local copy through the executor) beside NCCL unforced and forced.
+step sweep1 90 "$out/sweep.log" "${mpirun_[@]}" -np 1 "$carry/commsim" run --backend cuda --topology h200-node \
+  --collectives allreduce --algorithms ring,nccl,nccl-ring,nccl-tree --protocols none,LL,LL128,Simple \
+  --sizes 64KiB,16MiB,256MiB --iters 10 --warmup 3 --check --out "$out/sweep_1rank.h5"
+# Four ranks sharing the GPU: every hand-written allreduce through CUDA IPC (timings are time-sliced
+# between the four processes, so only correctness and the path are meaningful); nccl is skipped.
+step sweep4 90 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu \
+  --topology h200-node --collectives allreduce --algorithms ring,tree,recursive-doubling,rabenseifner,nccl \
+  --sizes 64KiB,4MiB --iters 5 --warmup 1 --check --out "$out/sweep_4rank.h5"
+# The same kernels captured in CUDA graphs and replayed (--graph).
+step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu --graph \
+  --topology h200-node --collectives allreduce --algorithms ring,tree --sizes 64KiB,1MiB --iters 5 --warmup 1 --check
 
 {
   echo
@@ -93,7 +99,7 @@ step sweep4 240 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run "${s
   echo "== reduce vs copy (bytes read + written)"
   grep -A12 "^variant" "$out/bench.log" || tail -3 "$out/bench.log"
   echo "== sweep (busbw GB/s; see sweep.log)"
-  grep -E "allreduce|allgather|reducescatter" "$out/sweep.log" | grep -E "1GiB|1 GiB|64MiB|64 MiB" | head -24
+  grep -E "^ *(allreduce|allgather|reducescatter)" "$out/sweep.log" | grep -E "4MiB|4 MiB|256MiB|256 MiB" | head -30
   echo "== steps"
   cat "$summary"
 } | tee -a "$out/environment.log"
