@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# End to end: probe with 2 ranks -> calibrate -> run on the calibrated topology -> report.
+# Usage: e2e_calibrate.sh COMMSIM_BINARY WORKDIR. Exit 77 (skipped) when the build has no `run`.
+set -euo pipefail
+bin=$1
+work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun=(mpiexec --oversubscribe -np 2)
+
+if "$bin" run --help 2>&1 | grep -q "not available in this build"; then
+  echo "SKIPPED: this build has no run command"
+  exit 77
+fi
+
+"${mpirun[@]}" "$bin" probe --sizes 8B:1MiB:x4 --iters 5 --warmup 1 --no-table --out portrait.h5 | tee probe.txt
+grep -q "machine portrait" probe.txt
+grep -q "inside a node" probe.txt
+
+"$bin" calibrate portrait.h5 --out fitted.yaml | tee calibrate.txt
+grep -q "held-out check" calibrate.txt
+grep -q "R^2" calibrate.txt
+grep -q "^intra_node:" fitted.yaml
+grep -q "fitted .* from ring-shift intra-node" fitted.yaml
+# An existing output is refused without --force.
+if "$bin" calibrate portrait.h5 --out fitted.yaml 2>err.txt; then echo "overwrote without --force"; exit 1; fi
+grep -q -- "--force" err.txt
+
+"${mpirun[@]}" "$bin" run --topology fitted.yaml --backend host --collectives allreduce \
+  --algorithms ring,recursive-doubling,tree --sizes 1KiB:1MiB:x4 --iters 3 --warmup 1 --out run.h5 > run.txt
+
+# The run's collectives refine gamma; the refined file still loads (predict accepts it).
+"$bin" calibrate portrait.h5 run.h5 --refine gamma --out refined.yaml | tee refine.txt
+grep -q "gamma" refine.txt
+"$bin" predict --topology refined.yaml --collectives allreduce --algorithms ring --sizes 1MiB > predict.txt
+
+"$bin" report run.h5 | tee report.txt
+grep -q "## Error per collective x algorithm x size band" report.txt
+grep -q "## Winners" report.txt
+"$bin" report run.h5 --format json > report.json
+grep -q '"compared": [1-9]' report.json
+"$bin" report run.h5 --format csv --table winners | head -1 | grep -q "^collective,backend,nodes,ranks,bytes"
+echo "e2e calibrate: passed"
