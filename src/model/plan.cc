@@ -137,6 +137,14 @@ std::optional<Overlap> parse_overlap(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view to_string(RankBy r) { return r == RankBy::Comm ? "comm" : "step"; }
+
+std::optional<RankBy> parse_rank_by(std::string_view text) {
+  for (RankBy r : {RankBy::Comm, RankBy::Step})
+    if (text == to_string(r)) return r;
+  return std::nullopt;
+}
+
 std::string_view to_string(Dim d) {
   switch (d) {
     case Dim::TP: return "tp";
@@ -383,6 +391,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                 std::to_string(opts.micro_batch));
   if (opts.zero < 0 || opts.zero > 3) throw Error("--zero must be 0, 1, 2 or 3 (got " + std::to_string(opts.zero) + ")");
   if (opts.dp_bucket_params < 0) throw Error("the DP bucket size must not be negative");
+  if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0))
+    throw Error("ranking by step time needs a compute estimate: pass --gpu-tflops");
 
   PlanResult result;
   result.ranks_per_node = topo.ranks_per_node;
@@ -469,10 +479,14 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
         pair.nodes = 1;
         pair.ranks_per_node = 2;
       }
-      double bytes = msg / (opts.sequence_parallel ? shape.tp : 1);
+      const bool split = shape.tp > 1 && (opts.sequence_parallel || opts.pp_scatter_gather);
       double calls = 2.0 * m;
       double exposed = overlap_pp ? std::min(calls, 2.0 * (shape.pp - 1)) : calls;
-      add(Dim::PP, Collective::SendRecv, "activations and their gradients", 2, pair, bytes, calls, exposed);
+      add(Dim::PP, Collective::SendRecv, split ? "1/TP of activations and gradients" : "activations and their gradients",
+          2, pair, msg / (split ? shape.tp : 1), calls, exposed);
+      if (split && !opts.sequence_parallel)
+        add(Dim::PP, Collective::AllGather, "received activations and gradients (scatter/gather)", shape.tp,
+            placements.get(shape.tp, 1), msg, calls, exposed);
     }
     // Data parallel: gradients of the largest stage, optionally in buckets; ZeRO shards them.
     auto add_gradient_sync = [&](double params, int group, const GroupPlacement& g, const std::string& what) {
@@ -536,7 +550,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     result.ranked.push_back(std::move(lp));
   }
 
-  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const LayoutPlan& a, const LayoutPlan& b) {
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const LayoutPlan& a, const LayoutPlan& b) {
+    if (opts.rank_by == RankBy::Step) return std::tie(a.step_s, a.comm_s) < std::tie(b.step_s, b.comm_s);
     return std::tie(a.comm_s, a.bubble_fraction) < std::tie(b.comm_s, b.bubble_fraction);
   });
   result.distinct_prices = prices.distinct();
@@ -554,7 +569,11 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                (opts.sequence_parallel ? "reduce-scatter + allgather pairs" : "allreduces") +
                " of b*s*h*2 bytes per layer and micro-batch" + (full ? " (full recomputation repeats the forward)" : ""));
   as.push_back(std::string("PP: 2 send/recv per micro-batch (activation forward, gradient backward) of b*s*h*2") +
-               (opts.sequence_parallel ? "/TP" : "") + " bytes between neighbouring stages; 1F1B bubble (PP-1)/(m+PP-1)");
+               (opts.sequence_parallel  ? "/TP bytes (sequence parallel)"
+                : opts.pp_scatter_gather ? "/TP bytes when TP > 1, then an allgather of b*s*h*2 over the TP group "
+                                           "(Megatron scatter/gather)"
+                                         : " bytes") +
+               " between neighbouring stages; 1F1B bubble (PP-1)/(m+PP-1)");
   as.push_back(std::string("DP: gradients in the parameter dtype, ") +
                (opts.zero == 0   ? "one allreduce"
                 : opts.zero < 3  ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
@@ -585,6 +604,9 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                     ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
                       "store them, which --recompute selective models"
                     : ""));
+  as.push_back(std::string("ranking: by ") +
+               (opts.rank_by == RankBy::Comm ? "exposed communication per iteration (the bubble is shown, not ranked)"
+                                             : "estimated step time (compute with bubble + exposed communication)"));
   if (opts.gpu_tflops > 0)
     as.push_back("compute: " + fmt("%.3g", result.flops_per_iteration) + " FLOP per iteration at " +
                  fmt("%.0f", opts.gpu_tflops) + " TFLOP/s per GPU; step = compute/(1 - bubble) + exposed communication");

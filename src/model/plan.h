@@ -14,7 +14,8 @@
 //       Shoeybi et al. 2019), 6 with full recomputation (the forward runs twice); with sequence
 //       parallelism each allreduce becomes a reduce-scatter plus an allgather of the same buffer.
 //   PP  per micro-batch one send/recv of the activation forward and one of its gradient backward,
-//       b*s*h*2 bytes (divided by TP with sequence parallelism), between neighbouring stages.
+//       b*s*h*2 bytes between neighbouring stages; divided by TP with sequence parallelism or
+//       Megatron's scatter/gather (then the receiving TP group allgathers b*s*h*2 bytes).
 //   DP  gradients of the rank's parameters (its largest pipeline stage): one allreduce; with ZeRO
 //       1/2 a reduce-scatter of the gradients plus an allgather of the updated parameters; with
 //       ZeRO 3 a reduce-scatter plus two allgathers (forward and backward). Expert parameters are
@@ -50,10 +51,13 @@ namespace commsim {
 
 enum class Recompute : std::uint8_t { None, Selective, Full };
 enum class Overlap : std::uint8_t { None, Dp, All };
+enum class RankBy : std::uint8_t { Comm, Step };  // exposed communication, or estimated step time
 std::string_view to_string(Recompute r);  // "none", "selective", "full"
 std::string_view to_string(Overlap o);    // "none", "dp", "all"
 std::optional<Recompute> parse_recompute(std::string_view text);
 std::optional<Overlap> parse_overlap(std::string_view text);
+std::string_view to_string(RankBy r);  // "comm", "step"
+std::optional<RankBy> parse_rank_by(std::string_view text);
 
 // The parallel dimensions, in the order results list them.
 enum class Dim : std::uint8_t { TP, PP, DP, EP };
@@ -86,7 +90,12 @@ struct PlanOptions {
   int zero = 0;          // ZeRO stage 0..3
   Recompute recompute = Recompute::None;
   Overlap overlap = Overlap::None;
+  // Megatron's scatter/gather between pipeline stages (Narayanan et al. 2021, section 4.1): with
+  // TP > 1 each TP rank sends 1/TP of the activation across the stage boundary and the receiving
+  // TP group allgathers it over the node's fabric. Implied by sequence parallelism.
+  bool pp_scatter_gather = true;
   bool allow_cross_node_tp = false;
+  RankBy rank_by = RankBy::Comm;  // Step needs gpu_tflops > 0
   // Parameters per DP gradient bucket; 0 = one collective over all gradients without overlap and
   // Megatron's default of 40M parameters with --overlap dp|all.
   double dp_bucket_params = 0;

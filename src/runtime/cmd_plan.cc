@@ -1,6 +1,7 @@
 // commsim plan: ranks every (DP, TP, PP, EP) layout of a training job by its communication time per
 // iteration on the model (model/plan.h), with the pipeline bubble and the memory per GPU.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -106,6 +107,43 @@ std::vector<Candidate> candidates_from(const std::string& text, const Topology& 
   return out;
 }
 
+// 1-based position of a layout in the ranking (the table shows it even when --layout filters).
+std::size_t rank_of(const PlanResult& r, const LayoutPlan* lp) { return static_cast<std::size_t>(lp - r.ranked.data()) + 1; }
+
+// "tp=8,pp=12" -> the layouts with those sizes. Keys dp, tp, pp, ep.
+bool matches(const std::vector<std::pair<std::string, int>>& filter, const Shape& s) {
+  for (const auto& [key, value] : filter) {
+    int have = key == "dp" ? s.dp : key == "tp" ? s.tp : key == "pp" ? s.pp : s.ep;
+    if (have != value) return false;
+  }
+  return true;
+}
+std::vector<std::pair<std::string, int>> parse_layout_filter(const std::string& text) {
+  std::vector<std::pair<std::string, int>> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    int value = 0;
+    bool ok = eq != std::string::npos && (key == "dp" || key == "tp" || key == "pp" || key == "ep");
+    if (ok) {
+      try {
+        std::size_t used = 0;
+        value = std::stoi(item.substr(eq + 1), &used);
+        ok = used == item.size() - eq - 1 && value >= 1;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) throw Error("--layout: cannot read '" + item + "'; expected e.g. tp=8,pp=12 (keys dp, tp, pp, ep)");
+    out.emplace_back(key, value);
+  }
+  if (out.empty()) throw Error("--layout: empty; expected e.g. tp=8,pp=12");
+  return out;
+}
+
 // One line per collective of the layouts shown that lies outside the calibrated range.
 std::vector<std::string> calibration_warnings(const std::vector<const LayoutPlan*>& shown, const CalibrationRange& cal) {
   std::vector<std::string> out;
@@ -132,8 +170,8 @@ struct Header {
   const PlanResult* result;
 };
 
-void print_table(std::ostream& os, const Header& h, const std::vector<const LayoutPlan*>& shown, bool show_excluded,
-                 bool detail, const std::vector<std::string>& warnings) {
+void print_table(std::ostream& os, const Header& h, const std::vector<const LayoutPlan*>& shown, bool filtered,
+                 bool show_excluded, bool detail, const std::vector<std::string>& warnings) {
   const PlanResult& r = *h.result;
   const PlanOptions& o = *h.opts;
   const bool compute = o.gpu_tflops > 0;
@@ -142,7 +180,7 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
      << " GiB each)\n";
   os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
      << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
-     << (o.sequence_parallel ? ", sequence parallel" : "") << "\n";
+     << (o.sequence_parallel ? ", sequence parallel" : "") << "; ranked by " << to_string(o.rank_by) << "\n";
   std::size_t memory_excluded = 0;
   for (const auto& e : r.excluded) memory_excluded += e.memory ? 1 : 0;
   os << "# " << r.ranked.size() << " layouts fit; " << memory_excluded << " do not fit in memory, "
@@ -158,7 +196,7 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const LayoutPlan& lp = *shown[i];
     auto t = [](double s) { return s > 0 ? format_time(s) : std::string("-"); };
-    std::string rank = std::to_string(i + 1) + (lp.outside_calibration ? "!" : "");
+    std::string rank = std::to_string(rank_of(r, &lp)) + (lp.outside_calibration ? "!" : "");
     std::snprintf(line, sizeof line, "%5s %6d %3d %4d %3d %6d %11s %11s %11s %11s %11s %7s %8s", rank.c_str(),
                   lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep, lp.shape.micro_batches, t(lp.comm_s).c_str(),
                   t(lp.dim(Dim::TP)).c_str(), t(lp.dim(Dim::PP)).c_str(), t(lp.dim(Dim::DP)).c_str(),
@@ -167,14 +205,16 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
     if (compute) os << pad(format_time(lp.step_s), 10) << pad(pct(lp.comm_share), 7);
     os << "  " << algorithms_cell(lp) << "\n";
   }
-  if (shown.size() < r.ranked.size())
-    os << "  ... " << r.ranked.size() - shown.size() << " more (--top 0 shows all)\n";
+  if (filtered)
+    os << "  (" << shown.size() << " layout(s) match --layout; rank is among all " << r.ranked.size() << ")\n";
+  else if (shown.size() < r.ranked.size())
+    os << "  (" << shown.size() << " of " << r.ranked.size() << " shown; --top 0 shows all)\n";
 
   if (detail) {
     for (std::size_t i = 0; i < shown.size(); ++i) {
       const LayoutPlan& lp = *shown[i];
       const MemoryBreakdown& m = lp.memory;
-      os << "\n# " << i + 1 << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches << ": memory stage "
+      os << "\n# " << rank_of(r, &lp) << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches << ": memory stage "
          << m.stage << ": parameters " << gib(m.params_bytes) << ", gradients " << gib(m.grads_bytes) << ", optimizer "
          << gib(m.optimizer_bytes) << ", activations " << gib(m.activations_bytes) << " GiB\n";
       for (const auto& pc : lp.collectives) {
@@ -212,7 +252,7 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
   for (const auto& w : warnings) os << "warning: " << w << "\n";
 }
 
-void print_csv(std::ostream& os, const std::vector<const LayoutPlan*>& shown) {
+void print_csv(std::ostream& os, const PlanResult& r, const std::vector<const LayoutPlan*>& shown) {
   os << "rank,dp,tp,pp,ep,micro_batches,comm_s,tp_s,pp_s,dp_s,ep_s,comm_total_s,bubble_fraction,"
         "mem_params_bytes,mem_grads_bytes,mem_optimizer_bytes,mem_activations_bytes,mem_total_bytes,mem_stage,"
         "outside_calibration,compute_s,step_s,comm_share,tp_algorithm,pp_algorithm,dp_algorithm,ep_algorithm\n";
@@ -220,7 +260,7 @@ void print_csv(std::ostream& os, const std::vector<const LayoutPlan*>& shown) {
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const LayoutPlan& lp = *shown[i];
     const MemoryBreakdown& m = lp.memory;
-    os << i + 1 << ',' << lp.shape.dp << ',' << lp.shape.tp << ',' << lp.shape.pp << ',' << lp.shape.ep << ','
+    os << rank_of(r, &lp) << ',' << lp.shape.dp << ',' << lp.shape.tp << ',' << lp.shape.pp << ',' << lp.shape.ep << ','
        << lp.shape.micro_batches << ',' << num(lp.comm_s) << ',' << num(lp.dim(Dim::TP)) << ',' << num(lp.dim(Dim::PP))
        << ',' << num(lp.dim(Dim::DP)) << ',' << num(lp.dim(Dim::EP)) << ',' << num(lp.comm_total_s) << ','
        << num(lp.bubble_fraction) << ',' << num(m.params_bytes) << ',' << num(m.grads_bytes) << ','
@@ -256,7 +296,7 @@ void print_json(std::ostream& os, const Header& h, const std::vector<const Layou
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const LayoutPlan& lp = *shown[i];
     const MemoryBreakdown& m = lp.memory;
-    os << (i ? "," : "") << "\n    {\"rank\": " << i + 1 << ", \"dp\": " << lp.shape.dp << ", \"tp\": " << lp.shape.tp
+    os << (i ? "," : "") << "\n    {\"rank\": " << rank_of(r, &lp) << ", \"dp\": " << lp.shape.dp << ", \"tp\": " << lp.shape.tp
        << ", \"pp\": " << lp.shape.pp << ", \"ep\": " << lp.shape.ep << ", \"micro_batches\": " << lp.shape.micro_batches
        << ", \"comm_s\": " << json_number(lp.comm_s);
     for (Dim d : kAllDims) os << ", \"" << to_string(d) << "_s\": " << json_number(lp.dim(d));
@@ -431,11 +471,13 @@ void write_plan_group(const std::string& path, const Header& h, const std::vecto
 int cmd_plan(int argc, char** argv) {
   CommandLine cli("plan", "rank data/tensor/pipeline/expert-parallel layouts of a training job by communication time",
                   "commsim plan --topology configs/topologies/dgx-h100.yaml --nodes 16 \\\n"
-                  "      --model configs/models/llama3-70b.yaml --global-batch 1024 --micro-batch 1 --seq 8192\n"
-                  "  commsim plan --topology dgx-a100 --nodes 48 --model gpt3-175b --global-batch 1536 --seq 2048 \\\n"
-                  "      --recompute full --gpu-tflops 153 --top 5 --detail");
+                  "    --model configs/models/llama3-70b.yaml --global-batch 1024 --micro-batch 1 --seq 8192 \\\n"
+                  "    --sequence-parallel --recompute selective\n"
+                  "commsim plan --topology dgx-a100 --nodes 48 --model gpt3-175b --global-batch 1536 --seq 2048 \\\n"
+                  "    --recompute full --gpu-tflops 175 --rank-by step --layout tp=8 --detail");
   std::string topology_arg = "dgx-h100", model_arg, recompute = "none", overlap = "none", algorithms = "all";
-  std::string memory_limit, calibrated_range;
+  std::string memory_limit, calibrated_range, layout_filter, rank_by = "comm";
+  bool no_scatter_gather = false;
   PlanOptions opts;
   int top = 10;
   bool show_excluded = false, detail = false;
@@ -459,6 +501,8 @@ int cmd_plan(int argc, char** argv) {
       ("dp-bucket-params", po::value(&opts.dp_bucket_params)->default_value(0)->value_name("N"),
        "parameters per DP gradient bucket; 0 = whole without overlap, 40e6 with --overlap")
       ("allow-cross-node-tp", po::bool_switch(&opts.allow_cross_node_tp), "also plan TP groups larger than a node")
+      ("no-pp-scatter-gather", po::bool_switch(&no_scatter_gather),
+       "send whole activations between pipeline stages from every TP rank (default: 1/TP each, then an allgather)")
       ("memory-limit", po::value(&memory_limit)->value_name("SIZE"),
        "usable memory per GPU, e.g. 72GiB (default: the topology's device memory)")
       ("algorithms", po::value(&algorithms)->default_value(algorithms)->value_name("LIST"),
@@ -468,10 +512,19 @@ int cmd_plan(int argc, char** argv) {
        "(default: the topology's calibrated section)")
       ("gpu-tflops", po::value(&opts.gpu_tflops)->default_value(0)->value_name("TFLOPS"),
        "achieved TFLOP/s per GPU: adds compute, step time and communication share")
+      ("rank-by", po::value(&rank_by)->default_value(rank_by)->value_name("comm|step"),
+       "order by exposed communication, or by estimated step time (needs --gpu-tflops)")
       ("top", po::value(&top)->default_value(top)->value_name("N"), "layouts to show (0 = all)")
+      ("layout", po::value(&layout_filter)->value_name("tp=8,pp=12"),
+       "show only layouts with these sizes (keys dp, tp, pp, ep), with their rank among all")
       ("show-excluded", po::bool_switch(&show_excluded), "list the layouts left out and why")
       ("detail", po::bool_switch(&detail), "list every collective of the layouts shown (table format)");
-  add_output_options(cli.options(), out, false);
+  cli.options().add_options()
+      ("format", po::value(&out.format)->default_value(out.format)->value_name("table|csv|json"),
+       "what to print on stdout: a ranked table, CSV (one line per layout) or JSON (layouts with their collectives)")
+      ("out", po::value(&out.out)->value_name("FILE.h5"),
+       "also write the plan to this HDF5 file (/plan group: layouts, collectives, excluded, assumptions)")
+      ("force", po::bool_switch(&out.force), "overwrite --out FILE.h5 if it exists");
   if (!cli.parse(argc, argv)) return 0;
 
   if (model_arg.empty()) throw Error("--model is required (a name from configs/models/ or a model file)");
@@ -485,6 +538,10 @@ int cmd_plan(int argc, char** argv) {
   if (!ov) throw Error("--overlap: unknown value '" + overlap + "'; valid: none, dp, all");
   opts.overlap = *ov;
   OutputFormat format = parse_format(out.format);
+  auto rb = parse_rank_by(rank_by);
+  if (!rb) throw Error("--rank-by: unknown value '" + rank_by + "'; valid: comm, step");
+  opts.rank_by = *rb;
+  opts.pp_scatter_gather = !no_scatter_gather;
   if (!memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(memory_limit);
   if (opts.gpu_tflops < 0) throw Error("--gpu-tflops must not be negative");
 
@@ -496,17 +553,18 @@ int cmd_plan(int argc, char** argv) {
   PlanResult result = plan_layouts(topo, model, opts);
 
   std::vector<const LayoutPlan*> shown;
+  auto filter = layout_filter.empty() ? std::vector<std::pair<std::string, int>>{} : parse_layout_filter(layout_filter);
   for (const auto& lp : result.ranked) {
     if (top > 0 && static_cast<int>(shown.size()) >= top) break;
-    shown.push_back(&lp);
+    if (matches(filter, lp.shape)) shown.push_back(&lp);
   }
   std::vector<std::string> warnings = result.warnings;
   for (auto& w : calibration_warnings(shown, opts.calibration)) warnings.push_back(std::move(w));
 
   Header h{&model, &topo, &opts, &result};
   switch (format) {
-    case OutputFormat::Table: print_table(std::cout, h, shown, show_excluded, detail, warnings); break;
-    case OutputFormat::Csv: print_csv(std::cout, shown); break;
+    case OutputFormat::Table: print_table(std::cout, h, shown, !filter.empty(), show_excluded, detail, warnings); break;
+    case OutputFormat::Csv: print_csv(std::cout, result, shown); break;
     case OutputFormat::Json: print_json(std::cout, h, shown, show_excluded, warnings); break;
   }
   std::cout.flush();
