@@ -62,11 +62,16 @@ def files(tmp_path_factory):
     run_h5 = str(d / "run.h5")
     pred_h5 = str(d / "pred.h5")
     run([mpiexec, "--oversubscribe", "-np", "2", binary, "run", "--topology", "local-cpu", "--backend", "host",
-         "--collectives", "allreduce,allgather", "--algorithms", "ring,tree,recursive-doubling,mpi",
+         "--collectives", "allreduce,allgather", "--algorithms", "ring,recursive-doubling,mpi",
          "--sizes", "1KiB:4MiB:x4", "--iters", "3", "--warmup", "1", "--out", run_h5])
+    # A second file, 3 ranks, ring and tree: several files, two rank counts, a ring/tree crossover plot.
+    run3_h5 = str(d / "run3.h5")
+    run([mpiexec, "--oversubscribe", "-np", "3", binary, "run", "--topology", "local-cpu", "--backend", "host",
+         "--collectives", "allreduce", "--algorithms", "ring,tree", "--sizes", "1KiB:4MiB:x4", "--iters", "3",
+         "--warmup", "1", "--out", run3_h5])
     run([binary, "predict", "--topology", "local-cpu", "--collectives", "allreduce", "--algorithms", "ring,tree",
          "--sizes", "1KiB:4MiB:x4", "--out", pred_h5])
-    return {"bin": binary, "dir": d, "run": run_h5, "pred": pred_h5}
+    return {"bin": binary, "dir": d, "run": run_h5, "run3": run3_h5, "pred": pred_h5}
 
 
 def commsim_report(binary, paths):
@@ -78,8 +83,9 @@ def close(a, b, rel=1e-9):
 
 
 def test_reader_reads_every_point(files):
-    ours = commsim_report(files["bin"], [files["run"], files["pred"]])
-    df = commsim_h5.read_points([files["run"], files["pred"]])
+    paths = [files["run"], files["run3"], files["pred"]]
+    ours = commsim_report(files["bin"], paths)
+    df = commsim_h5.read_points(paths)
     assert len(df) == ours["points"]
     assert set(df["status"]) <= {"ok", "predicted", "wrong", "timeout", "error", "skipped"}
     runs = commsim_h5.read_runs(files["run"])
@@ -88,7 +94,7 @@ def test_reader_reads_every_point(files):
 
 def test_figures_and_markdown_exist(files):
     out = str(files["dir"] / "report")
-    assert report.main([files["run"], files["pred"], "--out", out]) == 0
+    assert report.main([files["run"], files["run3"], files["pred"], "--out", out]) == 0
     md = open(os.path.join(out, "report.md")).read()
     expected = ["time_vs_size_allreduce.png", "time_vs_size_allgather.png", "busbw_vs_size_allreduce.png",
                 "error_heatmap.png", "crossover_ring_tree.png", "node_scaling.png"]
@@ -102,7 +108,7 @@ def test_figures_and_markdown_exist(files):
 
 def test_numbers_match_commsim_report(files):
     out = str(files["dir"] / "report_numbers")
-    paths = [files["run"], files["pred"]]
+    paths = [files["run"], files["run3"], files["pred"]]
     assert report.main([*paths, "--out", out]) == 0
     py = json.load(open(os.path.join(out, "report.json")))
     cc = commsim_report(files["bin"], paths)
