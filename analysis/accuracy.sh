@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# How accurate is the calibrated model on this machine? probe -> calibrate -> run -> report, then a
+# second round where gamma is refitted on the first run's reducing collectives and checked on a new
+# run (the refit never sees the points it is judged on).
+#
+#   analysis/accuracy.sh [NRANKS] [OUTDIR]
+#
+# Environment: COMMSIM_BIN (default: build/src/runtime/commsim, else build-*/src/runtime/commsim),
+# SIZES (run sizes, default 1KiB:64MiB:x4), PROBE_SIZES (default 8B:64MiB), ITERS (default 10),
+# COLLECTIVES (default allreduce,allgather,reducescatter,broadcast), MPIEXEC_ARGS (extra mpiexec
+# arguments, e.g. "--bind-to core"). Prints the accuracy table of `commsim report` for each round.
+set -euo pipefail
+np=${1:-2}
+out=${2:-accuracy-out}
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${COMMSIM_BIN:-}
+if [ -z "$bin" ]; then
+  for b in "$here"/build/src/runtime/commsim "$here"/build-*/src/runtime/commsim; do
+    if [ -x "$b" ]; then bin=$b; break; fi
+  done
+fi
+[ -x "$bin" ] || { echo "accuracy.sh: no commsim binary; build it or set COMMSIM_BIN" >&2; exit 2; }
+sizes=${SIZES:-1KiB:64MiB:x4}
+probe_sizes=${PROBE_SIZES:-8B:64MiB}
+iters=${ITERS:-10}
+collectives=${COLLECTIVES:-allreduce,allgather,reducescatter,broadcast}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# shellcheck disable=SC2206
+mpirun=(mpiexec --oversubscribe -np "$np" ${MPIEXEC_ARGS:-})
+mkdir -p "$out"
+cd "$out"
+
+echo "== probe ($np ranks)"
+"${mpirun[@]}" "$bin" probe --sizes "$probe_sizes" --iters 20 --warmup 3 --no-table --out portrait.h5 --force
+echo "== calibrate (probe only)"
+"$bin" calibrate portrait.h5 --out calibrated.yaml --force
+run_sweep() {  # topology output
+  "${mpirun[@]}" "$bin" run --topology "$1" --backend host --collectives "$collectives" --algorithms all \
+    --sizes "$sizes" --iters "$iters" --warmup 3 --out "$2" --force > "${2%.h5}.txt"
+}
+echo "== run on the calibrated topology"
+run_sweep calibrated.yaml run1.h5
+echo "== report, round 1 (alpha/beta/gamma from the probe alone)"
+"$bin" report run1.h5 | tee report1.txt | sed -n '1,/^## Error per/p'
+grep "model picked" report1.txt || true
+
+echo "== calibrate again: gamma refitted on run1's reducing collectives"
+"$bin" calibrate portrait.h5 run1.h5 --refine gamma --out refined.yaml --force | sed -n '/## Collectives/,/## Written/p'
+echo "== run on the refined topology"
+run_sweep refined.yaml run2.h5
+echo "== report, round 2 (new measurements)"
+"$bin" report run2.h5 | tee report2.txt | sed -n '1,/^## Error per/p'
+grep "model picked" report2.txt || true
+echo "== full reports: $out/report1.txt, $out/report2.txt"
