@@ -1,0 +1,208 @@
+// `commsim plan` run as a process: the table, CSV and JSON it prints, the HDF5 /plan group it
+// writes, the calibration warning, and its messages for bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "runtime/hdf5.h"
+#include "runtime/results_file.h"
+#include "test_util.h"
+#include "text_formats.h"
+
+namespace commsim {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result run(const std::string& args, const test::TempDir& dir) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  std::string cmd = std::string("'") + COMMSIM_BIN + "' plan " + args + " >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// The command, with the memory savers that make Llama 3 70B at 8K tokens fit.
+const std::string kLlama =
+    "--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+    "--global-batch 1024 --micro-batch 1 --seq 8192 --sequence-parallel --recompute selective";
+
+class PlanE2E : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(chdir(COMMSIM_SOURCE_DIR), 0); }
+};
+
+TEST_F(PlanE2E, TableRanksLayoutsWithTheirParts) {
+  test::TempDir dir;
+  Result r = run(kLlama + " --top 3", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "llama3-70b (70.6 B parameters) on 16 x dgx-h100 (128 GPUs")) << r.out;
+  for (const char* col : {"rank", "DP", "TP", "PP", "EP", "comm", "bubble", "mem GiB", "algorithms"})
+    EXPECT_TRUE(contains(r.out, col)) << col;
+  EXPECT_TRUE(contains(r.out, "# assumptions")) << r.out;
+  EXPECT_TRUE(contains(r.out, "overlap none: every collective is on the critical path")) << r.out;
+  EXPECT_TRUE(contains(r.out, "warning: topology 'dgx-h100' carries no calibrated range")) << r.out;
+  // Three ranked rows: lines starting with the rank.
+  int rows = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("    1 ", 0) == 0 || line.rfind("    2 ", 0) == 0 || line.rfind("    3 ", 0) == 0) ++rows;
+  EXPECT_EQ(rows, 3) << r.out;
+}
+
+TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToTry) {
+  test::TempDir dir;
+  // The command exactly: without recomputation the attention scores of 8K tokens do not fit.
+  Result r = run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+                 "--global-batch 1024 --micro-batch 1 --seq 8192",
+                 dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "# 0 layouts fit")) << r.out;
+  EXPECT_TRUE(contains(r.out, "# closest to fitting")) << r.out;
+  EXPECT_TRUE(contains(r.out, "warning: no layout fits")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--recompute selective|full")) << r.out;
+}
+
+TEST_F(PlanE2E, CsvHasOneRowPerLayoutShown) {
+  test::TempDir dir;
+  Result r = run(kLlama + " --top 0 --format csv", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto rows = test::parse_csv(r.out);
+  ASSERT_GE(rows.size(), 2u) << r.out;
+  const auto& header = rows[0];
+  for (const char* col : {"rank", "dp", "tp", "pp", "ep", "comm_s", "tp_s", "pp_s", "dp_s", "ep_s", "bubble_fraction",
+                          "mem_total_bytes", "tp_algorithm"})
+    EXPECT_NE(std::find(header.begin(), header.end(), col), header.end()) << col;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), header.size());
+    EXPECT_EQ(rows[i][0], std::to_string(i));
+    EXPECT_EQ(std::stoi(rows[i][1]) * std::stoi(rows[i][2]) * std::stoi(rows[i][3]), 128);  // DP*TP*PP
+  }
+  EXPECT_TRUE(contains(r.err, "no calibrated range")) << "warnings go to stderr with --format csv";
+}
+
+TEST_F(PlanE2E, JsonIsValid) {
+  test::TempDir dir;
+  Result r = run(kLlama + " --format json --show-excluded", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\"layouts\": [")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"collectives\": [")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"excluded\": [")) << r.out;
+  if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
+    std::ofstream(dir.file("plan.json")) << r.out;
+    std::string check = "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '" + dir.file("plan.json") + "'";
+    EXPECT_EQ(std::system(check.c_str()), 0) << r.out;
+  }
+}
+
+TEST_F(PlanE2E, WritesThePlanGroup) {
+  test::TempDir dir;
+  const std::string path = dir.file("plan.h5");
+  Result r = run(kLlama + " --out '" + path + "'", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  ASSERT_TRUE(test::exists(path));
+  // An ordinary results file (the run context holds the topology) ...
+  ResultsContents c = read_results(path);
+  ASSERT_EQ(c.runs.size(), 1u);
+  EXPECT_EQ(c.runs[0].topology_name, "dgx-h100");
+  EXPECT_TRUE(c.points.empty());
+  // ... plus /plan.
+  h5::File f = h5::open_file(path, false);
+  h5::Group g = h5::open_group(f.get(), "plan");
+  EXPECT_EQ(h5::get_string_attribute(g.get(), "model_name"), "llama3-70b");
+  EXPECT_EQ(h5::get_int_attribute(g.get(), "gpus"), 128);
+  EXPECT_EQ(h5::get_string_attribute(g.get(), "recompute"), "selective");
+  h5::Dataset layouts = h5::open_dataset(g.get(), "layouts");
+  h5::Dataset colls = h5::open_dataset(g.get(), "collectives");
+  h5::Dataset excluded = h5::open_dataset(g.get(), "excluded");
+  EXPECT_GT(h5::rows(layouts), 0u);
+  EXPECT_GE(h5::rows(colls), h5::rows(layouts));
+  EXPECT_GT(h5::rows(excluded), 0u);
+  EXPECT_FALSE(h5::read_string_list(g.get(), "assumptions").empty());
+  // Never overwritten without --force.
+  Result again = run(kLlama + " --out '" + path + "'", dir);
+  EXPECT_NE(again.rc, 0);
+  EXPECT_TRUE(contains(again.err, "--force")) << again.err;
+}
+
+TEST_F(PlanE2E, WarnsOutsideACalibratedTopologysRange) {
+  test::TempDir dir;
+  std::string text = slurp("configs/topologies/dgx-h100.yaml");
+  text += "calibrated: { sizes: \"8B:64MiB\", nodes: \"1:2\" }\n";
+  const std::string topo = dir.file("calibrated.yaml");
+  std::ofstream(topo) << text;
+  std::string args = kLlama;
+  args.replace(args.find("configs/topologies/dgx-h100.yaml"), 32, "'" + topo + "'");
+  Result r = run(args + " --top 3", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "carries no calibrated range")) << r.out;
+  EXPECT_TRUE(contains(r.out, "outside the calibrated range (8B..64MiB, 1..2 nodes")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1!")) << "the table marks layouts outside the range\n" << r.out;
+}
+
+TEST_F(PlanE2E, LayoutFilterKeepsTheGlobalRank) {
+  test::TempDir dir;
+  Result all = run(kLlama + " --top 0 --format csv", dir);
+  ASSERT_EQ(all.rc, 0) << all.err;
+  Result one = run(kLlama + " --layout tp=8,pp=4 --format csv", dir);
+  ASSERT_EQ(one.rc, 0) << one.err;
+  auto rows = test::parse_csv(one.out);
+  ASSERT_EQ(rows.size(), 2u) << one.out;
+  EXPECT_EQ(rows[1][2], "8");
+  EXPECT_EQ(rows[1][3], "4");
+  // The same line appears in the full ranking.
+  std::istringstream lines(one.out);
+  std::string header, line;
+  std::getline(lines, header);
+  std::getline(lines, line);
+  EXPECT_TRUE(contains(all.out, line)) << line;
+}
+
+TEST_F(PlanE2E, BadInputIsAnErrorNamingIt) {
+  test::TempDir dir;
+  const std::string bad = dir.file("bad-model.yaml");
+  std::ofstream(bad) << "name: x\nlayers: 80\nhidden: 8192\nheads: sixty-four\nffn_hidden: 28672\nvocab: 128256\n";
+  Result r = run("--topology dgx-h100 --nodes 2 --model '" + bad + "' --global-batch 64 --seq 2048", dir);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(contains(r.err, bad + ":4: heads: expected a whole number, got 'sixty-four'")) << r.err;
+
+  Result missing = run("--topology dgx-h100 --nodes 2 --global-batch 64 --seq 2048", dir);
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_TRUE(contains(missing.err, "--model is required")) << missing.err;
+
+  Result overlap = run("--model llama3-8b --global-batch 64 --seq 2048 --overlap some", dir);
+  EXPECT_NE(overlap.rc, 0);
+  EXPECT_TRUE(contains(overlap.err, "--overlap: unknown value 'some'")) << overlap.err;
+
+  Result step = run("--model llama3-8b --global-batch 64 --seq 2048 --rank-by step", dir);
+  EXPECT_NE(step.rc, 0);
+  EXPECT_TRUE(contains(step.err, "--gpu-tflops")) << step.err;
+
+  Result layout = run("--model llama3-8b --global-batch 64 --seq 2048 --layout tp:8", dir);
+  EXPECT_NE(layout.rc, 0);
+  EXPECT_TRUE(contains(layout.err, "--layout: cannot read 'tp:8'")) << layout.err;
+}
+
+}  // namespace
+}  // namespace commsim
