@@ -161,6 +161,34 @@ TEST_F(PlanE2E, WarnsOutsideACalibratedTopologysRange) {
   EXPECT_TRUE(contains(r.out, "1!")) << "the table marks layouts outside the range\n" << r.out;
 }
 
+TEST_F(PlanE2E, CalibratedRangeFromAResultsFile) {
+  test::TempDir dir;
+  const std::string measured = dir.file("measured.h5");
+  {
+    ResultsFile f = ResultsFile::create(measured, false, test::sample_context());
+    f.append(test::measured_point(1024));     // 2 nodes
+    f.append(test::measured_point(1 << 20));  // 2 nodes
+    Point predicted = test::predicted_point(Collective::AllReduce, 1ull << 30);  // not measured: ignored
+    f.append(predicted);
+    f.finish(RunStatus::Complete);
+  }
+  Result r = run(kLlama + " --top 2 --calibrated-range '" + measured + "'", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "outside the calibrated range (1KiB..1MiB, 2..2 nodes, from " + measured)) << r.out;
+  EXPECT_FALSE(contains(r.out, "carries no calibrated range")) << r.out;
+
+  // A file without measurements cannot give a range.
+  const std::string model_only = dir.file("model-only.h5");
+  {
+    ResultsFile f = ResultsFile::create(model_only, false, test::sample_context());
+    f.append(test::predicted_point(Collective::AllReduce, 1024));
+    f.finish(RunStatus::Complete);
+  }
+  Result bad = run(kLlama + " --calibrated-range '" + model_only + "'", dir);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "holds no correctly measured point")) << bad.err;
+}
+
 TEST_F(PlanE2E, LayoutFilterKeepsTheGlobalRank) {
   test::TempDir dir;
   Result all = run(kLlama + " --top 0 --format csv", dir);
