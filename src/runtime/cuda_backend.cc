@@ -38,7 +38,7 @@ void agree_or_throw(const std::string& mine) {
   if (any) throw Error(mine.empty() ? "the cuda backend failed to start on another rank (see its message)" : mine);
 }
 
-double median(std::vector<double> v) {
+[[maybe_unused]] double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -82,6 +82,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&start_));
     CUDA_CHECK(cudaEventCreate(&stop_));
+#ifdef COMMSIM_HAVE_NCCL
     // The watchdog aborts NCCL communicators before it aborts the job (a hung NCCL kernel would
     // otherwise outlive the process on the GPU).
     static const bool hooked = [] {
@@ -89,6 +90,7 @@ class CudaBackend final : public Backend {
       return true;
     }();
     (void)hooked;
+#endif
   }
 
   ~CudaBackend() override {

@@ -99,7 +99,8 @@ step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --back
   echo "== reduce vs copy (bytes read + written)"
   grep -A12 "^variant" "$out/bench.log" || tail -3 "$out/bench.log"
   echo "== sweep (busbw GB/s; see sweep.log)"
-  grep -E "^ *(allreduce|allgather|reducescatter)" "$out/sweep.log" | grep -E "4MiB|4 MiB|256MiB|256 MiB" | head -30
+  grep -E "^#.*commsim run|^# allreduce|^# +size" "$out/sweep.log" | cut -c1-160
+  grep -E "^ +[0-9]+ +[0-9]+ +(float|bfloat|int)" "$out/sweep.log" | grep -E "^ +(65536|4194304|268435456) " | head -40
   echo "== steps"
   cat "$summary"
 } | tee -a "$out/environment.log"

@@ -67,7 +67,7 @@ template <typename T>
 T* upload(const std::vector<T>& v) {
   T* d = nullptr;
   const std::size_t bytes = std::max<std::size_t>(1, v.size()) * sizeof(T);
-  CUDA_CHECK(cudaMalloc(&d, bytes));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d), bytes));
   if (!v.empty()) CUDA_CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
   return d;
 }
@@ -97,10 +97,10 @@ CudaExecutor::CudaExecutor(MPI_Comm comm, ExecutorOptions options) : options_(op
     // Every rank must launch the same number of blocks (acknowledgements count blocks).
     MPI_Allreduce(&mine, &max_blocks_, 1, MPI_INT, MPI_MIN, comm_);
     const std::size_t flag_bytes = sizeof(std::uint64_t) * detail::kFlagArrays * nranks_;
-    CUDA_CHECK(cudaMalloc(&flags_, flag_bytes));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flags_), flag_bytes));
     CUDA_CHECK(cudaMemset(flags_, 0, flag_bytes));
-    CUDA_CHECK(cudaMalloc(&d_peer_buf_, sizeof(char*) * detail::kBuffers * nranks_));
-    CUDA_CHECK(cudaMalloc(&d_peer_flags_, sizeof(std::uint64_t*) * nranks_));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_peer_buf_), sizeof(char*) * detail::kBuffers * nranks_));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_peer_flags_), sizeof(std::uint64_t*) * nranks_));
     CUDA_CHECK(cudaHostAlloc(&error_record_, sizeof(detail::ErrorRecord), cudaHostAllocMapped));
     std::memset(error_record_, 0, sizeof(detail::ErrorRecord));
     CUDA_CHECK(cudaDeviceSynchronize());
