@@ -34,8 +34,11 @@ class Fields {
 
   // Rejects keys that are not in `known` (a typo must not silently fall back to a default).
   void check_known(const std::set<std::string>& known) const {
+    std::set<std::string> seen;
     for (const auto& kv : map_) {
+      if (!kv.first.IsScalar()) fail(origin_, kv.first.Mark().line, "", "keys must be plain names");
       std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) fail(origin_, kv.first.Mark().line, key, "field given twice");
       if (!known.count(key)) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -124,7 +127,9 @@ double LlmModel::attention_params_per_layer() const {
   return 2 * h * h + 2 * h * kv;  // Q and O are h x h; K and V are h x (kv_heads * head_dim)
 }
 
-double LlmModel::expert_params() const { return static_cast<double>(ffn_matrices()) * hidden * ffn_hidden; }
+double LlmModel::expert_params() const {
+  return static_cast<double>(ffn_matrices()) * hidden * ffn_hidden;
+}
 
 double LlmModel::dense_params_per_layer() const {
   double norms = 2.0 * hidden;  // one norm scale before attention, one before the MLP
@@ -132,7 +137,9 @@ double LlmModel::dense_params_per_layer() const {
   return attention_params_per_layer() + norms + mlp;
 }
 
-double LlmModel::expert_params_per_layer() const { return moe() ? experts * expert_params() : 0.0; }
+double LlmModel::expert_params_per_layer() const {
+  return moe() ? experts * expert_params() : 0.0;
+}
 
 double LlmModel::embedding_params() const {
   return static_cast<double>(vocab) * hidden + static_cast<double>(position_embeddings) * hidden;
@@ -159,7 +166,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
     fail(origin, e.mark.line, "", "not valid YAML: " + e.msg);
   }
   if (root.IsNull() || !root.IsDefined()) fail(origin, 0, "", "the model file is empty");
-  if (!root.IsMap()) fail(origin, root.Mark().line, "", "expected a mapping of model fields (layers: 80, hidden: 8192, ...)");
+  if (!root.IsMap())
+    fail(origin, root.Mark().line, "", "expected a mapping of model fields (layers: 80, hidden: 8192, ...)");
 
   Fields f(root, origin);
   f.check_known({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
@@ -209,7 +217,9 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   return m;
 }
 
-LlmModel load_llm_model(const std::string& path) { return parse_llm_model(read_file(path), path); }
+LlmModel load_llm_model(const std::string& path) {
+  return parse_llm_model(read_file(path), path);
+}
 
 std::string resolve_model_path(const std::string& name_or_path) {
   bool looks_like_path = name_or_path.find('/') != std::string::npos ||

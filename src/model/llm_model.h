@@ -27,19 +27,19 @@ struct LlmModel {
   int experts = 1;               // 1 = dense; > 1 = every MLP is a mixture of experts
   int top_k = 1;                 // experts each token is routed to
   std::string param_dtype = "bf16";
-  int param_bytes = 2;           // bytes of one parameter in param_dtype
+  int param_bytes = 2;  // bytes of one parameter in param_dtype
 
   bool moe() const { return experts > 1; }
   int head_dim() const { return hidden / heads; }
   int ffn_matrices() const { return ffn == FfnKind::SwiGlu ? 3 : 2; }
 
   // Parameter counts (weights of matrices plus norm scales; biases are ignored: < 0.01 %).
-  double attention_params_per_layer() const;   // Q, K, V, O projections
-  double expert_params() const;                 // one MLP (one expert)
-  double dense_params_per_layer() const;        // attention + norms (+ the MLP when dense, + router when MoE)
-  double expert_params_per_layer() const;       // experts * expert_params() for MoE, else 0
-  double embedding_params() const;              // input embedding (+ positions)
-  double output_params() const;                 // output projection (0 when tied) + final norm
+  double attention_params_per_layer() const;  // Q, K, V, O projections
+  double expert_params() const;               // one MLP (one expert)
+  double dense_params_per_layer() const;      // attention + norms (+ the MLP when dense, + router when MoE)
+  double expert_params_per_layer() const;     // experts * expert_params() for MoE, else 0
+  double embedding_params() const;            // input embedding (+ positions)
+  double output_params() const;               // output projection (0 when tied) + final norm
   double total_params() const;
   // Parameters a token passes through in one forward pass (top_k experts of each MoE layer).
   double active_params() const;

@@ -35,7 +35,9 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string gib(double bytes) { return fmt("%.1f GiB", bytes / 1073741824.0); }
+std::string gib(double bytes) {
+  return fmt("%.1f GiB", bytes / 1073741824.0);
+}
 
 // Prices each distinct (collective, placement, bytes) once: layouts share most of their
 // collectives (the same TP allreduce appears in every layout with that TP and micro-batch).
@@ -103,7 +105,9 @@ class PlacementCache {
   std::map<std::pair<int, int>, GroupPlacement> cache_;
 };
 
-Bytes to_bytes(double v) { return static_cast<Bytes>(std::max(1.0, std::round(v))); }
+Bytes to_bytes(double v) {
+  return static_cast<Bytes>(std::max(1.0, std::round(v)));
+}
 
 }  // namespace
 
@@ -137,7 +141,9 @@ std::optional<Overlap> parse_overlap(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view to_string(RankBy r) { return r == RankBy::Comm ? "comm" : "step"; }
+std::string_view to_string(RankBy r) {
+  return r == RankBy::Comm ? "comm" : "step";
+}
 
 std::optional<RankBy> parse_rank_by(std::string_view text) {
   for (RankBy r : {RankBy::Comm, RankBy::Step})
@@ -174,7 +180,8 @@ CalibrationRange calibration_range(const Topology& topo) {
   r.max_bytes = c.sizes.back();
   r.min_nodes = c.nodes.front();
   r.max_nodes = c.nodes.back();
-  r.origin = "the calibrated section of " + (topo.source_path.empty() ? "topology '" + topo.name + "'" : topo.source_path);
+  r.origin =
+      "the calibrated section of " + (topo.source_path.empty() ? "topology '" + topo.name + "'" : topo.source_path);
   return r;
 }
 
@@ -319,8 +326,9 @@ MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, c
 double training_flops_per_iteration(const LlmModel& model, const PlanOptions& opts) {
   const double tokens = static_cast<double>(opts.global_batch) * opts.seq;
   const double h = model.hidden, s = opts.seq;
-  double matrix_params = model.attention_params_per_layer() +
-                         (model.moe() ? model.top_k * model.expert_params() + h * model.experts : model.expert_params());
+  double matrix_params =
+      model.attention_params_per_layer() +
+      (model.moe() ? model.top_k * model.expert_params() + h * model.experts : model.expert_params());
   double layer_forward = 2 * matrix_params + 4 * s * h;  // 4sh: QK^T and attention x V
   double passes = 3 + (opts.recompute == Recompute::Full ? 1 : 0);
   double per_token = passes * model.layers * layer_forward + 3 * 2 * h * model.vocab;
@@ -341,7 +349,8 @@ std::vector<Shape> enumerate_layouts(const LlmModel& model, const PlanOptions& o
       s.pp = pp;
       s.dp = gpus / (tp * pp);
       if (model.heads % tp) {
-        reject(s, "TP=" + std::to_string(tp) + " does not divide the " + std::to_string(model.heads) + " attention heads");
+        reject(s,
+               "TP=" + std::to_string(tp) + " does not divide the " + std::to_string(model.heads) + " attention heads");
         continue;
       }
       if (model.kv_heads % tp) {
@@ -389,7 +398,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   if (opts.global_batch % opts.micro_batch)
     throw Error("global batch " + std::to_string(opts.global_batch) + " is not a multiple of micro-batch " +
                 std::to_string(opts.micro_batch));
-  if (opts.zero < 0 || opts.zero > 3) throw Error("--zero must be 0, 1, 2 or 3 (got " + std::to_string(opts.zero) + ")");
+  if (opts.zero < 0 || opts.zero > 3)
+    throw Error("--zero must be 0, 1, 2 or 3 (got " + std::to_string(opts.zero) + ")");
   if (opts.dp_bucket_params < 0) throw Error("the DP bucket size must not be negative");
   if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0))
     throw Error("ranking by step time needs a compute estimate: pass --gpu-tflops");
@@ -412,7 +422,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   const bool full = opts.recompute == Recompute::Full;
   const bool overlap_dp = opts.overlap != Overlap::None;
   const bool overlap_pp = opts.overlap == Overlap::All;
-  const double bucket_params = opts.dp_bucket_params > 0 ? opts.dp_bucket_params : (overlap_dp ? kMegatronBucketParams : 0);
+  const double bucket_params =
+      opts.dp_bucket_params > 0 ? opts.dp_bucket_params : (overlap_dp ? kMegatronBucketParams : 0);
 
   std::vector<Shape> shapes = enumerate_layouts(model, opts, N, R, &result.excluded);
   for (const Shape& shape : shapes) {
@@ -421,13 +432,13 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     lp.memory = memory_per_gpu(model, opts, shape);
     if (lp.memory.total_bytes() > static_cast<double>(result.memory_limit_bytes)) {
       const MemoryBreakdown& mb = lp.memory;
-      result.excluded.push_back(
-          {shape,
-           "needs " + gib(mb.total_bytes()) + " per GPU > " + gib(static_cast<double>(result.memory_limit_bytes)) +
-               " (stage " + std::to_string(mb.stage) + ": parameters " + gib(mb.params_bytes) + ", gradients " +
-               gib(mb.grads_bytes) + ", optimizer " + gib(mb.optimizer_bytes) + ", activations " +
-               gib(mb.activations_bytes) + ")",
-           true, mb});
+      result.excluded.push_back({shape,
+                                 "needs " + gib(mb.total_bytes()) + " per GPU > " +
+                                     gib(static_cast<double>(result.memory_limit_bytes)) + " (stage " +
+                                     std::to_string(mb.stage) + ": parameters " + gib(mb.params_bytes) +
+                                     ", gradients " + gib(mb.grads_bytes) + ", optimizer " + gib(mb.optimizer_bytes) +
+                                     ", activations " + gib(mb.activations_bytes) + ")",
+                                 true, mb});
       continue;
     }
     const int m = shape.micro_batches;
@@ -482,8 +493,9 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
       const bool split = shape.tp > 1 && (opts.sequence_parallel || opts.pp_scatter_gather);
       double calls = 2.0 * m;
       double exposed = overlap_pp ? std::min(calls, 2.0 * (shape.pp - 1)) : calls;
-      add(Dim::PP, Collective::SendRecv, split ? "1/TP of activations and gradients" : "activations and their gradients",
-          2, pair, msg / (split ? shape.tp : 1), calls, exposed);
+      add(Dim::PP, Collective::SendRecv,
+          split ? "1/TP of activations and gradients" : "activations and their gradients", 2, pair,
+          msg / (split ? shape.tp : 1), calls, exposed);
       if (split && !opts.sequence_parallel)
         add(Dim::PP, Collective::AllGather, "received activations and gradients (scatter/gather)", shape.tp,
             placements.get(shape.tp, 1), msg, calls, exposed);
@@ -517,8 +529,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     if (model.moe() && shape.ep > 1) {
       double bytes = model.top_k * msg / (opts.sequence_parallel ? shape.tp : 1);
       double calls = m * layers_per_stage * (full ? 6 : 4);
-      add(Dim::EP, Collective::AllToAll, "routed tokens", shape.ep, placements.get(shape.ep, shape.tp * shape.pp), bytes,
-          calls, calls);
+      add(Dim::EP, Collective::AllToAll, "routed tokens", shape.ep, placements.get(shape.ep, shape.tp * shape.pp),
+          bytes, calls, calls);
     }
 
     // With a compute estimate, overlapped DP traffic can only hide behind the backward pass.
@@ -560,46 +572,48 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   // What the numbers assume, stated with them.
   auto& as = result.assumptions;
   as.push_back("placement: rank = tp + TP*(pp + PP*dp); TP ranks adjacent (one node when TP divides " +
-               std::to_string(R) + " GPUs per node), then pipeline stages, then DP replicas across nodes; EP groups are "
+               std::to_string(R) +
+               " GPUs per node), then pipeline stages, then DP replicas across nodes; EP groups are "
                "consecutive DP replicas");
   as.push_back("pricing: each collective by the fastest of " + std::to_string(candidates.size()) +
                " candidate algorithms on its group's (nodes, ranks per node); groups of one dimension running at "
                "once share each node's NICs");
   as.push_back(std::string("TP: ") + (full ? "6" : "4") + " " +
                (opts.sequence_parallel ? "reduce-scatter + allgather pairs" : "allreduces") +
-               " of b*s*h*2 bytes per layer and micro-batch" + (full ? " (full recomputation repeats the forward)" : ""));
+               " of b*s*h*2 bytes per layer and micro-batch" +
+               (full ? " (full recomputation repeats the forward)" : ""));
   as.push_back(std::string("PP: 2 send/recv per micro-batch (activation forward, gradient backward) of b*s*h*2") +
-               (opts.sequence_parallel  ? "/TP bytes (sequence parallel)"
+               (opts.sequence_parallel   ? "/TP bytes (sequence parallel)"
                 : opts.pp_scatter_gather ? "/TP bytes when TP > 1, then an allgather of b*s*h*2 over the TP group "
                                            "(Megatron scatter/gather)"
                                          : " bytes") +
                " between neighbouring stages; 1F1B bubble (PP-1)/(m+PP-1)");
   as.push_back(std::string("DP: gradients in the parameter dtype, ") +
-               (opts.zero == 0   ? "one allreduce"
-                : opts.zero < 3  ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
-                                 : "ZeRO-3: reduce-scatter + 2 allgathers of parameters") +
+               (opts.zero == 0  ? "one allreduce"
+                : opts.zero < 3 ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
+                                : "ZeRO-3: reduce-scatter + 2 allgathers of parameters") +
                (bucket_params > 0 ? ", buckets of " + fmt("%.0fM", bucket_params / 1e6) + " parameters" : ", whole"));
   if (model.moe())
     as.push_back(std::string("EP: ") + (full ? "6" : "4") + " alltoalls of top_k*b*s*h*2" +
                  (opts.sequence_parallel ? "/TP" : "") + " bytes per MoE layer and micro-batch");
   switch (opts.overlap) {
-    case Overlap::None:
-      as.push_back("overlap none: every collective is on the critical path (an upper bound)");
-      break;
+    case Overlap::None: as.push_back("overlap none: every collective is on the critical path (an upper bound)"); break;
     case Overlap::Dp:
       as.push_back("overlap dp: DP gradient traffic assumed hidden behind backward compute except the last bucket" +
                    std::string(opts.gpu_tflops > 0 ? " (and whatever exceeds the estimated backward time)" : ""));
       break;
     case Overlap::All:
-      as.push_back("overlap all: DP as with --overlap dp; PP send/recv hidden behind the next micro-batch's compute "
-                   "except the 2(PP-1) of pipeline fill and drain; TP and EP stay exposed (each layer waits on them)");
+      as.push_back(
+          "overlap all: DP as with --overlap dp; PP send/recv hidden behind the next micro-batch's compute "
+          "except the 2(PP-1) of pipeline fill and drain; TP and EP stay exposed (each layer waits on them)");
       break;
   }
   as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters and gradients, Adam " +
                (model.param_bytes >= 4 ? "8" : "12") + " B/param" +
                (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
                "; activations per Korthikanti et al. 2022 (recompute " + std::string(to_string(opts.recompute)) +
-               (opts.sequence_parallel ? ", sequence parallel" : "") + "), first stage holding min(PP, m) micro-batches" +
+               (opts.sequence_parallel ? ", sequence parallel" : "") +
+               "), first stage holding min(PP, m) micro-batches" +
                (opts.recompute == Recompute::None
                     ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
                       "store them, which --recompute selective models"
@@ -609,7 +623,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                                              : "estimated step time (compute with bubble + exposed communication)"));
   if (opts.gpu_tflops > 0)
     as.push_back("compute: " + fmt("%.3g", result.flops_per_iteration) + " FLOP per iteration at " +
-                 fmt("%.0f", opts.gpu_tflops) + " TFLOP/s per GPU; step = compute/(1 - bubble) + exposed communication");
+                 fmt("%.0f", opts.gpu_tflops) +
+                 " TFLOP/s per GPU; step = compute/(1 - bubble) + exposed communication");
 
   // Warnings.
   if (!opts.calibration.present) {
@@ -624,7 +639,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
       std::string range = format_bytes(cal.min_bytes) + ".." + format_bytes(cal.max_bytes) + ", " +
                           std::to_string(cal.min_nodes) + ".." + std::to_string(cal.max_nodes) + " nodes";
       std::string w = std::to_string(outside) + " of " + std::to_string(result.ranked.size()) +
-                      " layouts rely on collectives outside the calibrated range (" + range + ", from " + cal.origin + ")";
+                      " layouts rely on collectives outside the calibrated range (" + range + ", from " + cal.origin +
+                      ")";
       if (!result.ranked.empty() && result.ranked.front().outside_calibration) {
         for (const auto& pc : result.ranked.front().collectives) {
           if (!pc.outside_calibration) continue;
@@ -643,7 +659,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
         smallest = &e;
     std::string w = "no layout fits in " + gib(static_cast<double>(result.memory_limit_bytes)) + " per GPU";
     if (smallest)
-      w += "; the smallest needs " + gib(smallest->memory_breakdown.total_bytes()) + " (" + smallest->shape.to_string() +
+      w += "; the smallest needs " + gib(smallest->memory_breakdown.total_bytes()) + " (" +
+           smallest->shape.to_string() +
            "); try --recompute selective|full, --zero 1..3, --sequence-parallel, a smaller --micro-batch or more nodes";
     result.warnings.push_back(w);
   }

@@ -52,8 +52,8 @@ namespace commsim {
 enum class Recompute : std::uint8_t { None, Selective, Full };
 enum class Overlap : std::uint8_t { None, Dp, All };
 enum class RankBy : std::uint8_t { Comm, Step };  // exposed communication, or estimated step time
-std::string_view to_string(Recompute r);  // "none", "selective", "full"
-std::string_view to_string(Overlap o);    // "none", "dp", "all"
+std::string_view to_string(Recompute r);          // "none", "selective", "full"
+std::string_view to_string(Overlap o);            // "none", "dp", "all"
 std::optional<Recompute> parse_recompute(std::string_view text);
 std::optional<Overlap> parse_overlap(std::string_view text);
 std::string_view to_string(RankBy r);  // "comm", "step"
@@ -87,7 +87,7 @@ struct PlanOptions {
   int micro_batch = 1;   // sequences per micro-batch
   int seq = 0;           // tokens per sequence
   bool sequence_parallel = false;
-  int zero = 0;          // ZeRO stage 0..3
+  int zero = 0;  // ZeRO stage 0..3
   Recompute recompute = Recompute::None;
   Overlap overlap = Overlap::None;
   // Megatron's scatter/gather between pipeline stages (Narayanan et al. 2021, section 4.1): with
@@ -136,16 +136,16 @@ GroupPlacement group_placement(int size, int stride, int ranks_per_node, int tot
 struct PricedCollective {
   Dim dim = Dim::TP;
   Collective collective = Collective::AllReduce;
-  std::string what;        // "expert gradients", "activations", ... (which data it moves)
-  int group = 1;           // ranks in the collective
+  std::string what;  // "expert gradients", "activations", ... (which data it moves)
+  int group = 1;     // ranks in the collective
   GroupPlacement placement;
-  Bytes bytes = 0;         // nccl-tests size of one call
-  double calls = 0;        // per iteration
+  Bytes bytes = 0;           // nccl-tests size of one call
+  double calls = 0;          // per iteration
   double exposed_calls = 0;  // calls left on the critical path by the overlap assumption
-  Candidate chosen;        // fastest candidate
-  Seconds each_s = 0;      // one call
-  Seconds total_s = 0;     // calls * each_s
-  Seconds exposed_s = 0;   // what counts in the layout's communication time
+  Candidate chosen;          // fastest candidate
+  Seconds each_s = 0;        // one call
+  Seconds total_s = 0;       // calls * each_s
+  Seconds exposed_s = 0;     // what counts in the layout's communication time
   bool outside_calibration = false;
 };
 
@@ -168,9 +168,9 @@ struct LayoutPlan {
   MemoryBreakdown memory;
   bool outside_calibration = false;  // some collective lies outside the calibrated range
   // With PlanOptions::gpu_tflops > 0 (NaN otherwise):
-  Seconds compute_s;     // per-GPU compute of one iteration without bubble
-  Seconds step_s;        // compute / (1 - bubble) + exposed communication
-  double comm_share;     // comm_s / step_s
+  Seconds compute_s;  // per-GPU compute of one iteration without bubble
+  Seconds step_s;     // compute / (1 - bubble) + exposed communication
+  double comm_share;  // comm_s / step_s
   LayoutPlan();
   Seconds dim(Dim d) const { return dim_s[static_cast<int>(d)]; }
 };
@@ -189,12 +189,12 @@ struct PlanResult {
   Bytes memory_limit_bytes = 0;
   double total_params = 0;
   double flops_per_iteration = 0;
-  std::vector<LayoutPlan> ranked;         // valid layouts that fit, fastest communication first
-  std::vector<ExcludedLayout> excluded;   // invalid layouts and layouts that do not fit
-  std::vector<std::string> assumptions;   // what the numbers assume, for people
-  std::vector<std::string> warnings;      // calibration range, uncalibrated topology, nothing fits
-  std::size_t distinct_prices = 0;        // closed-form evaluations (best_candidate calls)
-  std::size_t price_lookups = 0;          // collectives priced, cached or not
+  std::vector<LayoutPlan> ranked;        // valid layouts that fit, fastest communication first
+  std::vector<ExcludedLayout> excluded;  // invalid layouts and layouts that do not fit
+  std::vector<std::string> assumptions;  // what the numbers assume, for people
+  std::vector<std::string> warnings;     // calibration range, uncalibrated topology, nothing fits
+  std::size_t distinct_prices = 0;       // closed-form evaluations (best_candidate calls)
+  std::size_t price_lookups = 0;         // collectives priced, cached or not
 };
 
 // Enumerates, prices and ranks. Throws Error for options that admit no layout at all (batch not

@@ -30,8 +30,12 @@ std::string fmt(const char* f, double v) {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-std::string gib(double bytes) { return fmt("%.1f", bytes / 1073741824.0); }
-std::string pct(double fraction) { return fmt("%.1f%%", 100.0 * fraction); }
+std::string gib(double bytes) {
+  return fmt("%.1f", bytes / 1073741824.0);
+}
+std::string pct(double fraction) {
+  return fmt("%.1f%%", 100.0 * fraction);
+}
 std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? " " + s : std::string(width + 1 - s.size(), ' ') + s;
 }
@@ -102,13 +106,16 @@ std::vector<Candidate> candidates_from(const std::string& text, const Topology& 
     for (Protocol p : kNcclProtocols) out.push_back({a, p});
   }
   // Pipeline send/recv has one algorithm (direct); keep it available whatever was named.
-  if (std::none_of(out.begin(), out.end(), [](const Candidate& c) { return applies(Collective::SendRecv, c.algorithm); }))
+  if (std::none_of(out.begin(), out.end(),
+                   [](const Candidate& c) { return applies(Collective::SendRecv, c.algorithm); }))
     out.push_back({Algorithm::Direct, Protocol::None});
   return out;
 }
 
 // 1-based position of a layout in the ranking (the table shows it even when --layout filters).
-std::size_t rank_of(const PlanResult& r, const LayoutPlan* lp) { return static_cast<std::size_t>(lp - r.ranked.data()) + 1; }
+std::size_t rank_of(const PlanResult& r, const LayoutPlan* lp) {
+  return static_cast<std::size_t>(lp - r.ranked.data()) + 1;
+}
 
 // "tp=8,pp=12" -> the layouts with those sizes. Keys dp, tp, pp, ep.
 bool matches(const std::vector<std::pair<std::string, int>>& filter, const Shape& s) {
@@ -145,7 +152,8 @@ std::vector<std::pair<std::string, int>> parse_layout_filter(const std::string& 
 }
 
 // One line per collective of the layouts shown that lies outside the calibrated range.
-std::vector<std::string> calibration_warnings(const std::vector<const LayoutPlan*>& shown, const CalibrationRange& cal) {
+std::vector<std::string> calibration_warnings(const std::vector<const LayoutPlan*>& shown,
+                                              const CalibrationRange& cal) {
   std::vector<std::string> out;
   if (!cal.present) return out;
   std::set<std::string> seen;
@@ -176,8 +184,8 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
   const PlanOptions& o = *h.opts;
   const bool compute = o.gpu_tflops > 0;
   os << "# commsim plan: " << h.model->name << " (" << fmt("%.1f", r.total_params / 1e9) << " B parameters) on "
-     << o.nodes << " x " << h.topo->name << " (" << r.gpus << " GPUs, " << gib(static_cast<double>(r.memory_limit_bytes))
-     << " GiB each)\n";
+     << o.nodes << " x " << h.topo->name << " (" << r.gpus << " GPUs, "
+     << gib(static_cast<double>(r.memory_limit_bytes)) << " GiB each)\n";
   os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
      << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
      << (o.sequence_parallel ? ", sequence parallel" : "") << "; ranked by " << to_string(o.rank_by) << "\n";
@@ -214,18 +222,19 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
     for (std::size_t i = 0; i < shown.size(); ++i) {
       const LayoutPlan& lp = *shown[i];
       const MemoryBreakdown& m = lp.memory;
-      os << "\n# " << rank_of(r, &lp) << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches << ": memory stage "
-         << m.stage << ": parameters " << gib(m.params_bytes) << ", gradients " << gib(m.grads_bytes) << ", optimizer "
-         << gib(m.optimizer_bytes) << ", activations " << gib(m.activations_bytes) << " GiB\n";
+      os << "\n# " << rank_of(r, &lp) << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches
+         << ": memory stage " << m.stage << ": parameters " << gib(m.params_bytes) << ", gradients "
+         << gib(m.grads_bytes) << ", optimizer " << gib(m.optimizer_bytes) << ", activations "
+         << gib(m.activations_bytes) << " GiB\n";
       for (const auto& pc : lp.collectives) {
-        std::snprintf(line, sizeof line,
-                      "   %-2s %-13s %-34s group %5d (%d nodes x %d%s, NIC share 1/%d) %10s x %9.0f = %10s exposed %10s  %s%s\n",
-                      std::string(to_string(pc.dim)).c_str(), std::string(to_string(pc.collective)).c_str(),
-                      pc.what.c_str(), pc.group, pc.placement.nodes, pc.placement.ranks_per_node,
-                      pc.placement.uneven ? ", uneven" : "", pc.placement.nodes > 1 ? pc.placement.sharing : 1,
-                      format_bytes(pc.bytes).c_str(), pc.calls, format_time(pc.total_s).c_str(),
-                      format_time(pc.exposed_s).c_str(), label(pc.chosen).c_str(),
-                      pc.outside_calibration ? "  (outside calibrated range)" : "");
+        std::snprintf(
+            line, sizeof line,
+            "   %-2s %-13s %-34s group %5d (%d nodes x %d%s, NIC share 1/%d) %10s x %9.0f = %10s exposed %10s  %s%s\n",
+            std::string(to_string(pc.dim)).c_str(), std::string(to_string(pc.collective)).c_str(), pc.what.c_str(),
+            pc.group, pc.placement.nodes, pc.placement.ranks_per_node, pc.placement.uneven ? ", uneven" : "",
+            pc.placement.nodes > 1 ? pc.placement.sharing : 1, format_bytes(pc.bytes).c_str(), pc.calls,
+            format_time(pc.total_s).c_str(), format_time(pc.exposed_s).c_str(), label(pc.chosen).c_str(),
+            pc.outside_calibration ? "  (outside calibrated range)" : "");
         os << line;
       }
     }
@@ -244,8 +253,7 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
   }
   if (show_excluded && !r.excluded.empty()) {
     os << "\n# excluded layouts\n";
-    for (const auto& e : r.excluded)
-      os << "  " << e.shape.to_string() << ": " << e.reason << "\n";
+    for (const auto& e : r.excluded) os << "  " << e.shape.to_string() << ": " << e.reason << "\n";
   }
   os << "\n# assumptions\n";
   for (const auto& a : r.assumptions) os << "  - " << a << "\n";
@@ -296,14 +304,16 @@ void print_json(std::ostream& os, const Header& h, const std::vector<const Layou
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const LayoutPlan& lp = *shown[i];
     const MemoryBreakdown& m = lp.memory;
-    os << (i ? "," : "") << "\n    {\"rank\": " << rank_of(r, &lp) << ", \"dp\": " << lp.shape.dp << ", \"tp\": " << lp.shape.tp
-       << ", \"pp\": " << lp.shape.pp << ", \"ep\": " << lp.shape.ep << ", \"micro_batches\": " << lp.shape.micro_batches
-       << ", \"comm_s\": " << json_number(lp.comm_s);
+    os << (i ? "," : "") << "\n    {\"rank\": " << rank_of(r, &lp) << ", \"dp\": " << lp.shape.dp
+       << ", \"tp\": " << lp.shape.tp << ", \"pp\": " << lp.shape.pp << ", \"ep\": " << lp.shape.ep
+       << ", \"micro_batches\": " << lp.shape.micro_batches << ", \"comm_s\": " << json_number(lp.comm_s);
     for (Dim d : kAllDims) os << ", \"" << to_string(d) << "_s\": " << json_number(lp.dim(d));
-    os << ", \"comm_total_s\": " << json_number(lp.comm_total_s) << ", \"bubble_fraction\": "
-       << json_number(lp.bubble_fraction) << ", \"memory\": {\"params_bytes\": " << json_number(m.params_bytes)
-       << ", \"grads_bytes\": " << json_number(m.grads_bytes) << ", \"optimizer_bytes\": "
-       << json_number(m.optimizer_bytes) << ", \"activations_bytes\": " << json_number(m.activations_bytes)
+    os << ", \"comm_total_s\": " << json_number(lp.comm_total_s)
+       << ", \"bubble_fraction\": " << json_number(lp.bubble_fraction)
+       << ", \"memory\": {\"params_bytes\": " << json_number(m.params_bytes)
+       << ", \"grads_bytes\": " << json_number(m.grads_bytes)
+       << ", \"optimizer_bytes\": " << json_number(m.optimizer_bytes)
+       << ", \"activations_bytes\": " << json_number(m.activations_bytes)
        << ", \"total_bytes\": " << json_number(m.total_bytes()) << ", \"stage\": " << m.stage << "}"
        << ", \"outside_calibration\": " << (lp.outside_calibration ? "true" : "false")
        << ", \"compute_s\": " << json_number(lp.compute_s) << ", \"step_s\": " << json_number(lp.step_s)
@@ -328,9 +338,9 @@ void print_json(std::ostream& os, const Header& h, const std::vector<const Layou
     os << ",\n  \"excluded\": [";
     for (std::size_t i = 0; i < r.excluded.size(); ++i) {
       const auto& e = r.excluded[i];
-      os << (i ? "," : "") << "\n    {\"dp\": " << e.shape.dp << ", \"tp\": " << e.shape.tp << ", \"pp\": " << e.shape.pp
-         << ", \"ep\": " << e.shape.ep << ", \"memory\": " << (e.memory ? "true" : "false")
-         << ", \"reason\": " << json_string(e.reason) << "}";
+      os << (i ? "," : "") << "\n    {\"dp\": " << e.shape.dp << ", \"tp\": " << e.shape.tp
+         << ", \"pp\": " << e.shape.pp << ", \"ep\": " << e.shape.ep
+         << ", \"memory\": " << (e.memory ? "true" : "false") << ", \"reason\": " << json_string(e.reason) << "}";
     }
     os << "\n  ]";
   }
@@ -375,6 +385,12 @@ struct ExcludedRow {
   const char* reason;
 };
 
+// Adds member `name` of Row to the compound type `t` (HOFFSET needs the member's name, hence a macro).
+void insert_field(const h5::Datatype& t, const char* name, std::size_t offset, hid_t type) {
+  h5::check_status(H5Tinsert(t.get(), name, offset, type), std::string("H5Tinsert ") + name);
+}
+#define COMMSIM_FIELD(Row, name, type) insert_field(t, #name, HOFFSET(Row, name), type)
+
 void write_plan_group(const std::string& path, const Header& h, const std::vector<std::string>& warnings) {
   const PlanResult& r = *h.result;
   const PlanOptions& o = *h.opts;
@@ -404,24 +420,56 @@ void write_plan_group(const std::string& path, const Header& h, const std::vecto
   const hid_t i32 = H5T_NATIVE_INT32, f64 = H5T_NATIVE_DOUBLE;
   {
     h5::Datatype t(H5Tcreate(H5T_COMPOUND, sizeof(LayoutRow)), "H5Tcreate layouts");
-#define COMMSIM_FIELD(name, type) h5::check_status(H5Tinsert(t.get(), #name, HOFFSET(LayoutRow, name), type), "H5Tinsert " #name)
-    COMMSIM_FIELD(rank, i32); COMMSIM_FIELD(dp, i32); COMMSIM_FIELD(tp, i32); COMMSIM_FIELD(pp, i32);
-    COMMSIM_FIELD(ep, i32); COMMSIM_FIELD(micro_batches, i32); COMMSIM_FIELD(comm_s, f64); COMMSIM_FIELD(tp_s, f64);
-    COMMSIM_FIELD(pp_s, f64); COMMSIM_FIELD(dp_s, f64); COMMSIM_FIELD(ep_s, f64); COMMSIM_FIELD(comm_total_s, f64);
-    COMMSIM_FIELD(bubble_fraction, f64); COMMSIM_FIELD(mem_params_bytes, f64); COMMSIM_FIELD(mem_grads_bytes, f64);
-    COMMSIM_FIELD(mem_optimizer_bytes, f64); COMMSIM_FIELD(mem_activations_bytes, f64);
-    COMMSIM_FIELD(mem_total_bytes, f64); COMMSIM_FIELD(mem_stage, i32); COMMSIM_FIELD(outside_calibration, i32);
-    COMMSIM_FIELD(compute_s, f64); COMMSIM_FIELD(step_s, f64); COMMSIM_FIELD(comm_share, f64);
-#undef COMMSIM_FIELD
+    COMMSIM_FIELD(LayoutRow, rank, i32);
+    COMMSIM_FIELD(LayoutRow, dp, i32);
+    COMMSIM_FIELD(LayoutRow, tp, i32);
+    COMMSIM_FIELD(LayoutRow, pp, i32);
+    COMMSIM_FIELD(LayoutRow, ep, i32);
+    COMMSIM_FIELD(LayoutRow, micro_batches, i32);
+    COMMSIM_FIELD(LayoutRow, comm_s, f64);
+    COMMSIM_FIELD(LayoutRow, tp_s, f64);
+    COMMSIM_FIELD(LayoutRow, pp_s, f64);
+    COMMSIM_FIELD(LayoutRow, dp_s, f64);
+    COMMSIM_FIELD(LayoutRow, ep_s, f64);
+    COMMSIM_FIELD(LayoutRow, comm_total_s, f64);
+    COMMSIM_FIELD(LayoutRow, bubble_fraction, f64);
+    COMMSIM_FIELD(LayoutRow, mem_params_bytes, f64);
+    COMMSIM_FIELD(LayoutRow, mem_grads_bytes, f64);
+    COMMSIM_FIELD(LayoutRow, mem_optimizer_bytes, f64);
+    COMMSIM_FIELD(LayoutRow, mem_activations_bytes, f64);
+    COMMSIM_FIELD(LayoutRow, mem_total_bytes, f64);
+    COMMSIM_FIELD(LayoutRow, mem_stage, i32);
+    COMMSIM_FIELD(LayoutRow, outside_calibration, i32);
+    COMMSIM_FIELD(LayoutRow, compute_s, f64);
+    COMMSIM_FIELD(LayoutRow, step_s, f64);
+    COMMSIM_FIELD(LayoutRow, comm_share, f64);
     std::vector<LayoutRow> rows;
     for (std::size_t i = 0; i < r.ranked.size(); ++i) {
       const LayoutPlan& lp = r.ranked[i];
       const MemoryBreakdown& m = lp.memory;
-      rows.push_back({static_cast<std::int32_t>(i + 1), lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep,
-                      lp.shape.micro_batches, lp.comm_s, lp.dim(Dim::TP), lp.dim(Dim::PP), lp.dim(Dim::DP),
-                      lp.dim(Dim::EP), lp.comm_total_s, lp.bubble_fraction, m.params_bytes, m.grads_bytes,
-                      m.optimizer_bytes, m.activations_bytes, m.total_bytes(), m.stage, lp.outside_calibration ? 1 : 0,
-                      lp.compute_s, lp.step_s, lp.comm_share});
+      rows.push_back({static_cast<std::int32_t>(i + 1),
+                      lp.shape.dp,
+                      lp.shape.tp,
+                      lp.shape.pp,
+                      lp.shape.ep,
+                      lp.shape.micro_batches,
+                      lp.comm_s,
+                      lp.dim(Dim::TP),
+                      lp.dim(Dim::PP),
+                      lp.dim(Dim::DP),
+                      lp.dim(Dim::EP),
+                      lp.comm_total_s,
+                      lp.bubble_fraction,
+                      m.params_bytes,
+                      m.grads_bytes,
+                      m.optimizer_bytes,
+                      m.activations_bytes,
+                      m.total_bytes(),
+                      m.stage,
+                      lp.outside_calibration ? 1 : 0,
+                      lp.compute_s,
+                      lp.step_s,
+                      lp.comm_share});
     }
     h5::Dataset ds = h5::create_table(g.get(), "layouts", t.get(), 256);
     if (!rows.empty()) h5::append_rows(ds, t.get(), rows.data(), rows.size());
@@ -429,14 +477,23 @@ void write_plan_group(const std::string& path, const Header& h, const std::vecto
   {
     h5::Datatype str = h5::vlen_string_type();
     h5::Datatype t(H5Tcreate(H5T_COMPOUND, sizeof(CollectiveRow)), "H5Tcreate collectives");
-#define COMMSIM_FIELD(name, type) h5::check_status(H5Tinsert(t.get(), #name, HOFFSET(CollectiveRow, name), type), "H5Tinsert " #name)
-    COMMSIM_FIELD(rank, i32); COMMSIM_FIELD(dim, str.get()); COMMSIM_FIELD(collective, str.get());
-    COMMSIM_FIELD(what, str.get()); COMMSIM_FIELD(algorithm, str.get()); COMMSIM_FIELD(protocol, str.get());
-    COMMSIM_FIELD(group, i32); COMMSIM_FIELD(nodes, i32); COMMSIM_FIELD(ranks_per_node, i32);
-    COMMSIM_FIELD(nic_sharing, i32); COMMSIM_FIELD(bytes, H5T_NATIVE_UINT64); COMMSIM_FIELD(calls, f64);
-    COMMSIM_FIELD(exposed_calls, f64); COMMSIM_FIELD(each_s, f64); COMMSIM_FIELD(total_s, f64);
-    COMMSIM_FIELD(exposed_s, f64); COMMSIM_FIELD(outside_calibration, i32);
-#undef COMMSIM_FIELD
+    COMMSIM_FIELD(CollectiveRow, rank, i32);
+    COMMSIM_FIELD(CollectiveRow, dim, str.get());
+    COMMSIM_FIELD(CollectiveRow, collective, str.get());
+    COMMSIM_FIELD(CollectiveRow, what, str.get());
+    COMMSIM_FIELD(CollectiveRow, algorithm, str.get());
+    COMMSIM_FIELD(CollectiveRow, protocol, str.get());
+    COMMSIM_FIELD(CollectiveRow, group, i32);
+    COMMSIM_FIELD(CollectiveRow, nodes, i32);
+    COMMSIM_FIELD(CollectiveRow, ranks_per_node, i32);
+    COMMSIM_FIELD(CollectiveRow, nic_sharing, i32);
+    COMMSIM_FIELD(CollectiveRow, bytes, H5T_NATIVE_UINT64);
+    COMMSIM_FIELD(CollectiveRow, calls, f64);
+    COMMSIM_FIELD(CollectiveRow, exposed_calls, f64);
+    COMMSIM_FIELD(CollectiveRow, each_s, f64);
+    COMMSIM_FIELD(CollectiveRow, total_s, f64);
+    COMMSIM_FIELD(CollectiveRow, exposed_s, f64);
+    COMMSIM_FIELD(CollectiveRow, outside_calibration, i32);
     std::vector<CollectiveRow> rows;
     for (std::size_t i = 0; i < r.ranked.size(); ++i)
       for (const auto& pc : r.ranked[i].collectives)
@@ -451,10 +508,13 @@ void write_plan_group(const std::string& path, const Header& h, const std::vecto
   {
     h5::Datatype str = h5::vlen_string_type();
     h5::Datatype t(H5Tcreate(H5T_COMPOUND, sizeof(ExcludedRow)), "H5Tcreate excluded");
-#define COMMSIM_FIELD(name, type) h5::check_status(H5Tinsert(t.get(), #name, HOFFSET(ExcludedRow, name), type), "H5Tinsert " #name)
-    COMMSIM_FIELD(dp, i32); COMMSIM_FIELD(tp, i32); COMMSIM_FIELD(pp, i32); COMMSIM_FIELD(ep, i32);
-    COMMSIM_FIELD(memory, i32); COMMSIM_FIELD(mem_total_bytes, f64); COMMSIM_FIELD(reason, str.get());
-#undef COMMSIM_FIELD
+    COMMSIM_FIELD(ExcludedRow, dp, i32);
+    COMMSIM_FIELD(ExcludedRow, tp, i32);
+    COMMSIM_FIELD(ExcludedRow, pp, i32);
+    COMMSIM_FIELD(ExcludedRow, ep, i32);
+    COMMSIM_FIELD(ExcludedRow, memory, i32);
+    COMMSIM_FIELD(ExcludedRow, mem_total_bytes, f64);
+    COMMSIM_FIELD(ExcludedRow, reason, str.get());
     std::vector<ExcludedRow> rows;
     for (const auto& e : r.excluded)
       rows.push_back({e.shape.dp, e.shape.tp, e.shape.pp, e.shape.ep, e.memory ? 1 : 0,
@@ -482,49 +542,50 @@ int cmd_plan(int argc, char** argv) {
   int top = 10;
   bool show_excluded = false, detail = false;
   OutputOptions out;
-  cli.options().add_options()
-      ("topology", po::value(&topology_arg)->default_value(topology_arg)->value_name("NAME|FILE"),
-       "cluster: a preset name from configs/topologies/ or a topology file")
-      ("nodes", po::value(&opts.nodes)->default_value(1)->value_name("N"), "nodes of the cluster used by the job")
-      ("model", po::value(&model_arg)->value_name("NAME|FILE"), "model: a name from configs/models/ or a model file (required)")
-      ("global-batch", po::value(&opts.global_batch)->value_name("SEQS"), "sequences per iteration (required)")
-      ("micro-batch", po::value(&opts.micro_batch)->default_value(1)->value_name("SEQS"), "sequences per micro-batch")
-      ("seq", po::value(&opts.seq)->value_name("TOKENS"), "tokens per sequence (required)")
-      ("sequence-parallel", po::bool_switch(&opts.sequence_parallel),
-       "Megatron sequence parallelism: TP allreduce becomes reduce-scatter + allgather, activations shard over TP")
-      ("zero", po::value(&opts.zero)->default_value(0)->value_name("0|1|2|3"),
-       "ZeRO stage: shard optimizer state (1), + gradients (2), + parameters (3) over data-parallel ranks")
-      ("recompute", po::value(&recompute)->default_value(recompute)->value_name("none|selective|full"),
-       "activation recomputation (Korthikanti et al. 2022)")
-      ("overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
-       "what communication is assumed hidden behind compute (printed with the results)")
-      ("dp-bucket-params", po::value(&opts.dp_bucket_params)->default_value(0)->value_name("N"),
-       "parameters per DP gradient bucket; 0 = whole without overlap, 40e6 with --overlap")
-      ("allow-cross-node-tp", po::bool_switch(&opts.allow_cross_node_tp), "also plan TP groups larger than a node")
-      ("no-pp-scatter-gather", po::bool_switch(&no_scatter_gather),
-       "send whole activations between pipeline stages from every TP rank (default: 1/TP each, then an allgather)")
-      ("memory-limit", po::value(&memory_limit)->value_name("SIZE"),
-       "usable memory per GPU, e.g. 72GiB (default: the topology's device memory)")
-      ("algorithms", po::value(&algorithms)->default_value(algorithms)->value_name("LIST"),
-       "algorithms the collectives may use (hand-written names, nccl-ring, nccl-tree) or all")
-      ("calibrated-range", po::value(&calibrated_range)->value_name("FILE.h5"),
-       "warn about collectives outside the sizes and node counts measured in this results file "
-       "(default: the topology's calibrated section)")
-      ("gpu-tflops", po::value(&opts.gpu_tflops)->default_value(0)->value_name("TFLOPS"),
-       "achieved TFLOP/s per GPU: adds compute, step time and communication share")
-      ("rank-by", po::value(&rank_by)->default_value(rank_by)->value_name("comm|step"),
-       "order by exposed communication, or by estimated step time (needs --gpu-tflops)")
-      ("top", po::value(&top)->default_value(top)->value_name("N"), "layouts to show (0 = all)")
-      ("layout", po::value(&layout_filter)->value_name("tp=8,pp=12"),
-       "show only layouts with these sizes (keys dp, tp, pp, ep), with their rank among all")
-      ("show-excluded", po::bool_switch(&show_excluded), "list the layouts left out and why")
-      ("detail", po::bool_switch(&detail), "list every collective of the layouts shown (table format)");
-  cli.options().add_options()
-      ("format", po::value(&out.format)->default_value(out.format)->value_name("table|csv|json"),
-       "what to print on stdout: a ranked table, CSV (one line per layout) or JSON (layouts with their collectives)")
-      ("out", po::value(&out.out)->value_name("FILE.h5"),
-       "also write the plan to this HDF5 file (/plan group: layouts, collectives, excluded, assumptions)")
-      ("force", po::bool_switch(&out.force), "overwrite --out FILE.h5 if it exists");
+  cli.options().add_options()("topology",
+                              po::value(&topology_arg)->default_value(topology_arg)->value_name("NAME|FILE"),
+                              "cluster: a preset name from configs/topologies/ or a topology file")(
+      "nodes", po::value(&opts.nodes)->default_value(1)->value_name("N"), "nodes of the cluster used by the job")(
+      "model", po::value(&model_arg)->value_name("NAME|FILE"),
+      "model: a name from configs/models/ or a model file (required)")(
+      "global-batch", po::value(&opts.global_batch)->value_name("SEQS"), "sequences per iteration (required)")(
+      "micro-batch", po::value(&opts.micro_batch)->default_value(1)->value_name("SEQS"), "sequences per micro-batch")(
+      "seq", po::value(&opts.seq)->value_name("TOKENS"), "tokens per sequence (required)")(
+      "sequence-parallel", po::bool_switch(&opts.sequence_parallel),
+      "Megatron sequence parallelism: TP allreduce becomes reduce-scatter + allgather, activations shard over TP")(
+      "zero", po::value(&opts.zero)->default_value(0)->value_name("0|1|2|3"),
+      "ZeRO stage: shard optimizer state (1), + gradients (2), + parameters (3) over data-parallel ranks")(
+      "recompute", po::value(&recompute)->default_value(recompute)->value_name("none|selective|full"),
+      "activation recomputation (Korthikanti et al. 2022)")(
+      "overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
+      "what communication is assumed hidden behind compute (printed with the results)")(
+      "dp-bucket-params", po::value(&opts.dp_bucket_params)->default_value(0)->value_name("N"),
+      "parameters per DP gradient bucket; 0 = whole without overlap, 40e6 with --overlap")(
+      "allow-cross-node-tp", po::bool_switch(&opts.allow_cross_node_tp), "also plan TP groups larger than a node")(
+      "no-pp-scatter-gather", po::bool_switch(&no_scatter_gather),
+      "send whole activations between pipeline stages from every TP rank (default: 1/TP each, then an allgather)")(
+      "memory-limit", po::value(&memory_limit)->value_name("SIZE"),
+      "usable memory per GPU, e.g. 72GiB (default: the topology's device memory)")(
+      "algorithms", po::value(&algorithms)->default_value(algorithms)->value_name("LIST"),
+      "algorithms the collectives may use (hand-written names, nccl-ring, nccl-tree) or all")(
+      "calibrated-range", po::value(&calibrated_range)->value_name("FILE.h5"),
+      "warn about collectives outside the sizes and node counts measured in this results file "
+      "(default: the topology's calibrated section)")(
+      "gpu-tflops", po::value(&opts.gpu_tflops)->default_value(0)->value_name("TFLOPS"),
+      "achieved TFLOP/s per GPU: adds compute, step time and communication share")(
+      "rank-by", po::value(&rank_by)->default_value(rank_by)->value_name("comm|step"),
+      "order by exposed communication, or by estimated step time (needs --gpu-tflops)")(
+      "top", po::value(&top)->default_value(top)->value_name("N"), "layouts to show (0 = all)")(
+      "layout", po::value(&layout_filter)->value_name("tp=8,pp=12"),
+      "show only layouts with these sizes (keys dp, tp, pp, ep), with their rank among all")(
+      "show-excluded", po::bool_switch(&show_excluded), "list the layouts left out and why")(
+      "detail", po::bool_switch(&detail), "list every collective of the layouts shown (table format)");
+  cli.options().add_options()(
+      "format", po::value(&out.format)->default_value(out.format)->value_name("table|csv|json"),
+      "what to print on stdout: a ranked table, CSV (one line per layout) or JSON (layouts with their collectives)")(
+      "out", po::value(&out.out)->value_name("FILE.h5"),
+      "also write the plan to this HDF5 file (/plan group: layouts, collectives, excluded, assumptions)")(
+      "force", po::bool_switch(&out.force), "overwrite --out FILE.h5 if it exists");
   if (!cli.parse(argc, argv)) return 0;
 
   if (model_arg.empty()) throw Error("--model is required (a name from configs/models/ or a model file)");

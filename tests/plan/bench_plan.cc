@@ -40,9 +40,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int speed_table(int repeat, double budget_s) {
   const SpeedCase cases[] = {
-      {"dgx-h100", "llama3-70b", 16, 1024, 8192},     {"dgx-h100", "llama3-405b", 128, 2048, 8192},
-      {"dgx-h100", "llama3-405b", 2048, 2048, 8192},  {"dgx-h100", "mixtral-8x7b", 2048, 8192, 4096},
-      {"dgx-a100", "gpt3-175b", 2048, 16384, 2048},   {"gb200-nvl72", "llama3-405b", 224, 16128, 8192},
+      {"dgx-h100", "llama3-70b", 16, 1024, 8192},    {"dgx-h100", "llama3-405b", 128, 2048, 8192},
+      {"dgx-h100", "llama3-405b", 2048, 2048, 8192}, {"dgx-h100", "mixtral-8x7b", 2048, 8192, 4096},
+      {"dgx-a100", "gpt3-175b", 2048, 16384, 2048},  {"gb200-nvl72", "llama3-405b", 224, 16128, 8192},
   };
   std::printf("%-12s %-13s %6s %9s %8s %6s %9s %9s %11s %11s\n", "topology", "model", "GPUs", "layouts", "invalid",
               "priced", "prices", "lookups", "plan ms", "ms/layout");
@@ -146,9 +146,10 @@ void megatron_table() {
   double t0 = paper_flops(first) / (first.gpus * first.tflops * 1e12);
   double x = paper_flops(first) / (first.gpus * (t0 - p0->comm_s) * (1 - p0->bubble_fraction)) / 1e12;
 
-  std::printf("\nMegatron-LM (Narayanan et al. 2021) on dgx-a100, recompute full, micro-batch 1, overlap none;\n"
-              "compute throughput fitted on the first row: %.1f TFLOP/s per GPU\n\n",
-              x);
+  std::printf(
+      "\nMegatron-LM (Narayanan et al. 2021) on dgx-a100, recompute full, micro-batch 1, overlap none;\n"
+      "compute throughput fitted on the first row: %.1f TFLOP/s per GPU\n\n",
+      x);
   std::printf("%-11s %5s %3s %3s %3s %5s %9s %9s %7s %7s %7s %8s %8s %6s %6s %16s\n", "model", "GPUs", "DP", "TP", "PP",
               "m", "iter pub", "comm", "TP", "comm%", "bubble", "TF pub", "TF pred", "rank", "rankC", "best (step)");
   for (const auto& m : runs) {
@@ -169,14 +170,15 @@ void megatron_table() {
     char best_text[64];
     std::snprintf(best_text, sizeof best_text, "%d/%d/%d %.1fs", best.dp, best.tp, best.pp, rs.ranked.front().step_s);
     std::printf("%-11s %5d %3d %3d %3d %5d %8.1fs %8.2fs %6.2fs %6.1f%% %6.1f%% %8.0f %8.1f %3d/%-2zu %3d/%-2zu %16s\n",
-                m.name, m.gpus, pc->shape.dp, m.tp, m.pp, pc->shape.micro_batches, t_pub, pc->comm_s,
-                pc->dim(Dim::TP), 100 * pc->comm_s / t_pub, 100 * pc->bubble_fraction, m.tflops, predicted, rank_step,
-                rs.ranked.size(), rank_comm, rc.ranked.size(), best_text);
+                m.name, m.gpus, pc->shape.dp, m.tp, m.pp, pc->shape.micro_batches, t_pub, pc->comm_s, pc->dim(Dim::TP),
+                100 * pc->comm_s / t_pub, 100 * pc->bubble_fraction, m.tflops, predicted, rank_step, rs.ranked.size(),
+                rank_comm, rc.ranked.size(), best_text);
   }
-  std::printf("\niter pub = FLOPs/(GPUs x published TFLOP/s); comm = predicted exposed communication of the published\n"
-              "layout; comm%% = comm / iter pub; TF pred = predicted TFLOP/s per GPU with the fitted compute rate;\n"
-              "rank = the published layout's rank by step time / layouts that fit; rankC = its rank by communication\n"
-              "alone; best = DP/TP/PP and step time of the planner's best layout by step time.\n");
+  std::printf(
+      "\niter pub = FLOPs/(GPUs x published TFLOP/s); comm = predicted exposed communication of the published\n"
+      "layout; comm%% = comm / iter pub; TF pred = predicted TFLOP/s per GPU with the fitted compute rate;\n"
+      "rank = the published layout's rank by step time / layouts that fit; rankC = its rank by communication\n"
+      "alone; best = DP/TP/PP and step time of the planner's best layout by step time.\n");
 }
 
 }  // namespace

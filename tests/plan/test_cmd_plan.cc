@@ -41,7 +41,9 @@ Result run(const std::string& args, const test::TempDir& dir) {
   return r;
 }
 
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
 
 // The command, with the memory savers that make Llama 3 70B at 8K tokens fit.
 const std::string kLlama =
@@ -74,9 +76,10 @@ TEST_F(PlanE2E, TableRanksLayoutsWithTheirParts) {
 TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToTry) {
   test::TempDir dir;
   // The command exactly: without recomputation the attention scores of 8K tokens do not fit.
-  Result r = run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
-                 "--global-batch 1024 --micro-batch 1 --seq 8192",
-                 dir);
+  Result r =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --micro-batch 1 --seq 8192",
+          dir);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# 0 layouts fit")) << r.out;
   EXPECT_TRUE(contains(r.out, "# closest to fitting")) << r.out;
@@ -166,8 +169,8 @@ TEST_F(PlanE2E, CalibratedRangeFromAResultsFile) {
   const std::string measured = dir.file("measured.h5");
   {
     ResultsFile f = ResultsFile::create(measured, false, test::sample_context());
-    f.append(test::measured_point(1024));     // 2 nodes
-    f.append(test::measured_point(1 << 20));  // 2 nodes
+    f.append(test::measured_point(1024));                                        // 2 nodes
+    f.append(test::measured_point(1 << 20));                                     // 2 nodes
     Point predicted = test::predicted_point(Collective::AllReduce, 1ull << 30);  // not measured: ignored
     f.append(predicted);
     f.finish(RunStatus::Complete);

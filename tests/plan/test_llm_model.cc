@@ -10,7 +10,9 @@
 namespace commsim {
 namespace {
 
-std::string preset(const std::string& name) { return std::string(COMMSIM_SOURCE_DIR) + "/configs/models/" + name + ".yaml"; }
+std::string preset(const std::string& name) {
+  return std::string(COMMSIM_SOURCE_DIR) + "/configs/models/" + name + ".yaml";
+}
 
 // The message of the Error thrown by parsing `text`, or "" when it parses.
 std::string error_of(const std::string& text) {
@@ -96,14 +98,19 @@ TEST(LlmModel, RejectsBadFilesWithFileLineAndField) {
       {"name: x\nhidden: 8\nheads: 2\nffn_hidden: 16\nvocab: 10\n", "bad.yaml:1: layers: missing field"},
       {"name: x\nlayers: two\nhidden: 8\nheads: 2\nffn_hidden: 16\nvocab: 10\n",
        "bad.yaml:2: layers: expected a whole number, got 'two'"},
-      {"name: x\nlayers: 2\nhidden: 8.5\nheads: 2\nffn_hidden: 16\nvocab: 10\n", "bad.yaml:3: hidden: expected a whole number"},
+      {"name: x\nlayers: 2\nhidden: 8.5\nheads: 2\nffn_hidden: 16\nvocab: 10\n",
+       "bad.yaml:3: hidden: expected a whole number"},
       {"name: x\nlayers: 0\nhidden: 8\nheads: 2\nffn_hidden: 16\nvocab: 10\n", "bad.yaml:2: layers: must be positive"},
-      {"name: x\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: -16\nvocab: 10\n", "bad.yaml:5: ffn_hidden: must be positive"},
-      {"name: x\nlayers: [1, 2]\nhidden: 8\nheads: 2\nffn_hidden: 16\nvocab: 10\n", "bad.yaml:2: layers: expected a single value"},
-      {"name: x\nlayers: 2\nhidden: 8\nheads: 3\nffn_hidden: 16\nvocab: 10\n", "bad.yaml:4: heads: 3 heads do not divide hidden size 8"},
+      {"name: x\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: -16\nvocab: 10\n",
+       "bad.yaml:5: ffn_hidden: must be positive"},
+      {"name: x\nlayers: [1, 2]\nhidden: 8\nheads: 2\nffn_hidden: 16\nvocab: 10\n",
+       "bad.yaml:2: layers: expected a single value"},
+      {"name: x\nlayers: 2\nhidden: 8\nheads: 3\nffn_hidden: 16\nvocab: 10\n",
+       "bad.yaml:4: heads: 3 heads do not divide hidden size 8"},
       {std::string(kSmall) + "experts: 2\ntop_k: 3\n", "bad.yaml:10: top_k: top_k 3 exceeds the 2 experts"},
       {std::string(kSmall) + "param_dtype: fp12\n", "bad.yaml:9: param_dtype: unknown dtype 'fp12'"},
       {std::string(kSmall) + "tied_embeddings: maybe\n", "bad.yaml:9: tied_embeddings: expected true or false"},
+      {std::string(kSmall) + "layers: 3\n", "bad.yaml:9: layers: field given twice"},
   };
   for (const auto& c : cases) {
     std::string msg = error_of(c.text);

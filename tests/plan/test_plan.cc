@@ -132,8 +132,10 @@ TEST(Plan, EnumerationMatchesTheRulesWrittenOut) {
       if (gpus % (tp * pp)) continue;
       int dp = gpus / (tp * pp);
       bool ok = 4 % tp == 0 && tp <= 8 && 6 % pp == 0 && 48 % (2 * dp) == 0;
-      if (ok) expected.insert({dp, tp, pp});
-      else ++invalid;
+      if (ok)
+        expected.insert({dp, tp, pp});
+      else
+        ++invalid;
     }
   std::set<std::tuple<int, int, int>> got;
   for (const Shape& s : shapes) {
@@ -148,7 +150,8 @@ TEST(Plan, EnumerationMatchesTheRulesWrittenOut) {
   for (const auto& e : excluded) {
     saw_batch |= e.shape.dp == 32 && e.reason.find("not a multiple of micro-batch 2 x DP 32") != std::string::npos;
     saw_heads |= e.shape.tp == 8 && e.reason.find("does not divide the 4 attention heads") != std::string::npos;
-    saw_layers |= e.shape.tp == 1 && e.shape.pp == 4 && e.reason.find("does not divide the 6 layers") != std::string::npos;
+    saw_layers |=
+        e.shape.tp == 1 && e.shape.pp == 4 && e.reason.find("does not divide the 6 layers") != std::string::npos;
   }
   EXPECT_TRUE(saw_batch);
   EXPECT_TRUE(saw_heads);
@@ -397,8 +400,9 @@ TEST(Plan, WarnsOutsideTheCalibratedRange) {
   const LayoutPlan* dp = find(cal, 128, 1, 1);
   ASSERT_NE(dp, nullptr);
   EXPECT_TRUE(dp->outside_calibration);
-  EXPECT_TRUE(std::any_of(cal.warnings.begin(), cal.warnings.end(),
-                          [](const std::string& w) { return w.find("outside the calibrated range") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(cal.warnings.begin(), cal.warnings.end(), [](const std::string& w) {
+    return w.find("outside the calibrated range") != std::string::npos;
+  }));
   // TP inside one node with small messages is inside the range.
   for (const auto& lp : cal.ranked)
     for (const auto& pc : lp.collectives)
@@ -433,7 +437,6 @@ TEST(Plan, FlopsMatchNarayananWithRecomputation) {
   EXPECT_NEAR(training_flops_per_iteration(m, o) / plain, 1.0, 1e-12);
 }
 
-
 // The optional `calibrated:` section of a topology file, as text ranges or as lists.
 TEST(Plan, ReadsTheCalibratedSectionOfATopology) {
   const std::string base =
@@ -457,8 +460,9 @@ TEST(Plan, ReadsTheCalibratedSectionOfATopology) {
   EXPECT_FALSE(r.covers(1 << 20, 8));
 
   // The form `commsim calibrate` writes: lists of byte counts and node counts.
-  Topology lists = parse_topology(base + "calibrated:\n  created: \"2026-01-01T00:00:00Z\"\n  sources: [\"a.h5\"]\n"
-                                          "  sizes: [1024, 8, 1048576]\n  nodes: [2, 1]\n  ranks: [8, 16]\n",
+  Topology lists = parse_topology(base +
+                                      "calibrated:\n  created: \"2026-01-01T00:00:00Z\"\n  sources: [\"a.h5\"]\n"
+                                      "  sizes: [1024, 8, 1048576]\n  nodes: [2, 1]\n  ranks: [8, 16]\n",
                                   "lists.yaml");
   ASSERT_TRUE(lists.calibrated.present);
   EXPECT_EQ(lists.calibrated.sizes, (std::vector<Bytes>{8, 1024, 1048576}));

@@ -35,7 +35,9 @@ LlmModel gpt3() {
   return m;
 }
 
-Topology dgx_a100() { return load_topology(std::string(COMMSIM_SOURCE_DIR) + "/configs/topologies/dgx-a100.yaml"); }
+Topology dgx_a100() {
+  return load_topology(std::string(COMMSIM_SOURCE_DIR) + "/configs/topologies/dgx-a100.yaml");
+}
 
 PlanOptions options(int gpus, double gpu_tflops = 0) {
   PlanOptions o;
