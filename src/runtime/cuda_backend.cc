@@ -61,7 +61,8 @@ class CudaBackend final : public Backend {
     if (problem.empty()) {
       device_ = ctx.local_rank % ndev;
       ranks_per_gpu_ = (ctx.local_ranks + ndev - 1) / ndev;
-      if (cudaSetDevice(device_) != cudaSuccess) problem = "cannot use GPU " + std::to_string(device_) + " on " + cuda::where();
+      if (cudaSetDevice(device_) != cudaSuccess)
+        problem = "cannot use GPU " + std::to_string(device_) + " on " + cuda::where();
     }
     agree_or_throw(problem);
 
@@ -100,8 +101,12 @@ class CudaBackend final : public Backend {
     if (stop_) cudaEventDestroy(stop_);
   }
 
-  std::string_view name() const override { return "cuda"; }
-  std::string_view transport() const override { return executor_->transport(); }
+  std::string_view name() const override {
+    return "cuda";
+  }
+  std::string_view transport() const override {
+    return executor_->transport();
+  }
 
   std::string unsupported(const PointSetup& s) const override {
     if (is_hand_written(s.algorithm)) return {};
@@ -203,9 +208,8 @@ class CudaBackend final : public Backend {
   std::string note() const override {
     std::string n;
     if (setup_.schedule && handle_ >= 0) {
-      n = executor_->transport() == "ipc"
-              ? "ipc kernel, " + std::to_string(executor_->channels(handle_)) + " channels"
-              : "nccl p2p transfers, our reduce kernel";
+      n = executor_->transport() == "ipc" ? "ipc kernel, " + std::to_string(executor_->channels(handle_)) + " channels"
+                                          : "nccl p2p transfers, our reduce kernel";
     }
 #ifdef COMMSIM_HAVE_NCCL
     else {
@@ -295,7 +299,9 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const BackendContext& ctx) { return std::make_unique<CudaBackend>(ctx); }
+std::unique_ptr<Backend> make_cuda_backend(const BackendContext& ctx) {
+  return std::make_unique<CudaBackend>(ctx);
+}
 
 }  // namespace commsim
 

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
     // The copy baselines.
     launch_fill_random(x, bytes / 4, DType::Float32, 1, nullptr);
     launch_fill_random(y, bytes / 4, DType::Float32, 2, nullptr);
-    rows.push_back({"cudaMemcpy D2D", time_median([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice)); }, reps),
+    rows.push_back({"cudaMemcpy D2D",
+                    time_median([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice)); }, reps),
                     2.0 * bytes});
     rows.push_back({"copy kernel", time_median([&] { launch_copy(y, x, bytes, nullptr); }, reps), 2.0 * bytes});
     // The reductions, y = y op x. Sums of small integers grow by at most 8 per launch: over the

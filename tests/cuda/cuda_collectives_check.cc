@@ -136,8 +136,11 @@ void check_executor(const Options& o, const Placement& placement) {
       if (a == Algorithm::Hierarchical && placement.nnodes < 2) continue;
       std::vector<Variant> variants = {{DType::Float32, RedOp::Sum}};
       if (c == Collective::AllReduce && a == Algorithm::Ring)
-        variants = {{DType::Float32, RedOp::Sum}, {DType::Float64, RedOp::Sum}, {DType::Int32, RedOp::Max},
-                    {DType::BFloat16, RedOp::Sum}, {DType::Float16, RedOp::Min}};
+        variants = {{DType::Float32, RedOp::Sum},
+                    {DType::Float64, RedOp::Sum},
+                    {DType::Int32, RedOp::Max},
+                    {DType::BFloat16, RedOp::Sum},
+                    {DType::Float16, RedOp::Min}};
       for (const Variant& v : variants) {
         for (std::uint64_t count : o.counts) {
           const std::uint32_t es = dtype_size(v.dt);
@@ -164,7 +167,8 @@ void check_executor(const Options& o, const Placement& placement) {
             std::vector<unsigned char> in(s.input_count * es);
             fill_input(in.data(), s.input_count, v.dt, c, g_rank, g_size);
             CUDA_CHECK(cudaMemcpy(ex.input(), in.data(), in.size(), cudaMemcpyHostToDevice));
-            for (int run = 0; run < 2; ++run) wrong += static_cast<long long>(run_and_count(ex, h, s, v.dt, v.op, stream));
+            for (int run = 0; run < 2; ++run)
+              wrong += static_cast<long long>(run_and_count(ex, h, s, v.dt, v.op, stream));
           } catch (const std::exception& e) {
             error = e.what();
             wrong = -1;
@@ -259,8 +263,9 @@ int main(int argc, char** argv) {
       }
     } else {
       if (g_rank == 0)
-        std::fprintf(stderr, "usage: cuda_collectives_check [--share-gpu] [--nccl] [--no-executor] [--counts a,b] "
-                             "[--csv FILE]\n");
+        std::fprintf(stderr,
+                     "usage: cuda_collectives_check [--share-gpu] [--nccl] [--no-executor] [--counts a,b] "
+                     "[--csv FILE]\n");
       MPI_Finalize();
       return 2;
     }

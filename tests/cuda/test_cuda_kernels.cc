@@ -101,8 +101,8 @@ TEST(CudaKernels, ReduceMatchesHostForEveryTypeOpLengthAndAlignment) {
                 inside ? apply(op, load(t, a.data(), i), load(t, b.data(), i - off[0] + off[1])) : load(t, a.data(), i);
             if (load(t, out.data(), i) != want) ++wrong;
           }
-          EXPECT_EQ(wrong, 0u) << to_string(t) << " " << to_string(op) << " n=" << n << " dst+" << off[0]
-                               << " src+" << off[1];
+          EXPECT_EQ(wrong, 0u) << to_string(t) << " " << to_string(op) << " n=" << n << " dst+" << off[0] << " src+"
+                               << off[1];
         }
       }
     }

@@ -20,11 +20,10 @@ std::string where();
 
 }  // namespace commsim::cuda
 
-#define CUDA_CHECK(call)                                                              \
-  do {                                                                                \
-    const int commsim_cuda_rc_ = static_cast<int>(call);                              \
-    if (commsim_cuda_rc_ != 0)                                                        \
-      ::commsim::cuda::throw_cuda_error(commsim_cuda_rc_, #call, __FILE__, __LINE__); \
+#define CUDA_CHECK(call)                                                                                       \
+  do {                                                                                                         \
+    const int commsim_cuda_rc_ = static_cast<int>(call);                                                       \
+    if (commsim_cuda_rc_ != 0) ::commsim::cuda::throw_cuda_error(commsim_cuda_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // NCCL calls on non-blocking communicators may return ncclInProgress (7): that is not a failure;

@@ -52,7 +52,9 @@ constexpr std::uint64_t kMinBuffer = 256;
 // Bytes of the request each IPC channel should have to itself before another channel pays off.
 constexpr std::uint64_t kBytesPerChannel = 256 * 1024;
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
+  return (v + to - 1) / to * to;
+}
 
 const char* buffer_name(BufferId b) {
   switch (b) {
@@ -108,8 +110,9 @@ CudaExecutor::CudaExecutor(MPI_Comm comm, ExecutorOptions options) : options_(op
 #ifdef COMMSIM_HAVE_NCCL
     nccl_ = std::make_unique<NcclComm>(comm_, NcclSetting{}, options_.timeout_s);
 #else
-    throw Error("the cuda backend needs NCCL to run schedules across nodes (or with --force-nccl), and this build "
-                "has no NCCL: rebuild with NCCL found (NCCL_HOME) or run on one node");
+    throw Error(
+        "the cuda backend needs NCCL to run schedules across nodes (or with --force-nccl), and this build "
+        "has no NCCL: rebuild with NCCL found (NCCL_HOME) or run on one node");
 #endif
   }
   reserve(kMinBuffer, kMinBuffer, kMinBuffer);
@@ -272,8 +275,8 @@ int CudaExecutor::prepare(const Schedule& s) {
                         std::to_string(op.peer) + " has no matching send");
           const Span& from = incoming[op.peer][k - 1];
           if (from.count != op.dst.count)
-            throw Error(where_op(rank_, r, i) + ": receives " + std::to_string(op.dst.count) +
-                        " elements but rank " + std::to_string(op.peer) + " sends " + std::to_string(from.count));
+            throw Error(where_op(rank_, r, i) + ": receives " + std::to_string(op.dst.count) + " elements but rank " +
+                        std::to_string(op.peer) + " sends " + std::to_string(from.count));
           d.code = op.kind == OpKind::Recv ? detail::kRecv : detail::kRecvReduce;
           d.src_off = from.offset * es;
           d.src_buf = static_cast<std::uint8_t>(from.buffer);
@@ -326,15 +329,16 @@ int CudaExecutor::prepare(const Schedule& s) {
   return handle;
 }
 
-int CudaExecutor::channels(int handle) const { return programs_.at(handle)->blocks; }
+int CudaExecutor::channels(int handle) const {
+  return programs_.at(handle)->blocks;
+}
 
 void CudaExecutor::enqueue(int handle, DType dtype, RedOp op, Stream stream) {
   const Program& prog = *programs_.at(handle);
   if (dtype_size(dtype) != prog.elem_size)
     throw Error("schedule prepared for " + std::to_string(prog.elem_size) + "-byte elements, run with " +
                 std::string(to_string(dtype)));
-  char* base[3] = {static_cast<char*>(buf_[0].ptr), static_cast<char*>(buf_[1].ptr),
-                   static_cast<char*>(buf_[2].ptr)};
+  char* base[3] = {static_cast<char*>(buf_[0].ptr), static_cast<char*>(buf_[1].ptr), static_cast<char*>(buf_[2].ptr)};
   if (transport_ == "ipc") {
     detail::ExecParams p;
     p.rounds = prog.d_rounds;

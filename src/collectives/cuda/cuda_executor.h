@@ -31,9 +31,9 @@ class IpcMap;
 class NcclComm;
 
 struct ExecutorOptions {
-  int max_channels = 0;         // blocks per rank for the IPC kernel; 0 = one per multiprocessor
-  double timeout_s = 60;        // a kernel waiting longer than this for a peer stops with an error
-  bool force_nccl = false;      // carry transfers with NCCL even inside one node (needs NCCL)
+  int max_channels = 0;     // blocks per rank for the IPC kernel; 0 = one per multiprocessor
+  double timeout_s = 60;    // a kernel waiting longer than this for a peer stops with an error
+  bool force_nccl = false;  // carry transfers with NCCL even inside one node (needs NCCL)
 };
 
 class CudaExecutor {
@@ -95,8 +95,8 @@ class CudaExecutor {
   Buffer buf_[3];
   Buffer staging_;
   std::uint64_t* flags_ = nullptr;
-  void* error_record_ = nullptr;         // ErrorRecord in host-mapped memory
-  char** d_peer_buf_ = nullptr;          // [nranks * 3] device array
+  void* error_record_ = nullptr;            // ErrorRecord in host-mapped memory
+  char** d_peer_buf_ = nullptr;             // [nranks * 3] device array
   std::uint64_t** d_peer_flags_ = nullptr;  // [nranks] device array
   std::unique_ptr<IpcMap> ipc_;
   std::unique_ptr<NcclComm> nccl_;

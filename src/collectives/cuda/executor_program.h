@@ -21,7 +21,7 @@ struct DevOp {
                               // Recv*: among this schedule's receives from `peer`
   std::int32_t peer = -1;     // rank index in the executor's communicator
   std::uint8_t code = kCopy;
-  std::uint8_t src_buf = 0;   // BufferId: Input 0, Output 1, Scratch 2 (of the sender for Recv*)
+  std::uint8_t src_buf = 0;  // BufferId: Input 0, Output 1, Scratch 2 (of the sender for Recv*)
   std::uint8_t dst_buf = 0;
   std::uint8_t pad = 0;
 };

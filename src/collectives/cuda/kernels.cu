@@ -56,7 +56,7 @@ int blocks_for(std::uint64_t n, int requested) {
 template <typename T, typename Op>
 void reduce_as(void* dst, const void* src, std::uint64_t n, Stream stream, int blocks) {
   reduce_kernel<T, Op><<<blocks_for<T>(n, blocks), kElementwiseThreads, 0, stream>>>(static_cast<T*>(dst),
-                                                                                   static_cast<const T*>(src), n);
+                                                                                     static_cast<const T*>(src), n);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -73,7 +73,7 @@ template <typename T>
 void copy_as(void* dst, const void* src, std::uint64_t bytes, Stream stream, int blocks) {
   const std::uint64_t n = bytes / sizeof(T);
   copy_kernel<T><<<blocks_for<T>(n, blocks), kElementwiseThreads, 0, stream>>>(static_cast<T*>(dst),
-                                                                             static_cast<const T*>(src), n);
+                                                                               static_cast<const T*>(src), n);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -105,8 +105,7 @@ void launch_copy(void* dst, const void* src, std::uint64_t bytes, Stream stream,
   copy_as<unsigned char>(dst, src, bytes, stream, blocks);
 }
 
-void launch_reduce(void* dst, const void* src, std::uint64_t count, DType dtype, RedOp op, Stream stream,
-                   int blocks) {
+void launch_reduce(void* dst, const void* src, std::uint64_t count, DType dtype, RedOp op, Stream stream, int blocks) {
   if (count == 0) return;
   switch (dtype) {
     case DType::Float32: return reduce_typed<float>(dst, src, count, op, stream, blocks);

@@ -83,7 +83,8 @@ NcclSetting NcclBaselines::setting_for(const NcclRequest& r) {
     case Algorithm::NcclRing: s.algo = "Ring"; break;
     case Algorithm::NcclTree: s.algo = "Tree"; break;
     default:
-      throw Error("algorithm " + std::string(to_string(r.algorithm)) + " is not an NCCL baseline (nccl, nccl-ring, "
+      throw Error("algorithm " + std::string(to_string(r.algorithm)) +
+                  " is not an NCCL baseline (nccl, nccl-ring, "
                   "nccl-tree)");
   }
   if (r.protocol != Protocol::None) s.proto = std::string(to_string(r.protocol));
