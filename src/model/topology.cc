@@ -233,11 +233,48 @@ void read_calibrated(const MapReader& c, CalibrationInfo& out) {
   if (auto v = c.optional("ranks")) out.ranks = read_int_list(ctx, *v, "calibrated.ranks");
 }
 
+constexpr std::initializer_list<const char*> kTransportNames = {"mpi", "ucx", "nccl", "ipc"};
+
+// transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }
+// Every value is optional, but each map must set at least one.
+void read_transports(const MapReader& section, const Topology& t, std::vector<TransportOverride>& out) {
+  const Ctx& ctx = section.ctx();
+  for (const char* name : kTransportNames) {
+    auto node = section.optional(name);
+    if (!node) continue;
+    const std::string path = child_path(section.path(), name);
+    MapReader tr(ctx, *node, path, {"intra_node", "network"});
+    if (!tr.has("intra_node") && !tr.has("network"))
+      fail(ctx, tr.mark(), path, "give intra_node and/or network values for this transport");
+    TransportOverride o;
+    o.transport = name;
+    if (auto intra = tr.optional("intra_node")) {
+      const std::string ipath = child_path(path, "intra_node");
+      MapReader r(ctx, *intra, ipath, {"bandwidth", "latency"});
+      if (!r.has("bandwidth") && !r.has("latency")) fail(ctx, r.mark(), ipath, "give bandwidth and/or latency");
+      if (auto v = r.optional("bandwidth")) o.intra_bw_Bps = read_bandwidth(ctx, *v, child_path(ipath, "bandwidth"));
+      if (auto v = r.optional("latency")) o.intra_latency_s = read_time(ctx, *v, child_path(ipath, "latency"));
+    }
+    if (auto net = tr.optional("network")) {
+      const std::string npath = child_path(path, "network");
+      if (!t.network.present())
+        fail(ctx, net->Mark(), npath,
+             "this topology has no network (network.kind none), so there is nothing to override");
+      MapReader r(ctx, *net, npath, {"nic_bandwidth", "latency"});
+      if (!r.has("nic_bandwidth") && !r.has("latency")) fail(ctx, r.mark(), npath, "give nic_bandwidth and/or latency");
+      if (auto v = r.optional("nic_bandwidth"))
+        o.nic_bw_Bps = read_bandwidth(ctx, *v, child_path(npath, "nic_bandwidth"));
+      if (auto v = r.optional("latency")) o.network_latency_s = read_time(ctx, *v, child_path(npath, "latency"));
+    }
+    out.push_back(std::move(o));
+  }
+}
+
 Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   Topology t;
   MapReader top(ctx, root, "",
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
-                 "network", "reduction", "max_nodes", "nccl", "calibrated"});
+                 "network", "reduction", "max_nodes", "nccl", "calibrated", "transports"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -341,6 +378,10 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
     read_calibrated(c, t.calibrated);
   }
+  if (auto tr = top.optional("transports")) {
+    MapReader section(ctx, *tr, "transports", kTransportNames);
+    read_transports(section, t, t.transports);
+  }
   return t;
 }
 
@@ -395,6 +436,18 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin)
 Topology load_topology(const std::string& path) {
   Topology t = parse_topology(read_file_text(path), path);
   t.source_path = path;
+  return t;
+}
+
+Topology with_transport(const Topology& topology, std::string_view transport) {
+  Topology t = topology;
+  for (const TransportOverride& o : topology.transports) {
+    if (o.transport != transport) continue;
+    if (o.intra_latency_s) t.intra.latency_s = *o.intra_latency_s;
+    if (o.intra_bw_Bps) t.intra.bw_Bps = *o.intra_bw_Bps;
+    if (o.network_latency_s) t.network.latency_s = *o.network_latency_s;
+    if (o.nic_bw_Bps) t.network.nic_bw_Bps = *o.nic_bw_Bps;
+  }
   return t;
 }
 

@@ -2,7 +2,9 @@
 // A cluster described by a topology file (configs/topologies/*.yaml): nodes of identical GPUs (or
 // host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
 // constants. Plain data; load_topology() validates everything and reports file, line and field.
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/units.h"
@@ -49,6 +51,18 @@ struct CalibrationInfo {
   std::vector<std::string> sources;  // the measurement files
 };
 
+// What one transport does to the tiers (the optional `transports:` section): the same wires cost
+// more or less depending on what moves the bytes (MPI's point-to-point layer, UCX directly, NCCL),
+// so a calibrated topology can hold per-transport latency and bandwidth. A value that is set
+// replaces the tier's value when predicting rows of that transport (with_transport).
+struct TransportOverride {
+  std::string transport;                       // "mpi", "ucx", "nccl", "ipc"
+  std::optional<Seconds> intra_latency_s;      // intra_node.latency
+  std::optional<BytesPerSecond> intra_bw_Bps;  // intra_node.bandwidth
+  std::optional<Seconds> network_latency_s;    // network.latency
+  std::optional<BytesPerSecond> nic_bw_Bps;    // network.nic_bandwidth
+};
+
 struct Topology {
   std::string name;          // from the file's `name`
   std::string description;
@@ -69,6 +83,7 @@ struct Topology {
 
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
+  std::vector<TransportOverride> transports;  // per-transport tier values, in file order
 
   Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
 };
@@ -79,6 +94,11 @@ struct Topology {
 Topology load_topology(const std::string& path);
 // The same from text; `origin` names it in error messages.
 Topology parse_topology(const std::string& yaml_text, const std::string& origin);
+
+// `topology` with the tier values of `transport`'s override applied (see TransportOverride); an
+// unchanged copy when the file has no override for it. The NCCL constants, reduction bandwidth and
+// the overrides themselves are kept.
+Topology with_transport(const Topology& topology, std::string_view transport);
 
 // Where presets live: $COMMSIM_CONFIG_DIR, else the source tree's configs/ (compiled in), else
 // configs/ next to the binary's ../share/commsim. A bare name ("dgx-h100") resolves to

@@ -16,6 +16,10 @@
 #include "collectives/host/mpi_transport.h"
 #include "collectives/reduce.h"
 #include "model/error.h"
+#include "runtime/mpi_carrier.h"
+#ifdef COMMSIM_HAVE_UCX
+#include "collectives/ucx/ucx_transport.h"
+#endif
 
 namespace commsim {
 namespace {
@@ -51,9 +55,22 @@ std::uint64_t node_available_bytes() {
 class HostBackend final : public Backend {
  public:
   explicit HostBackend(const BackendContext& ctx) : ctx_(ctx) {
-    if (ctx.transport != "mpi")
-      throw Error("transport '" + ctx.transport + "' is not available for the host backend in this build (built: mpi)");
-    transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+    if (ctx.transport == "ucx") {
+#ifdef COMMSIM_HAVE_UCX
+      auto ucx = std::make_unique<UcxTransport>(MPI_COMM_WORLD);
+      transport_note_ = ucx->description();
+      transport_ = std::move(ucx);
+#else
+      throw Error(
+          "transport 'ucx' is not available: this build found no UCX (install UCX's development files, "
+          "e.g. libucx-dev, and configure again)");
+#endif
+    } else if (ctx.transport != "mpi") {
+      throw Error("transport '" + ctx.transport + "' is not available for the host backend (valid: mpi, ucx)");
+    } else {
+      transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+    }
+    mpi_note_ = mpi_carrier(ctx.placement ? ctx.placement->nnodes : 1);
   }
 
   std::string_view name() const override { return "host"; }
@@ -124,6 +141,11 @@ class HostBackend final : public Backend {
                        setup_.root);
   }
 
+  // What carried the point's bytes: MPI's PML/BTLs when they went through MPI, else UCX's transports.
+  std::string note() const override {
+    return setup_.algorithm == Algorithm::Mpi || transport_->name() == "mpi" ? mpi_note_ : transport_note_;
+  }
+
   void release() override {
     executor_.reset();
     baseline_.reset();
@@ -141,7 +163,8 @@ class HostBackend final : public Backend {
   }
 
   BackendContext ctx_;
-  std::unique_ptr<MpiTransport> transport_;
+  std::unique_ptr<Transport> transport_;
+  std::string mpi_note_, transport_note_;
   PointSetup setup_;
   AlignedBuffer input_, output_;
   std::uint64_t in_count_ = 0, out_count_ = 0;

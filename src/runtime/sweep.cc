@@ -55,7 +55,12 @@ std::optional<Choice> fastest(const Topology& topo, Collective c, const Placemen
 
 std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
-                                     const Topology& topology, const Placement& placement, const Backend& backend) {
+                                     const Topology& base_topology, const Placement& placement,
+                                     const Backend& backend) {
+  // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
+  // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
+  const Topology topology = with_transport(base_topology, backend.transport());
+  const Topology mpi_topology = with_transport(base_topology, "mpi");
   const std::uint32_t elem = dtype_size(settings.dtype);
   const int nranks = placement.nranks;
   std::vector<PlannedPoint> plan;
@@ -75,7 +80,7 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           row.collective = c;
           row.algorithm = a;
           row.backend = std::string(backend.name());
-          row.transport = std::string(backend.transport());
+          row.transport = a == Algorithm::Mpi ? std::string("mpi") : std::string(backend.transport());
           row.protocol = protocol;
           row.dtype = std::string(to_string(settings.dtype));
           row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
@@ -103,7 +108,7 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
               row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, t_s);
             } else if (a == Algorithm::Mpi) {
               // A library chooses its own algorithm: predict the one the model would choose.
-              const auto choice = fastest(topology, c, placement, bytes, all_hand_written);
+              const auto choice = fastest(mpi_topology, c, placement, bytes, all_hand_written);
               if (choice) {
                 row.predicted_us = choice->cost.time_s * 1e6;
                 row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, choice->cost.time_s);
