@@ -112,6 +112,36 @@ void print_tier(std::ostream& out, const std::string& label, const TierFit& t) {
         << "; >= 64 KiB alpha " << fnum("%.3f", b.alpha_s * 1e6) << " us 1/beta " << format_bandwidth(b.bw_Bps())
         << "\n";
   }
+  // The best split into two lines (a protocol switch: MPI's eager limit, NCCL's LL/Simple): where
+  // one alpha and beta per tier is not enough, this says at which size and by how much.
+  std::set<Bytes> all_sizes;
+  for (const auto& s : t.samples) all_sizes.insert(s.bytes);
+  if (all_sizes.size() >= 6) {
+    double best = INFINITY;
+    Bytes split = 0;
+    LineFit lo, hi;
+    std::vector<Bytes> sv(all_sizes.begin(), all_sizes.end());
+    for (std::size_t k = 3; k + 3 <= sv.size(); ++k) {
+      std::vector<TimedSize> below, above;
+      for (const auto& s : t.samples) (s.bytes < sv[k] ? below : above).push_back(s);
+      LineFit fa = fit_line(below, FitWeighting::Relative), fb = fit_line(above, FitWeighting::Relative);
+      double ss = 0;
+      for (const auto& s : below) ss += std::pow((fa.predict_s(s.bytes) - s.time_s) / s.time_s, 2);
+      for (const auto& s : above) ss += std::pow((fb.predict_s(s.bytes) - s.time_s) / s.time_s, 2);
+      if (ss < best) best = ss, split = sv[k], lo = fa, hi = fb;
+    }
+    if (split) {
+      std::vector<double> rel;
+      for (const auto& s : t.samples) {
+        const LineFit& f = s.bytes < split ? lo : hi;
+        rel.push_back((f.predict_s(s.bytes) - s.time_s) / s.time_s);
+      }
+      out << "      two lines fit best split at " << format_bytes(split) << ": below alpha "
+          << fnum("%.3f", lo.alpha_s * 1e6) << " us 1/beta " << format_bandwidth(lo.bw_Bps()) << ", from there alpha "
+          << fnum("%.3f", hi.alpha_s * 1e6) << " us 1/beta " << format_bandwidth(hi.bw_Bps()) << "; median |residual| "
+          << pct(median_abs(rel)) << " (one line: " << pct(t.fit.median_abs_rel_residual) << ")\n";
+    }
+  }
   out << "      per size (measured us -> fitted us):";
   int k = 0;
   for (std::size_t i = 0; i < t.samples.size(); ++i) {
