@@ -32,7 +32,8 @@ struct ScheduleRequest {
   // to order their rings.
   const Placement* placement = nullptr;
   // Pipelined algorithms (tree, ring broadcast/reduce) split the data into chunks of about this
-  // many bytes; 0 picks the generator's default.
+  // many bytes; 0 picks the generator's default (512 KiB). The tree sends one half of the data down
+  // each of its two trees: a chunk is then one piece of each half (two messages of half the size).
   std::uint64_t pipeline_chunk_bytes = 0;
 };
 

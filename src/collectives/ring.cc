@@ -9,7 +9,6 @@
 //                before forwarding it; p-1 + k-1 steps.
 // k = pipeline_chunks(count, elem_size, request.pipeline_chunk_bytes) (512 KiB chunks by default).
 #include <algorithm>
-#include <numeric>
 
 #include "collectives/algorithms.h"
 #include "model/placement.h"

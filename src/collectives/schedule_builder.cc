@@ -34,7 +34,9 @@ Round& ScheduleBuilder::round(int rank, std::size_t step) {
   auto& rounds = schedule_.ranks[rank].rounds;
   const std::size_t index = cursor_[rank] + step;
   if (rounds.size() <= index) rounds.resize(index + 1);
-  return rounds[index];
+  Round& round = rounds[index];
+  if (round.ops.capacity() == 0) round.ops.reserve(4);  // most rounds hold a few ops: allocate once
+  return round;
 }
 
 void ScheduleBuilder::add_transfer(int rank, std::size_t step, Op op) {

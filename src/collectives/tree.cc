@@ -1,46 +1,53 @@
 // Double binary tree (Sanders, Speck, Traeff, Parallel Computing 2009; NCCL's tree), pipelined.
 //
-// Trees, over ranks v counted from the root (v = (rank - root) mod p; v = rank for allreduce). Both
-// are rooted at v = 0, which has one child in each; below it, the ranks 1..p-1 form an in-order
-// binary tree over labels: the tree over a range of integers whose root is the label with the
-// largest lowest set bit, and whose odd labels are the leaves (as NCCL's ncclGetBtree).
-//   tree A  label = v over [1, p-1] (NCCL's tree 1): even v are interior, odd v leaves.
-//   tree B  p odd:  label = p - v over [1, p-1] (the mirror image of tree A);
-//           p even: label = v + 1 over [2, p];
-//           either way odd v are interior and even v leaves.
-// So every rank but the root is a leaf in one tree and interior in the other (p >= 3), and each
-// rank sends and receives at most four chunk messages per step. Heights (root v = 0):
-// H_A = ceil(lg p); H_B = H_A, except H_B = H_A + 1 when p is a power of two (a tree with more
-// interior nodes than leaves cannot be perfect).
+// The trees are in-order binary trees over ranges of labels: the tree over a range of integers
+// whose root is the label with the largest lowest set bit, and in which a label's parent is the
+// nearer-in-rank of its neighbours x - b, x + b (b = x's lowest set bit) inside the range. Odd
+// labels are its leaves, even labels interior (as NCCL's ncclGetBtree). Ranks v are counted from
+// the root (v = (rank - root) mod p; v = rank for allreduce).
+//   tree A  v = 0 is its root with one child; v = 1..p-1 form the tree over labels [1, p-1],
+//           label = v (NCCL's first tree). Interior: even v; leaves: odd v.
+//   tree B  allreduce: the tree over labels [1, p], label = v + 1, rooted at v = 2^floor(lg p) - 1.
+//           broadcast, reduce (both trees rooted at the root): v = 0 is its root with one child;
+//           v = 1..p-1 form the tree over labels [1, p-1] with label = p - v (the mirror image of
+//           tree A) when p is odd, over labels [2, p] with label = v + 1 when p is even.
+//           Interior: odd v; leaves: even v (and v = 0 for allreduce).
+// So every rank is a leaf in one tree and interior in the other (for broadcast/reduce: every rank
+// but the root, which has one child in each), and a rank moves at most four chunk messages each
+// way per step. Heights: H_A = ceil(lg p); H_B = floor(lg p) for allreduce; for broadcast/reduce
+// H_B = H_A, except H_A + 1 when p is a power of two (with the root on top of both trees, tree B
+// has more interior ranks than leaves below the root, so it cannot be a perfect tree).
 //
 // The data is split in two halves, [0, ceil(n/2)) moves along tree A and the rest along tree B,
-// each in k chunks (k = pipeline_chunks of the first half, 512 KiB chunks by default). With h(v)
-// the height of v (leaves 0), d(v) its depth and H the root's height, in each tree:
+// each in k chunks; chunk c of both halves moves in the same steps, so a pipeline chunk is a pair
+// of half-chunks: k = pipeline_chunks(count, ..., pipeline_chunk_bytes) (512 KiB pairs by default,
+// the chunk of model/cost.h's closed form, whose tree moves n/k bytes per step). With h(v) the
+// height of v (leaves 0), d(v) its depth and H the height of the tree's root, in each tree:
 //   up     v sends its partial sum of chunk c to its parent in step c + h(v) (leaves send their
 //          input); a parent combines the chunk from its first child on arrival and receives the
 //          second child's into Scratch, combined at the start of step c + h(v);
-//   down   (allreduce) the root sends the reduced chunk c to its child in step c + H; v receives
-//          it in step c + H + d(v) - 1 and forwards it to its children in step c + H + d(v).
-// Steps, with H = max(H_A, H_B):  allreduce k + 2H - 1;  reduce k + H - 1;  broadcast k + H - 1
-// (broadcast: the root sends chunk c to its child in step c, v receives it in step c + d(v) - 1).
-// In the steady state of allreduce a rank sends, per step, one chunk up and two down in the tree
-// where it is interior and one up in the tree where it is a leaf, and receives as many: four chunk
-// messages of n/(2k) bytes each way.
+//   down   (allreduce) the root sends the reduced chunk c to its children in step c + H; v
+//          receives it in step c + H + d(v) - 1 and forwards it in step c + H + d(v);
+//          (broadcast) the root sends chunk c in step c; v receives it in step c + d(v) - 1.
+// Reduction and broadcast overlap: chunk c goes down while later chunks still go up. Steps, with
+// H = max(H_A, H_B): allreduce k + 2H - 1; reduce k + H - 1; broadcast k + H - 1. In the steady
+// state of allreduce a rank sends, per step, one chunk up and two down in the tree where it is
+// interior and one up in the tree where it is a leaf (and receives as many): four messages of
+// n/(2k) bytes each way, against two for broadcast or reduce alone.
 #include "collectives/algorithms.h"
 
 namespace commsim {
 namespace {
 
 struct BinaryTree {
-  std::vector<int> parent;                 // [v], -1 at the root (v = 0)
+  int root = 0;
+  std::vector<int> parent;                 // [v], -1 at the root
   std::vector<std::vector<int>> children;  // [v], at most two, in increasing v
   std::vector<int> height;                 // [v], 0 at leaves
   std::vector<int> depth;                  // [v], 0 at the root
 };
 
-// The parent of label x in the in-order binary tree over [lo, hi] (lo >= 1), or -1 for its root:
-// of the nearest labels on either side with a larger lowest set bit (x - b and x + b, b = x's
-// lowest set bit), the one inside the range with the smaller lowest set bit.
+// The parent of label x in the in-order binary tree over [lo, hi] (lo >= 1), or -1 for its root.
 int inorder_parent(int lo, int hi, int x) {
   const int bit = x & -x, left = x - bit, right = x + bit;
   const bool has_left = left >= lo, has_right = right <= hi;
@@ -52,12 +59,15 @@ int inorder_parent(int lo, int hi, int x) {
 
 BinaryTree from_parents(std::vector<int> parent) {
   const int p = static_cast<int>(parent.size());
-  BinaryTree t{std::move(parent), std::vector<std::vector<int>>(p), std::vector<int>(p, 0), std::vector<int>(p, -1)};
-  for (int v = 0; v < p; ++v)
-    if (t.parent[v] >= 0) t.children[t.parent[v]].push_back(v);
+  BinaryTree t{0, std::move(parent), std::vector<std::vector<int>>(p), std::vector<int>(p, 0), std::vector<int>(p, 0)};
+  for (int v = 0; v < p; ++v) {
+    if (t.parent[v] >= 0)
+      t.children[t.parent[v]].push_back(v);
+    else
+      t.root = v;
+  }
   // Depths from the root down, then heights from the deepest up.
-  std::vector<int> order{0};
-  t.depth[0] = 0;
+  std::vector<int> order{t.root};
   for (std::size_t i = 0; i < order.size(); ++i)
     for (int c : t.children[order[i]]) {
       t.depth[c] = t.depth[order[i]] + 1;
@@ -68,28 +78,32 @@ BinaryTree from_parents(std::vector<int> parent) {
   return t;
 }
 
-// Rank 0 on top of the in-order tree over labels [lo, hi]; label(v) and rank(label) convert.
+// The in-order tree over labels [lo, hi] on the ranks `first`..p-1 (label(v), rank(label) convert);
+// its root hangs below v = 0 when first == 1.
 template <class Label, class Rank>
-BinaryTree rooted_inorder(int p, int lo, int hi, Label label, Rank rank) {
+BinaryTree inorder_tree(int p, int first, int lo, int hi, Label label, Rank rank) {
   std::vector<int> parent(p, -1);
-  for (int v = 1; v < p; ++v) {
+  for (int v = first; v < p; ++v) {
     const int up = inorder_parent(lo, hi, label(v));
-    parent[v] = up < 0 ? 0 : rank(up);
+    parent[v] = up >= 0 ? rank(up) : first == 1 ? 0 : -1;
   }
   return from_parents(std::move(parent));
 }
 
 BinaryTree tree_a(int p) {
-  return rooted_inorder(
-      p, 1, p - 1, [](int v) { return v; }, [](int x) { return x; });
+  return inorder_tree(
+      p, 1, 1, p - 1, [](int v) { return v; }, [](int x) { return x; });
 }
 
-BinaryTree tree_b(int p) {
+BinaryTree tree_b(int p, bool rooted) {
+  if (!rooted)
+    return inorder_tree(
+        p, 0, 1, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
   if (p % 2 == 1)
-    return rooted_inorder(
-        p, 1, p - 1, [p](int v) { return p - v; }, [p](int x) { return p - x; });
-  return rooted_inorder(
-      p, 2, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
+    return inorder_tree(
+        p, 1, 1, p - 1, [p](int v) { return p - v; }, [p](int x) { return p - x; });
+  return inorder_tree(
+      p, 1, 2, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
 }
 
 // One tree with its half of the data.
@@ -109,15 +123,20 @@ struct DoubleTree {
   }
 };
 
-DoubleTree double_tree(ScheduleBuilder& b, int root) {
+DoubleTree double_tree(ScheduleBuilder& b, bool rooted) {
   const int p = b.nranks();
   const std::uint64_t n = b.count(), first = n - n / 2;
-  DoubleTree d{rotated(iota_ranks(p), root), {{tree_a(p), 0, first}, {tree_b(p), first, n - first}}, 1, 0};
-  d.k = pipeline_chunks(first, b.request().elem_size, b.request().pipeline_chunk_bytes);
-  for (const TreeHalf& h : d.halves) d.max_height = std::max(d.max_height, h.tree.height[0]);
-  for (const TreeHalf& h : d.halves)
+  DoubleTree d{rotated(iota_ranks(p), rooted ? b.request().root : 0),
+               {{tree_a(p), 0, first}, {tree_b(p, rooted), first, n - first}},
+               1,
+               0};
+  d.k = std::min(pipeline_chunks(n, b.request().elem_size, b.request().pipeline_chunk_bytes),
+                 std::max<std::uint64_t>(first, 1));
+  for (const TreeHalf& h : d.halves) {
+    d.max_height = std::max(d.max_height, h.tree.height[h.tree.root]);
     for (const auto& kids : h.tree.children)
       if (kids.size() > 1) b.need_scratch(n);  // second children arrive in Scratch
+  }
   return d;
 }
 
@@ -129,7 +148,7 @@ void reduce_up(ScheduleBuilder& b, const DoubleTree& d) {
       for (std::uint64_t c = 0; c < d.k; ++c) {
         const Span in = d.chunk(t, BufferId::Input, c), out = d.chunk(t, BufferId::Output, c);
         const auto& kids = tree.children[v];
-        if (v != 0) b.send(d.g[v], c + tree.height[v], d.g[tree.parent[v]], kids.empty() ? in : out);
+        if (v != tree.root) b.send(d.g[v], c + tree.height[v], d.g[tree.parent[v]], kids.empty() ? in : out);
         for (std::size_t i = 0; i < kids.size(); ++i) {
           const int u = kids[i];
           const std::size_t step = c + tree.height[u];
@@ -146,8 +165,8 @@ void reduce_up(ScheduleBuilder& b, const DoubleTree& d) {
   }
 }
 
-// Chunk c of each half leaves the root of its tree in step c + start and reaches depth x in step
-// c + start + x - 1; `root_src` is where the root reads it.
+// Chunk c of each half leaves the root of its tree in step c + start[t] and reaches depth x in
+// step c + start[t] + x - 1; `root_src` is where the root reads it.
 void broadcast_down(ScheduleBuilder& b, const DoubleTree& d, const std::size_t start[2], BufferId root_src) {
   for (int t = 0; t < 2; ++t) {
     const BinaryTree& tree = d.halves[t].tree;
@@ -155,29 +174,29 @@ void broadcast_down(ScheduleBuilder& b, const DoubleTree& d, const std::size_t s
       for (std::uint64_t c = 0; c < d.k; ++c) {
         const Span out = d.chunk(t, BufferId::Output, c);
         const std::size_t at = c + start[t] + tree.depth[v];
-        if (v != 0) b.recv(d.g[v], at - 1, d.g[tree.parent[v]], out);
-        for (int u : tree.children[v]) b.send(d.g[v], at, d.g[u], v == 0 ? d.chunk(t, root_src, c) : out);
+        if (v != tree.root) b.recv(d.g[v], at - 1, d.g[tree.parent[v]], out);
+        for (int u : tree.children[v]) b.send(d.g[v], at, d.g[u], v == tree.root ? d.chunk(t, root_src, c) : out);
       }
   }
 }
 
 }  // namespace
 
-std::vector<int> double_tree_parents(int p, int tree) {
-  return (tree == 0 ? tree_a(p) : tree_b(p)).parent;
+std::vector<int> double_tree_parents(int p, int tree, bool rooted) {
+  return (tree == 0 ? tree_a(p) : tree_b(p, rooted)).parent;
 }
 
 void tree_allreduce(ScheduleBuilder& b) {
-  const DoubleTree d = double_tree(b, 0);
+  const DoubleTree d = double_tree(b, false);
   reduce_up(b, d);
-  const std::size_t start[2] = {static_cast<std::size_t>(d.halves[0].tree.height[0]),
-                                static_cast<std::size_t>(d.halves[1].tree.height[0])};
+  std::size_t start[2];
+  for (int t = 0; t < 2; ++t) start[t] = d.halves[t].tree.height[d.halves[t].tree.root];
   broadcast_down(b, d, start, BufferId::Output);
   b.advance(d.g, d.k + 2 * d.max_height);
 }
 
 void tree_broadcast(ScheduleBuilder& b) {
-  const DoubleTree d = double_tree(b, b.request().root);
+  const DoubleTree d = double_tree(b, true);
   const std::size_t start[2] = {0, 0};
   broadcast_down(b, d, start, BufferId::Input);
   // The root's own copy after its last send, off the pipeline's path.
@@ -187,7 +206,7 @@ void tree_broadcast(ScheduleBuilder& b) {
 }
 
 void tree_reduce(ScheduleBuilder& b) {
-  const DoubleTree d = double_tree(b, b.request().root);
+  const DoubleTree d = double_tree(b, true);
   reduce_up(b, d);
   b.advance(d.g, d.k + d.max_height + 1);
 }

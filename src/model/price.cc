@@ -1,7 +1,7 @@
-// Schedule pricing as a discrete-event simulation in max-plus form. Every transfer's duration is
-// fixed before the walk (it depends only on which rounds it belongs to), so the simulation needs
-// no event queue: a round's post time is the end of the rank's previous round plus its local ops; a
-// transfer starts at the later post time of its two rounds; a round ends with its last transfer.
+// Schedule pricing as a discrete-event simulation in max-plus form. Every transfer's duration
+// depends only on the rounds it belongs to, so the simulation needs no event queue: a round's post
+// time is the end of the rank's previous round plus its local ops; a transfer starts at the later
+// post time of its two rounds; a round ends with its last transfer.
 //
 // Bandwidth sharing: the transfers a rank posts in one round share its bandwidth, so each one
 // takes latency + (bytes of all of them) / bandwidth, the time in which a fair share would move
@@ -9,7 +9,8 @@
 // the network the per-rank bandwidth is one NIC (nic_bw_Bps), and the network transfers that the
 // ranks of one node post in rounds of the same index share the node's NICs (node_bw_Bps()): ranks
 // of a node run their rounds in step in every algorithm here, so equal round indices stand in for
-// "at the same time".
+// "at the same time". Likewise the receives of a round that combine on arrival (RecvReduce) share
+// the rank's reduction rate: each one ends (bytes they all combine) * gamma after it arrives.
 #include "model/price.h"
 
 #include <algorithm>
@@ -21,8 +22,9 @@
 namespace commsim {
 namespace {
 
+// Bytes a round sends and receives, per tier, and combines on arrival.
 struct RoundLoad {
-  double out_intra = 0, in_intra = 0, out_net = 0, in_net = 0;  // bytes
+  double out_intra = 0, in_intra = 0, out_net = 0, in_net = 0, combined = 0;
 };
 
 // Critical-path time, and the part of it spent in local copies.
@@ -34,52 +36,127 @@ struct PathTime {
   }
 };
 
-class PriceVisitor : public ScheduleVisitor {
- public:
-  PriceVisitor(const std::vector<std::size_t>& round_base, const std::vector<MatchedTransfer>& transfers,
-               const std::vector<Seconds>& local_s, const std::vector<Seconds>& local_copy_s,
-               const std::vector<Seconds>& duration_s, const std::vector<Seconds>& reduce_after_s)
-      : base_(round_base),
-        transfers_(transfers),
-        local_s_(local_s),
-        local_copy_s_(local_copy_s),
-        duration_s_(duration_s),
-        reduce_after_s_(reduce_after_s),
-        post_(local_s.size()),
-        end_(local_s.size()) {}
-
-  void round_started(int rank, std::uint32_t round) override {
-    const std::size_t g = base_[rank] + round;
-    const PathTime prev = round == 0 ? PathTime{} : end_[g - 1];
-    post_[g] = {prev.t + local_s_[g], prev.copy + local_copy_s_[g]};
-    end_[g] = post_[g];
-  }
-
-  void transfer(std::size_t i) override {
-    const std::size_t gs = base_[transfers_[i].send.rank] + transfers_[i].send.round;
-    const std::size_t gr = base_[transfers_[i].recv.rank] + transfers_[i].recv.round;
-    PathTime start = post_[gs];
-    start.take_later(post_[gr]);
-    const PathTime arrived{start.t + duration_s_[i], start.copy};
-    end_[gs].take_later(arrived);
-    end_[gr].take_later({arrived.t + reduce_after_s_[i], arrived.copy});
-  }
-
-  const PathTime& end(std::size_t g) const { return end_[g]; }
-
- private:
-  const std::vector<std::size_t>& base_;
-  const std::vector<MatchedTransfer>& transfers_;
-  const std::vector<Seconds>& local_s_;
-  const std::vector<Seconds>& local_copy_s_;
-  const std::vector<Seconds>& duration_s_;
-  const std::vector<Seconds>& reduce_after_s_;
-  std::vector<PathTime> post_, end_;
+// Everything the simulation keeps about one round of one rank, together for locality.
+struct RoundState {
+  RoundLoad load;
+  PathTime post;  // when its transfers are posted (before the walk: the time of its local ops)
+  PathTime end;   // when it ends
 };
 
 double per_byte(BytesPerSecond bw) {
   return bw > 0 ? 1.0 / bw : 0.0;
 }
+
+class Pricer : public ScheduleVisitor {
+ public:
+  Pricer(const Schedule& s, const Topology& topo, const Placement& pl)
+      : s_(s),
+        topo_(topo),
+        pl_(pl),
+        index_(s),
+        copy_s_per_byte_(per_byte(topo.memory_bw_Bps)),
+        gamma_(per_byte(topo.reduce_bw_Bps)),
+        intra_s_per_byte_(per_byte(topo.intra.bw_Bps)),
+        nic_s_per_byte_(per_byte(topo.network.nic_bw_Bps)),
+        node_s_per_byte_(topo.network.present() ? per_byte(topo.network.node_bw_Bps()) : 0.0),
+        rounds_(index_.size()),
+        node_out_(pl.nnodes),
+        node_in_(pl.nnodes) {}
+
+  // Local ops run first in a round: copies at memory bandwidth, reductions at gamma.
+  void local_op(const OpRef& at, const Op& op) {
+    const double bytes = static_cast<double>(s_.bytes(op.dst));
+    PathTime& t = rounds_[index_(at.rank, at.round)].post;  // the local ops' time, until the round starts
+    if (op.kind == OpKind::Copy) {
+      t.t += bytes * copy_s_per_byte_;
+      t.copy += bytes * copy_s_per_byte_;
+    } else {
+      t.t += bytes * gamma_;
+    }
+  }
+
+  // The bandwidth each transfer shares: the bytes of its rounds, and of its nodes' network rounds.
+  void set_transfers(const std::vector<MatchedTransfer>& transfers) {
+    transfers_ = &transfers;
+    auto add_at = [](std::vector<double>& v, std::size_t i, double x) {
+      if (v.size() <= i) v.resize(i + 1, 0.0);
+      v[i] += x;
+    };
+    for (const MatchedTransfer& t : transfers) {
+      const std::uint64_t bytes = t.count * s_.elem_size;
+      RoundLoad& ls = rounds_[index_(t.send.rank, t.send.round)].load;
+      RoundLoad& lr = rounds_[index_(t.recv.rank, t.recv.round)].load;
+      if (t.recv_kind == OpKind::RecvReduce) lr.combined += static_cast<double>(bytes);
+      if (pl_.same_node(t.send.rank, t.recv.rank)) {
+        ls.out_intra += static_cast<double>(bytes);
+        lr.in_intra += static_cast<double>(bytes);
+        out_.intra_bytes += bytes;
+        continue;
+      }
+      if (!topo_.network.present())
+        throw Error("price_schedule: ranks " + std::to_string(t.send.rank) + " and " + std::to_string(t.recv.rank) +
+                    " are on different nodes but topology '" + topo_.name + "' has no network (nics_per_node is 0)");
+      ls.out_net += static_cast<double>(bytes);
+      lr.in_net += static_cast<double>(bytes);
+      add_at(node_out_[pl_.node_of_rank[t.send.rank]], t.send.round, static_cast<double>(bytes));
+      add_at(node_in_[pl_.node_of_rank[t.recv.rank]], t.recv.round, static_cast<double>(bytes));
+      out_.inter_bytes += bytes;
+    }
+    out_.messages = transfers.size();
+  }
+
+  void round_started(int rank, std::uint32_t round) override {
+    const PathTime prev = round == 0 ? PathTime{} : rounds_[index_(rank, round - 1)].end;
+    RoundState& now = rounds_[index_(rank, round)];
+    now.post = now.end = {prev.t + now.post.t, prev.copy + now.post.copy};
+  }
+
+  void transfer(std::size_t i) override {
+    const MatchedTransfer& t = (*transfers_)[i];
+    RoundState& sender = rounds_[index_(t.send.rank, t.send.round)];
+    RoundState& receiver = rounds_[index_(t.recv.rank, t.recv.round)];
+    PathTime start = sender.post;
+    start.take_later(receiver.post);
+    const PathTime arrived{start.t + duration_s(t, sender.load, receiver.load), start.copy};
+    sender.end.take_later(arrived);
+    const double combine_s = t.recv_kind == OpKind::RecvReduce ? receiver.load.combined * gamma_ : 0;
+    receiver.end.take_later({arrived.t + combine_s, arrived.copy});
+  }
+
+  PriceBreakdown result() const {
+    PriceBreakdown out = out_;
+    for (int r = 0; r < s_.nranks; ++r) {
+      const auto& rounds = s_.ranks[r].rounds;
+      if (rounds.empty()) continue;
+      const PathTime& e = rounds_[index_(r, static_cast<std::uint32_t>(rounds.size() - 1))].end;
+      if (e.t > out.time_s || (e.t == out.time_s && e.copy > out.copy_s)) {
+        out.time_s = e.t;
+        out.copy_s = e.copy;
+      }
+    }
+    return out;
+  }
+
+ private:
+  Seconds duration_s(const MatchedTransfer& t, const RoundLoad& ls, const RoundLoad& lr) const {
+    if (pl_.same_node(t.send.rank, t.recv.rank))
+      return topo_.intra.latency_s + std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
+    const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][t.send.round],
+                                       node_in_[pl_.node_of_rank[t.recv.rank]][t.recv.round]);
+    return topo_.network.latency_s +
+           std::max(std::max(ls.out_net, lr.in_net) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
+  }
+
+  const Schedule& s_;
+  const Topology& topo_;
+  const Placement& pl_;
+  const std::vector<MatchedTransfer>* transfers_ = nullptr;
+  const RoundIndex index_;
+  const double copy_s_per_byte_, gamma_, intra_s_per_byte_, nic_s_per_byte_, node_s_per_byte_;
+  std::vector<RoundState> rounds_;                       // [round]
+  std::vector<std::vector<double>> node_out_, node_in_;  // [node][round index]: network bytes
+  PriceBreakdown out_;
+};
 
 }  // namespace
 
@@ -87,86 +164,12 @@ PriceBreakdown price_schedule(const Schedule& s, const Topology& topo, const Pla
   if (placement.nranks != s.nranks)
     throw Error("price_schedule: the placement has " + std::to_string(placement.nranks) +
                 " ranks but the schedule has " + std::to_string(s.nranks));
-  const std::vector<MatchedTransfer> transfers = match_transfers(s);
-  const int p = s.nranks;
-  std::vector<std::size_t> base(p + 1, 0);
-  for (int r = 0; r < p; ++r) base[r + 1] = base[r] + s.ranks[r].rounds.size();
-  const std::size_t nrounds = base[p];
-
-  const double copy_s_per_byte = per_byte(topo.memory_bw_Bps);
-  const double gamma = per_byte(topo.reduce_bw_Bps);
-  std::vector<Seconds> local_s(nrounds, 0), local_copy_s(nrounds, 0);
-  for (int r = 0; r < p; ++r)
-    for (std::size_t k = 0; k < s.ranks[r].rounds.size(); ++k)
-      for (const Op& op : s.ranks[r].rounds[k].ops) {
-        if (op.kind == OpKind::Copy) {
-          const Seconds t = static_cast<double>(s.bytes(op.dst)) * copy_s_per_byte;
-          local_s[base[r] + k] += t;
-          local_copy_s[base[r] + k] += t;
-        } else if (op.kind == OpKind::Reduce) {
-          local_s[base[r] + k] += static_cast<double>(s.bytes(op.dst)) * gamma;
-        }
-      }
-
-  PriceBreakdown out;
-  out.messages = transfers.size();
-  std::vector<RoundLoad> load(nrounds);
-  std::vector<std::vector<double>> node_out(placement.nnodes), node_in(placement.nnodes);  // [node][round index]
-  auto add_at = [](std::vector<double>& v, std::size_t i, double x) {
-    if (v.size() <= i) v.resize(i + 1, 0.0);
-    v[i] += x;
-  };
-  for (const MatchedTransfer& t : transfers) {
-    const double bytes = static_cast<double>(s.bytes(s.ranks[t.send.rank].rounds[t.send.round].ops[t.send.op].src));
-    RoundLoad& ls = load[base[t.send.rank] + t.send.round];
-    RoundLoad& lr = load[base[t.recv.rank] + t.recv.round];
-    if (placement.same_node(t.send.rank, t.recv.rank)) {
-      ls.out_intra += bytes;
-      lr.in_intra += bytes;
-      out.intra_bytes += static_cast<std::uint64_t>(bytes);
-    } else {
-      if (!topo.network.present())
-        throw Error("price_schedule: ranks " + std::to_string(t.send.rank) + " and " + std::to_string(t.recv.rank) +
-                    " are on different nodes but topology '" + topo.name + "' has no network (nics_per_node is 0)");
-      ls.out_net += bytes;
-      lr.in_net += bytes;
-      add_at(node_out[placement.node_of_rank[t.send.rank]], t.send.round, bytes);
-      add_at(node_in[placement.node_of_rank[t.recv.rank]], t.recv.round, bytes);
-      out.inter_bytes += static_cast<std::uint64_t>(bytes);
-    }
-  }
-
-  const double intra_s_per_byte = per_byte(topo.intra.bw_Bps);
-  const double nic_s_per_byte = per_byte(topo.network.nic_bw_Bps);
-  const double node_s_per_byte = topo.network.present() ? per_byte(topo.network.node_bw_Bps()) : 0.0;
-  std::vector<Seconds> duration_s(transfers.size()), reduce_after_s(transfers.size(), 0);
-  for (std::size_t i = 0; i < transfers.size(); ++i) {
-    const MatchedTransfer& t = transfers[i];
-    const RoundLoad& ls = load[base[t.send.rank] + t.send.round];
-    const RoundLoad& lr = load[base[t.recv.rank] + t.recv.round];
-    if (placement.same_node(t.send.rank, t.recv.rank)) {
-      duration_s[i] = topo.intra.latency_s + std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte;
-    } else {
-      const double node_bytes = std::max(node_out[placement.node_of_rank[t.send.rank]][t.send.round],
-                                         node_in[placement.node_of_rank[t.recv.rank]][t.recv.round]);
-      duration_s[i] = topo.network.latency_s +
-                      std::max(std::max(ls.out_net, lr.in_net) * nic_s_per_byte, node_bytes * node_s_per_byte);
-    }
-    const Op& recv = s.ranks[t.recv.rank].rounds[t.recv.round].ops[t.recv.op];
-    if (recv.kind == OpKind::RecvReduce) reduce_after_s[i] = static_cast<double>(s.bytes(recv.dst)) * gamma;
-  }
-
-  PriceVisitor visitor(base, transfers, local_s, local_copy_s, duration_s, reduce_after_s);
-  walk_schedule(s, transfers, visitor);
-  for (int r = 0; r < p; ++r) {
-    if (base[r + 1] == base[r]) continue;
-    const PathTime& e = visitor.end(base[r + 1] - 1);
-    if (e.t > out.time_s || (e.t == out.time_s && e.copy > out.copy_s)) {
-      out.time_s = e.t;
-      out.copy_s = e.copy;
-    }
-  }
-  return out;
+  Pricer pricer(s, topo, placement);
+  const std::vector<MatchedTransfer> transfers =
+      match_transfers(s, [&](const OpRef& at, const Op& op) { pricer.local_op(at, op); });
+  pricer.set_transfers(transfers);
+  walk_schedule(s, transfers, pricer);
+  return pricer.result();
 }
 
 }  // namespace commsim

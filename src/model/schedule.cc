@@ -16,31 +16,17 @@ std::string where(const OpRef& r) {
   return "rank " + std::to_string(r.rank) + " round " + std::to_string(r.round) + " op " + std::to_string(r.op);
 }
 
-const Op& op_at(const Schedule& s, const OpRef& r) {
-  return s.ranks[r.rank].rounds[r.round].ops[r.op];
-}
-
-// One rank's sends (or receives) in program order, then stably grouped by peer.
+// A rank's sends or receives in program order, then stably grouped by peer.
 struct PeerOp {
   int peer;
   OpRef ref;
+  std::uint64_t count;
+  OpKind kind;
 };
 
-std::vector<PeerOp> grouped_by_peer(const Schedule& s, int rank, bool sends) {
-  std::vector<PeerOp> out;
-  const auto& rounds = s.ranks[rank].rounds;
-  for (std::uint32_t r = 0; r < rounds.size(); ++r)
-    for (std::uint32_t o = 0; o < rounds[r].ops.size(); ++o) {
-      const Op& op = rounds[r].ops[o];
-      if (!is_transfer(op.kind) || (op.kind == OpKind::Send) != sends) continue;
-      const OpRef ref{rank, r, o};
-      if (op.peer < 0 || op.peer >= s.nranks || op.peer == rank)
-        throw Error("schedule: " + where(ref) + " names peer " + std::to_string(op.peer) +
-                    ", which is not another rank of 0.." + std::to_string(s.nranks - 1));
-      out.push_back({op.peer, ref});
-    }
-  std::stable_sort(out.begin(), out.end(), [](const PeerOp& a, const PeerOp& b) { return a.peer < b.peer; });
-  return out;
+void group_by_peer(std::vector<PeerOp>& ops) {
+  auto by_peer = [](const PeerOp& a, const PeerOp& b) { return a.peer < b.peer; };
+  if (!std::is_sorted(ops.begin(), ops.end(), by_peer)) std::stable_sort(ops.begin(), ops.end(), by_peer);
 }
 
 // The [begin, end) range of `ops` (grouped by peer) whose peer is `peer`.
@@ -52,19 +38,50 @@ std::pair<std::size_t, std::size_t> peer_range(const std::vector<PeerOp>& ops, i
 
 }  // namespace
 
-std::vector<MatchedTransfer> match_transfers(const Schedule& s) {
+std::vector<MatchedTransfer> match_transfers(const Schedule& s,
+                                             const std::function<void(const OpRef&, const Op&)>& local_op) {
   if (static_cast<int>(s.ranks.size()) != s.nranks)
     throw Error("schedule: has programs for " + std::to_string(s.ranks.size()) + " ranks but nranks is " +
                 std::to_string(s.nranks));
   std::vector<std::vector<PeerOp>> sends(s.nranks), recvs(s.nranks);
-  for (int r = 0; r < s.nranks; ++r) {
-    sends[r] = grouped_by_peer(s, r, true);
-    recvs[r] = grouped_by_peer(s, r, false);
+  for (int rank = 0; rank < s.nranks; ++rank) {
+    const auto& rounds = s.ranks[rank].rounds;
+    for (std::uint32_t r = 0; r < rounds.size(); ++r) {
+      // Each round's ops lie in their own allocation: ask for them a few rounds ahead.
+      if (r + 4 < rounds.size()) __builtin_prefetch(rounds[r + 4].ops.data());
+      for (std::uint32_t o = 0; o < rounds[r].ops.size(); ++o) {
+        const Op& op = rounds[r].ops[o];
+        const OpRef ref{rank, r, o};
+        if (!is_transfer(op.kind)) {
+          if (local_op) local_op(ref, op);
+          continue;
+        }
+        if (op.peer < 0 || op.peer >= s.nranks || op.peer == rank)
+          throw Error("schedule: " + where(ref) + " names peer " + std::to_string(op.peer) +
+                      ", which is not another rank of 0.." + std::to_string(s.nranks - 1));
+        if (op.kind == OpKind::Send)
+          sends[rank].push_back({op.peer, ref, op.src.count, op.kind});
+        else
+          recvs[rank].push_back({op.peer, ref, op.dst.count, op.kind});
+      }
+    }
   }
-  std::vector<MatchedTransfer> out;
   std::size_t total_recvs = 0;
-  for (const auto& v : recvs) total_recvs += v.size();
-  out.reserve(total_recvs);
+  for (int rank = 0; rank < s.nranks; ++rank) {
+    group_by_peer(sends[rank]);
+    group_by_peer(recvs[rank]);
+    total_recvs += recvs[rank].size();
+  }
+  // Output slots in the order of the Sends' rounds, then ranks (a walk's order, roughly).
+  std::vector<std::size_t> slot;
+  for (const auto& sa : sends)
+    for (const PeerOp& so : sa) {
+      if (slot.size() <= so.ref.round + 1) slot.resize(so.ref.round + 2, 0);
+      ++slot[so.ref.round + 1];
+    }
+  for (std::size_t r = 1; r < slot.size(); ++r) slot[r] += slot[r - 1];
+  std::vector<MatchedTransfer> out(std::min(total_recvs, slot.empty() ? 0 : slot.back()));
+  std::size_t matched = 0;
   for (int a = 0; a < s.nranks; ++a) {
     const auto& sa = sends[a];
     for (std::size_t i = 0; i < sa.size();) {
@@ -74,15 +91,14 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s) {
       const auto [lo, hi] = peer_range(recvs[b], a);
       const std::size_t n_send = j - i, n_recv = hi - lo;
       for (std::size_t k = 0; k < std::min(n_send, n_recv); ++k) {
-        const OpRef& sr = sa[i + k].ref;
-        const OpRef& rr = recvs[b][lo + k].ref;
-        const Op& so = op_at(s, sr);
-        const Op& ro = op_at(s, rr);
-        if (so.src.count != ro.dst.count)
-          throw Error("schedule: " + where(sr) + " sends " + std::to_string(so.src.count) + " elements to rank " +
-                      std::to_string(b) + " but the matching receive (" + where(rr) + ") expects " +
-                      std::to_string(ro.dst.count));
-        out.push_back({sr, rr});
+        const PeerOp& so = sa[i + k];
+        const PeerOp& ro = recvs[b][lo + k];
+        if (so.count != ro.count)
+          throw Error("schedule: " + where(so.ref) + " sends " + std::to_string(so.count) + " elements to rank " +
+                      std::to_string(b) + " but the matching receive (" + where(ro.ref) + ") expects " +
+                      std::to_string(ro.count));
+        out[slot[so.ref.round]++] = {so.ref, ro.ref, so.count, ro.kind};
+        ++matched;
       }
       if (n_send > n_recv)
         throw Error("schedule: " + where(sa[i + n_recv].ref) + " (Send to rank " + std::to_string(b) +
@@ -97,7 +113,7 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s) {
       i = j;
     }
   }
-  if (out.size() != total_recvs) {
+  if (matched != total_recvs) {
     // Some receive names a sender that posts no Send to it at all.
     for (int b = 0; b < s.nranks; ++b)
       for (const PeerOp& r : recvs[b]) {
@@ -111,24 +127,34 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s) {
   return out;
 }
 
+RoundIndex::RoundIndex(const Schedule& s) : nranks_(s.nranks), base_(s.nranks + 1, 0) {
+  std::size_t most = 0;
+  for (int r = 0; r < s.nranks; ++r) {
+    base_[r + 1] = base_[r] + s.ranks[r].rounds.size();
+    most = std::max(most, s.ranks[r].rounds.size());
+  }
+  // Round by round leaves a hole for every rank with fewer rounds than the most: allow a few.
+  round_major_ = most * s.nranks <= 2 * base_.back() + s.nranks;
+  size_ = round_major_ ? most * s.nranks : base_.back();
+}
+
 void walk_schedule(const Schedule& s, const std::vector<MatchedTransfer>& transfers, ScheduleVisitor& visitor) {
   const int p = s.nranks;
-  // Rounds of all ranks numbered consecutively; the transfers of each round in CSR form.
-  std::vector<std::size_t> round_base(p + 1, 0);
-  for (int r = 0; r < p; ++r) round_base[r + 1] = round_base[r] + s.ranks[r].rounds.size();
-  const std::size_t nrounds = round_base[p];
+  // The transfers of each round in CSR form.
+  const RoundIndex index(s);
+  const std::size_t nrounds = index.size();
   std::vector<std::uint32_t> first(nrounds + 1, 0);
   for (const auto& t : transfers) {
-    ++first[round_base[t.send.rank] + t.send.round + 1];
-    ++first[round_base[t.recv.rank] + t.recv.round + 1];
+    ++first[index(t.send.rank, t.send.round) + 1];
+    ++first[index(t.recv.rank, t.recv.round) + 1];
   }
   for (std::size_t g = 0; g < nrounds; ++g) first[g + 1] += first[g];
   std::vector<std::uint32_t> members(first[nrounds]);
   {
     std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
     for (std::size_t i = 0; i < transfers.size(); ++i) {
-      members[fill[round_base[transfers[i].send.rank] + transfers[i].send.round]++] = static_cast<std::uint32_t>(i);
-      members[fill[round_base[transfers[i].recv.rank] + transfers[i].recv.round]++] = static_cast<std::uint32_t>(i);
+      members[fill[index(transfers[i].send.rank, transfers[i].send.round)]++] = static_cast<std::uint32_t>(i);
+      members[fill[index(transfers[i].recv.rank, transfers[i].recv.round)]++] = static_cast<std::uint32_t>(i);
     }
   }
 
@@ -153,7 +179,7 @@ void walk_schedule(const Schedule& s, const std::vector<MatchedTransfer>& transf
     const int rank = ready.back();
     ready.pop_back();
     const std::uint32_t round = current[rank];
-    const std::size_t g = round_base[rank] + round;
+    const std::size_t g = index(rank, round);
     visitor.round_started(rank, round);
     pending[rank] = first[g + 1] - first[g] + 1;  // +1 holds the round open while its transfers are posted
     for (std::uint32_t k = first[g]; k < first[g + 1]; ++k)
@@ -169,7 +195,7 @@ void walk_schedule(const Schedule& s, const std::vector<MatchedTransfer>& transf
   for (int rank = 0; rank < p; ++rank) {
     if (current[rank] >= s.ranks[rank].rounds.size()) continue;
     if (++nstuck > 8) continue;
-    const std::size_t g = round_base[rank] + current[rank];
+    const std::size_t g = index(rank, current[rank]);
     stuck += "\n  rank " + std::to_string(rank) + " in round " + std::to_string(current[rank]);
     for (std::uint32_t k = first[g]; k < first[g + 1]; ++k) {
       const MatchedTransfer& t = transfers[members[k]];

@@ -20,6 +20,7 @@
 // its own transfers.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/collective.h"
@@ -85,12 +86,36 @@ struct OpRef {
 struct MatchedTransfer {
   OpRef send;
   OpRef recv;
+  std::uint64_t count = 0;          // elements
+  OpKind recv_kind = OpKind::Recv;  // Recv or RecvReduce
 };
 
-// Pairs every Send with its receive. Throws Error naming the rank, round and op of the first
-// transfer whose peer is out of range or the rank itself, that has no partner, or whose partner
-// expects a different element count.
-std::vector<MatchedTransfer> match_transfers(const Schedule& schedule);
+// Pairs every Send with its receive, in the order of the Sends' rounds, then ranks. Throws Error
+// naming the rank, round and op of the first transfer whose peer is out of range or the rank
+// itself, that has no partner, or whose partner expects a different element count. `local_op`,
+// when given, is called for every Copy and Reduce on the way, so that one pass over a large
+// schedule serves both.
+std::vector<MatchedTransfer> match_transfers(const Schedule& schedule,
+                                             const std::function<void(const OpRef&, const Op&)>& local_op = {});
+
+// A dense index of every (rank, round) of a schedule, for arrays with one entry per round: laid out
+// round by round across ranks when the ranks have about as many rounds each (what a walk visits
+// together then lies together in memory), rank by rank otherwise. Some indices below size() may
+// belong to no round.
+class RoundIndex {
+ public:
+  explicit RoundIndex(const Schedule& schedule);
+  std::size_t size() const { return size_; }
+  std::size_t operator()(int rank, std::uint32_t round) const {
+    return round_major_ ? static_cast<std::size_t>(round) * nranks_ + rank : base_[rank] + round;
+  }
+
+ private:
+  int nranks_ = 0;
+  bool round_major_ = true;
+  std::size_t size_ = 0;
+  std::vector<std::size_t> base_;  // rank by rank: the index of each rank's round 0
+};
 
 // Runs a schedule's rounds in an order its semantics allow, as every executor must: a rank's round
 // starts when its previous round has ended; a transfer proceeds once the rounds of its Send and of

@@ -1,1 +1,309 @@
+// Pricing schedules (model/price.h) against the closed forms (model/cost.h) on a uniform one-tier
+// topology, where both describe the same algorithm: equal to 1e-9 for the unpipelined algorithms;
+// within stated bounds where the schedule and the closed form are known to differ (pipelines,
+// the fold of Rabenseifner, pairwise alltoall). Copies are free here (huge memory bandwidth), as
+// the closed forms have no copy term.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "collectives/generators.h"
+#include "model/cost.h"
+#include "model/error.h"
+#include "model/price.h"
+
+namespace commsim {
+namespace {
+
+constexpr double kAlpha = 2e-6;      // s per message
+constexpr double kBeta = 1 / 10e9;   // s per byte moved
+constexpr double kGamma = 1 / 20e9;  // s per byte reduced
+
+Topology uniform(double memory_bw_Bps = 1e30) {
+  Topology t;
+  t.name = "uniform";
+  t.gpu = false;
+  t.ranks_per_node = 1024;
+  t.memory_bw_Bps = memory_bw_Bps;
+  t.intra = {"shared-memory", kAlpha, 1 / kBeta};
+  t.reduce_bw_Bps = 1 / kGamma;
+  return t;
+}
+
+// Elements of a request whose closed-form size is `bytes` (float32).
+std::uint64_t count_for(Bytes bytes) {
+  return bytes / 4;
+}
+
+struct Priced {
+  double schedule_s;
+  double closed_s;
+  Bytes chunk_bytes;  // what the closed form's pipeline asked for (0: not pipelined)
+};
+
+Priced price(Collective c, Algorithm a, int p, Bytes bytes, int root = 0) {
+  const Topology topo = uniform();
+  const CostQuery q{c, a, Protocol::None, 1, p, bytes};
+  const Bytes chunk = pipeline_chunk_bytes(topo, q);
+  const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, root, nullptr, chunk});
+  return {price_schedule(s, topo, Placement::uniform(1, p)).time_s, closed_form(topo, q).time_s, chunk};
+}
+
+std::string name(Collective c, Algorithm a, int p, Bytes bytes) {
+  return std::string(to_string(c)) + "/" + std::string(to_string(a)) + " p=" + std::to_string(p) +
+         " bytes=" + std::to_string(bytes);
+}
+
+bool pow2(int p) {
+  return (p & (p - 1)) == 0;
+}
+int floor_lg(int p) {
+  int k = 0;
+  while ((2 << k) <= p) ++k;
+  return k;
+}
+int ceil_lg(int p) {
+  return p <= 1 ? 0 : floor_lg(p - 1) + 1;
+}
+
+// Sizes divisible by p, by 2^floor(lg p) and by every chunk count used below.
+std::vector<Bytes> sizes(int p) {
+  return {0, static_cast<Bytes>(p) * 4 * 64, static_cast<Bytes>(p) * 4 * 1024 * 3, static_cast<Bytes>(p) * 4 * 65536};
+}
+const std::vector<int> kRanks = {2, 3, 4, 5, 6, 7, 8, 12, 13, 16, 31, 32, 48, 64};
+
+TEST(PriceEqualsClosedForm, UnpipelinedAlgorithms) {
+  using C = Collective;
+  using A = Algorithm;
+  const std::vector<std::pair<C, A>> pairs = {{C::AllReduce, A::Ring},
+                                              {C::AllReduce, A::RecursiveDoubling},
+                                              {C::AllGather, A::Ring},
+                                              {C::AllGather, A::RecursiveDoubling},
+                                              {C::AllGather, A::Bruck},
+                                              {C::AllGather, A::Direct},
+                                              {C::ReduceScatter, A::Ring},
+                                              {C::ReduceScatter, A::RecursiveHalving},
+                                              {C::ReduceScatter, A::Pairwise},
+                                              {C::ReduceScatter, A::Direct},
+                                              {C::Broadcast, A::Binomial},
+                                              {C::Broadcast, A::RecursiveDoubling},
+                                              {C::Reduce, A::Binomial},
+                                              {C::SendRecv, A::Direct},
+                                              {C::AllToAll, A::Bruck},
+                                              {C::AllToAll, A::Direct},
+                                              // One node: hierarchical is the plain ring.
+                                              {C::AllReduce, A::Hierarchical},
+                                              {C::AllGather, A::Hierarchical}};
+  for (auto [c, a] : pairs)
+    for (int p : kRanks)
+      for (Bytes bytes : sizes(p)) {
+        const Priced x = price(c, a, p, bytes, p / 2);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, a, p, bytes);
+      }
+}
+
+TEST(PriceEqualsClosedForm, RabenseifnerOnPowersOfTwo) {
+  for (Collective c : {Collective::AllReduce, Collective::Reduce})
+    for (int p : {2, 4, 8, 16, 32, 64})
+      for (Bytes bytes : sizes(p)) {
+        const Priced x = price(c, Algorithm::Rabenseifner, p, bytes, p - 1);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, Algorithm::Rabenseifner, p, bytes);
+      }
+}
+
+// Not a power of two: the schedule folds onto p2 = 2^floor(lg p) ranks, as MPICH does, and its cost
+// is exactly that of the fold plus the power-of-two algorithm on p2 ranks. The closed form keeps
+// the published formula instead (allreduce: core charged n(p-1)/p rather than n(p2-1)/p2; reduce:
+// reduce-scatter over p blocks with an unfold, then a gather over all p ranks).
+TEST(PriceOfFoldedRabenseifner, FoldPlusPowerOfTwoCore) {
+  for (int p : kRanks) {
+    if (pow2(p)) continue;
+    const double m = floor_lg(p), p2 = 1 << floor_lg(p), f = (p2 - 1) / p2;
+    for (Bytes bytes : sizes(p)) {
+      const double n = static_cast<double>(bytes);
+      // allreduce: fold (a + n(b+g)), halving (m a + f n (b+g)), doubling (m a + f n b), unfold (a + n b).
+      const double allreduce = (2 * m + 2) * kAlpha + (2 + 2 * f) * n * kBeta + (1 + f) * n * kGamma;
+      const Priced ar = price(Collective::AllReduce, Algorithm::Rabenseifner, p, bytes);
+      EXPECT_NEAR(ar.schedule_s, allreduce, 1e-9 * allreduce)
+          << name(Collective::AllReduce, Algorithm::Rabenseifner, p, bytes);
+      EXPECT_LE(ar.schedule_s, ar.closed_s * (1 + 1e-9));
+      // reduce: fold, halving, binomial gather among the p2 (m a + f n b).
+      const double reduce = (2 * m + 1) * kAlpha + (1 + 2 * f) * n * kBeta + (1 + f) * n * kGamma;
+      const Priced rd = price(Collective::Reduce, Algorithm::Rabenseifner, p, bytes, 1);
+      EXPECT_NEAR(rd.schedule_s, reduce, 1e-9 * reduce) << name(Collective::Reduce, Algorithm::Rabenseifner, p, bytes);
+      EXPECT_LE(rd.schedule_s, rd.closed_s * (1 + 1e-9));
+    }
+  }
+}
+
+// Pairwise alltoall moves one block (n/p) per step: (p-1)(a + (n/p) b). The closed form keeps the
+// published (p-1) a + n b, which charges n/(p-1) per step.
+TEST(PriceOfPairwiseAlltoall, OneBlockPerStep) {
+  for (int p : kRanks)
+    for (Bytes bytes : sizes(p)) {
+      const double n = static_cast<double>(bytes);
+      const double exact = (p - 1) * (kAlpha + n / p * kBeta);
+      const Priced x = price(Collective::AllToAll, Algorithm::Pairwise, p, bytes);
+      EXPECT_NEAR(x.schedule_s, exact, 1e-9 * exact) << name(Collective::AllToAll, Algorithm::Pairwise, p, bytes);
+      EXPECT_NEAR(x.closed_s - x.schedule_s, n / p * kBeta, 1e-9 * x.closed_s);
+    }
+}
+
+// The pipelined chain: p - 1 + k - 1 steps of a + c (b [+ g]), c the chunk in flight. The closed
+// form's chunk is bytes/k rounded up to whole bytes, the schedule's chunks are whole elements (the
+// first count % k one larger), so the two agree to the rounding of the chunk.
+TEST(PriceOfPipelines, RingChain) {
+  for (Collective c : {Collective::Broadcast, Collective::Reduce})
+    for (int p : kRanks)
+      for (Bytes bytes : {Bytes{4096}, Bytes{1} << 20, Bytes{3} << 22, Bytes{1} << 26}) {
+        const Priced x = price(c, Algorithm::Ring, p, bytes, p / 3);
+        ASSERT_GT(x.chunk_bytes, 0u);
+        const std::uint64_t count = count_for(bytes), chunk_elems = (x.chunk_bytes + 3) / 4;
+        const std::uint64_t k = (count + chunk_elems - 1) / chunk_elems;
+        const double per_byte = kBeta + (c == Collective::Reduce ? kGamma : 0);
+        const double steps = p - 1 + k - 1;
+        EXPECT_LE(x.schedule_s, steps * (kAlpha + 4.0 * ((count + k - 1) / k) * per_byte) * (1 + 1e-9))
+            << name(c, Algorithm::Ring, p, bytes);
+        EXPECT_GE(x.schedule_s, steps * (kAlpha + 4.0 * (count / k) * per_byte) * (1 - 1e-9))
+            << name(c, Algorithm::Ring, p, bytes);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-4 * x.closed_s) << name(c, Algorithm::Ring, p, bytes);
+      }
+}
+
+// The double binary tree against the closed form of model/cost.h, which runs k chunks through
+// h = ceil(lg p) stages per phase at a + (n/k)(b [+ g]) per step.
+//  - broadcast/reduce: the schedule takes k + H - 1 steps, H = h (one more when p is a power of
+//    two, see tree.cc), no step moving more than n/k bytes per rank, and the first and last steps
+//    of the pipeline move less: closed - (h - 1)(n/k)(b + g) <= priced <= closed [+ one step].
+//  - allreduce: the schedule overlaps the broadcast of chunk c with the reduction of later chunks
+//    (k + 2h - 1 steps instead of 2(h + k - 1)), which the closed form serialises; on two ranks
+//    the two trees also use both directions of the link. closed / 2 <= priced <= closed.
+TEST(PriceOfPipelines, DoubleBinaryTree) {
+  for (int p : kRanks)
+    for (Bytes bytes : {Bytes{4096}, Bytes{1} << 20, Bytes{3} << 22, Bytes{1} << 26}) {
+      const Topology topo = uniform();
+      const double n = static_cast<double>(bytes);
+      for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+        const Priced x = price(c, Algorithm::Tree, p, bytes, p - 1);
+        const int k = tree_pipeline_chunks(topo, c, 1, p, bytes);
+        const double step = kAlpha + n / k * (kBeta + (c == Collective::Reduce ? kGamma : 0));
+        const double upper = x.closed_s + (pow2(p) && p > 2 ? step : 0);
+        const double lower = x.closed_s - (ceil_lg(p) - 1) * n / k * (kBeta + kGamma);
+        // 1e-4: the closed form's chunk is n/k, the schedule's chunks are whole elements.
+        EXPECT_LE(x.schedule_s, upper * (1 + 1e-4)) << name(c, Algorithm::Tree, p, bytes);
+        EXPECT_GE(x.schedule_s, lower * (1 - 1e-4)) << name(c, Algorithm::Tree, p, bytes);
+      }
+      const Priced x = price(Collective::AllReduce, Algorithm::Tree, p, bytes);
+      EXPECT_LE(x.schedule_s, x.closed_s * (1 + 1e-9)) << name(Collective::AllReduce, Algorithm::Tree, p, bytes);
+      EXPECT_GE(x.schedule_s, x.closed_s / 2) << name(Collective::AllReduce, Algorithm::Tree, p, bytes);
+    }
+}
+
+// With latency only, a schedule's time counts its steps along the critical path: the round
+// structure the algorithm files document.
+TEST(PriceCountsSteps, LatencyOnly) {
+  Topology t = uniform();
+  t.intra.bw_Bps = 1e30;
+  t.reduce_bw_Bps = 1e30;
+  auto steps = [&](Collective c, Algorithm a, int p, std::uint64_t count, Bytes chunk) {
+    const Schedule s = make_schedule({c, a, p, count, 4, 0, nullptr, chunk});
+    return std::lround(price_schedule(s, t, Placement::uniform(1, p)).time_s / kAlpha);
+  };
+  for (int p : {2, 3, 5, 8, 13, 16, 33}) {
+    const long m = floor_lg(p), K = ceil_lg(p), r = p - (1L << m) > 0 ? 1 : 0;
+    EXPECT_EQ(steps(Collective::AllReduce, Algorithm::Ring, p, 1000, 0), 2 * (p - 1));
+    EXPECT_EQ(steps(Collective::AllGather, Algorithm::Bruck, p, 1000, 0), K);
+    EXPECT_EQ(steps(Collective::AllToAll, Algorithm::Bruck, p, 1000, 0), K);
+    EXPECT_EQ(steps(Collective::AllReduce, Algorithm::RecursiveDoubling, p, 1000, 0), m + 2 * r);
+    EXPECT_EQ(steps(Collective::AllReduce, Algorithm::Rabenseifner, p, 1000, 0), 2 * m + 2 * r);
+    EXPECT_EQ(steps(Collective::Broadcast, Algorithm::Binomial, p, 1000, 0), K);
+    EXPECT_EQ(steps(Collective::Broadcast, Algorithm::RecursiveDoubling, p, 1000, 0), K + m + 2 * r);
+    EXPECT_EQ(steps(Collective::AllToAll, Algorithm::Pairwise, p, 1000, 0), p - 1);
+    EXPECT_EQ(steps(Collective::AllGather, Algorithm::Direct, p, 1000, 0), 1);
+    // Pipelined: 1000 floats in chunks of 10 elements (k = 100).
+    EXPECT_EQ(steps(Collective::Broadcast, Algorithm::Ring, p, 1000, 40), p - 1 + 100 - 1);
+    EXPECT_EQ(steps(Collective::Reduce, Algorithm::Ring, p, 1000, 40), p - 1 + 100 - 1);
+    const long h = ceil_lg(p), hb = pow2(p) && p > 2 ? h + 1 : h;
+    EXPECT_EQ(steps(Collective::AllReduce, Algorithm::Tree, p, 1000, 40), 100 + 2 * h - 1) << p;
+    EXPECT_EQ(steps(Collective::Broadcast, Algorithm::Tree, p, 1000, 40), 100 + hb - 1) << p;
+    EXPECT_EQ(steps(Collective::Reduce, Algorithm::Tree, p, 1000, 40), 100 + hb - 1) << p;
+  }
+}
+
+TEST(Price, CopiesAreReportedAndCostMemoryBandwidth) {
+  const int p = 8;
+  const std::uint64_t count = 8 * 1024;
+  const Schedule s = make_schedule({Collective::AllReduce, Algorithm::Ring, p, count, 4, 0, nullptr, 0});
+  const PriceBreakdown free_copies = price_schedule(s, uniform(), Placement::uniform(1, p));
+  const PriceBreakdown slow_copies = price_schedule(s, uniform(1e9), Placement::uniform(1, p));
+  EXPECT_EQ(free_copies.messages, static_cast<std::uint64_t>(p * 2 * (p - 1)));
+  EXPECT_EQ(free_copies.intra_bytes, static_cast<std::uint64_t>(p) * 2 * (p - 1) * count / p * 4);
+  EXPECT_EQ(free_copies.inter_bytes, 0u);
+  EXPECT_LT(free_copies.copy_s, 1e-12);
+  // Ring allreduce copies each own chunk into Output before combining it: p-1 chunk copies per
+  // rank, all on the critical path.
+  EXPECT_NEAR(slow_copies.copy_s, (p - 1) * (count / p * 4) / 1e9, 1e-12);
+  EXPECT_NEAR(slow_copies.time_s - slow_copies.copy_s, free_copies.time_s, 1e-12);
+}
+
+Topology two_tier(int nics) {
+  Topology t = uniform();
+  t.network = {"infiniband", "fat-tree", nics, 25e9, 5e-6, 1.0};
+  return t;
+}
+
+TEST(Price, NetworkTransfersShareTheNodesNics) {
+  // Ranks alternate between two nodes, so every sendrecv message crosses the network; the four
+  // ranks of a node send at once.
+  std::vector<std::string> hosts;
+  for (int r = 0; r < 8; ++r) hosts.push_back(r % 2 ? "b" : "a");
+  const Placement pl = Placement::from_hostnames(hosts);
+  const Bytes n = 1 << 20;
+  const Schedule s = make_schedule({Collective::SendRecv, Algorithm::Direct, 8, n / 4, 4, 0, nullptr, 0});
+  const PriceBreakdown one_nic = price_schedule(s, two_tier(1), pl);
+  const PriceBreakdown four_nics = price_schedule(s, two_tier(4), pl);
+  EXPECT_NEAR(one_nic.time_s, 5e-6 + 4.0 * n / 25e9, 1e-12);    // four flows share one NIC
+  EXPECT_NEAR(four_nics.time_s, 5e-6 + 1.0 * n / 25e9, 1e-12);  // one NIC each
+  EXPECT_EQ(one_nic.inter_bytes, 8 * n);
+  // Block placement: only the two messages between the nodes cross; the rest run inside.
+  const PriceBreakdown blocks = price_schedule(s, two_tier(1), Placement::uniform(2, 4));
+  EXPECT_EQ(blocks.inter_bytes, 2 * n);
+  EXPECT_NEAR(blocks.time_s, std::max(kAlpha + n * kBeta, 5e-6 + n / 25e9), 1e-12);  // the slower tier
+  // Without a network, ranks on two nodes are an error.
+  EXPECT_THROW(price_schedule(s, uniform(), pl), Error);
+  EXPECT_THROW(price_schedule(s, uniform(), Placement::uniform(1, 4)), Error);  // 4 ranks placed, 8 scheduled
+}
+
+TEST(Price, RingFollowsThePlacement) {
+  // With the placement in the request the ring visits each node's ranks together and crosses the
+  // network twice per step instead of at every hop.
+  std::vector<std::string> hosts;
+  for (int r = 0; r < 8; ++r) hosts.push_back(r % 2 ? "b" : "a");
+  const Placement pl = Placement::from_hostnames(hosts);
+  const Schedule aware = make_schedule({Collective::AllReduce, Algorithm::Ring, 8, 8000, 4, 0, &pl, 0});
+  const Schedule blind = make_schedule({Collective::AllReduce, Algorithm::Ring, 8, 8000, 4, 0, nullptr, 0});
+  const PriceBreakdown a = price_schedule(aware, two_tier(1), pl), b = price_schedule(blind, two_tier(1), pl);
+  EXPECT_EQ(a.inter_bytes * 4, b.inter_bytes);
+  EXPECT_LT(a.time_s, b.time_s);
+}
+
+// A guard against the simulation growing slow: the bound is loose (CPU time of this process, which
+// a busy machine inflates); on an idle core pricing this schedule takes well under a second.
+TEST(Price, ThousandRankRingAllreduceIsFast) {
+  const int p = 1024;
+  const Schedule s = make_schedule({Collective::AllReduce, Algorithm::Ring, p, 1 << 24, 4, 0, nullptr, 0});
+  const std::clock_t t0 = std::clock();
+  const PriceBreakdown x = price_schedule(s, uniform(), Placement::uniform(1, p));
+  const double cpu_s = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
+  EXPECT_EQ(x.messages, static_cast<std::uint64_t>(p) * 2 * (p - 1));
+  std::printf("pricing a %d-rank ring allreduce (%llu messages) took %.3f s of CPU\n", p,
+              static_cast<unsigned long long>(x.messages), cpu_s);
+  EXPECT_LT(cpu_s, 2.0);
+}
+
+}  // namespace
+}  // namespace commsim

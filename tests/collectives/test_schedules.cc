@@ -233,8 +233,8 @@ TEST(Registry, OneRankIsALocalCopy) {
     }
 }
 
-// Height of v in a tree given by parents (leaves 0).
-std::vector<int> heights(const std::vector<int>& parent) {
+// Height of every v in a tree given by parents (leaves 0); checks every v reaches `root`.
+std::vector<int> heights(const std::vector<int>& parent, int root) {
   const int p = static_cast<int>(parent.size());
   std::vector<int> h(p, 0);
   for (int v = 0; v < p; ++v) {
@@ -244,41 +244,55 @@ std::vector<int> heights(const std::vector<int>& parent) {
       ++up;
       h[x] = std::max(h[x], up);
     }
-    EXPECT_EQ(x, 0) << "rank " << v << " does not reach the root";
+    EXPECT_EQ(x, root) << "rank " << v << " does not reach the root";
   }
   return h;
 }
 
-int ceil_lg(int p) {
+int floor_lg(int p) {
   int k = 0;
-  while ((1 << k) < p) ++k;
+  while ((2 << k) <= p) ++k;
   return k;
+}
+int ceil_lg(int p) {
+  return p <= 1 ? 0 : floor_lg(p - 1) + 1;
 }
 
 TEST(Tree, TwoBinaryTreesWithComplementaryLeaves) {
-  for (int p = 2; p <= 300; ++p) {
-    std::vector<int> kids[2];
-    for (int t = 0; t < 2; ++t) {
-      const std::vector<int> parent = double_tree_parents(p, t);
-      ASSERT_EQ(static_cast<int>(parent.size()), p);
-      EXPECT_EQ(parent[0], -1);
-      kids[t].assign(p, 0);
-      for (int v = 1; v < p; ++v) {
-        ASSERT_GE(parent[v], 0) << "p=" << p;
-        ASSERT_LT(parent[v], p);
-        ++kids[t][parent[v]];
-      }
-      for (int v = 0; v < p; ++v) EXPECT_LE(kids[t][v], 2) << "p=" << p << " tree " << t << " v=" << v;
-      EXPECT_EQ(kids[t][0], 1) << "the root has one child";
-      const std::vector<int> h = heights(parent);
+  for (bool rooted : {false, true})
+    for (int p = 2; p <= 300; ++p) {
       const bool pow2 = (p & (p - 1)) == 0;
-      EXPECT_EQ(h[0], ceil_lg(p) + (t == 1 && pow2 && p > 2 ? 1 : 0)) << "p=" << p << " tree " << t;
+      // Roots and heights as tree.cc documents them.
+      const int root[2] = {0, rooted ? 0 : (1 << floor_lg(p)) - 1};
+      const int height[2] = {ceil_lg(p), rooted ? ceil_lg(p) + (pow2 && p > 2 ? 1 : 0) : floor_lg(p)};
+      std::vector<int> kids[2];
+      for (int t = 0; t < 2; ++t) {
+        const std::string where = "p=" + std::to_string(p) + " tree " + std::to_string(t) + (rooted ? " rooted" : "");
+        const std::vector<int> parent = double_tree_parents(p, t, rooted);
+        ASSERT_EQ(static_cast<int>(parent.size()), p);
+        kids[t].assign(p, 0);
+        for (int v = 0; v < p; ++v) {
+          if (v == root[t]) {
+            EXPECT_EQ(parent[v], -1) << where;
+            continue;
+          }
+          ASSERT_GE(parent[v], 0) << where << " v=" << v;
+          ASSERT_LT(parent[v], p) << where;
+          ++kids[t][parent[v]];
+        }
+        for (int v = 0; v < p; ++v) EXPECT_LE(kids[t][v], 2) << where << " v=" << v;
+        if (rooted || t == 0) {
+          EXPECT_EQ(kids[t][root[t]], 1) << where << ": the root has one child";
+        }
+        EXPECT_EQ(heights(parent, root[t])[root[t]], height[t]) << where;
+      }
+      // Every rank is a leaf in exactly one tree; with both trees rooted at 0, every rank but 0.
+      for (int v = rooted ? 1 : 0; v < p; ++v) {
+        if (rooted && p < 3) break;
+        EXPECT_EQ((kids[0][v] == 0) + (kids[1][v] == 0), 1)
+            << "p=" << p << (rooted ? " rooted" : "") << ": rank " << v << " must be a leaf in exactly one tree";
+      }
     }
-    if (p < 3) continue;
-    for (int v = 1; v < p; ++v)
-      EXPECT_EQ((kids[0][v] == 0) + (kids[1][v] == 0), 1)
-          << "p=" << p << ": rank " << v << " must be a leaf in exactly one tree";
-  }
 }
 
 }  // namespace
