@@ -43,7 +43,7 @@ eval "$env_line"
 cat >"$work/job.sh" <<EOF
 #!/bin/bash
 set -u
-srun --ntasks-per-node=1 bash -c 'f=\$(mktemp $work/boot_id.XXXXXX) && cat /proc/sys/kernel/random/uuid >"\$f" &&
+srun -N 2 -n 2 --ntasks-per-node=1 bash -c 'f=\$(mktemp $work/boot_id.XXXXXX) && cat /proc/sys/kernel/random/uuid >"\$f" &&
     mount --bind "\$f" /proc/sys/kernel/random/boot_id'
 srun --mpi=pmix $commsim run --backend host --transport ucx --collectives allreduce,allgather,reducescatter,broadcast \\
     --algorithms all --sizes 0,12,4100,65540,1048580 --iters 2 --warmup 1 --check --format csv >$work/ucx.csv

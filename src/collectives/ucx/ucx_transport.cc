@@ -29,6 +29,11 @@ ucp_tag_t make_tag(int source, std::uint64_t seq) {
   return (static_cast<ucp_tag_t>(source) << kSeqBits) | (seq & kSeqMask);
 }
 
+// Idle progress calls before the CPU is yielded when the node is not known to be oversubscribed:
+// a few microseconds of polling, so short waits never pay for a system call, while ranks that
+// share cores without MPI knowing it (emulated nodes, CPU quotas) still make progress.
+constexpr unsigned kIdlePollsBeforeYield = 256;
+
 // Teardown never waits longer than this for UCX to finish closing (a dead peer must not hang us).
 constexpr auto kTeardownLimit = std::chrono::seconds(30);
 
@@ -332,10 +337,22 @@ void UcxTransport::fail_request() const {
   throw Error(error_);
 }
 
-void UcxTransport::progress_until(std::size_t least_completed) {
-  while (completed_.size() < least_completed && outstanding_ > 0) {
-    if (ucp_worker_progress(worker_) == 0 && oversubscribed_) sched_yield();
+void UcxTransport::progress() {
+  if (ucp_worker_progress(worker_) != 0) {
+    idle_polls_ = 0;
+    return;
   }
+  // Nothing happened: give the CPU to another process now and then (at every idle poll when this
+  // node has more ranks than cores), so a peer sharing this core can make the progress we wait
+  // for. Where nobody else wants the core, sched_yield returns at once.
+  if (++idle_polls_ >= (oversubscribed_ ? 1u : kIdlePollsBeforeYield)) {
+    idle_polls_ = 0;
+    sched_yield();
+  }
+}
+
+void UcxTransport::progress_until(std::size_t least_completed) {
+  while (completed_.size() < least_completed && outstanding_ > 0) progress();
 }
 
 bool UcxTransport::wait_some(std::vector<std::size_t>& done) {
@@ -349,9 +366,7 @@ bool UcxTransport::wait_some(std::vector<std::size_t>& done) {
 }
 
 void UcxTransport::wait_all() {
-  while (outstanding_ > 0) {
-    if (ucp_worker_progress(worker_) == 0 && oversubscribed_) sched_yield();
-  }
+  while (outstanding_ > 0) progress();
   slots_.clear();
   completed_.clear();
   unreported_ = 0;

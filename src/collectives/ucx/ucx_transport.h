@@ -13,8 +13,8 @@
 // A receive whose message has a different length is an error, not a silent truncation.
 //
 // Progress: UCX moves data only while the worker is progressed; wait_some/wait_all progress it in
-// a loop (busy polling, yielding the CPU now and then when this node runs more ranks than it has
-// cores, as Open MPI does when oversubscribed).
+// a loop (busy polling; after a run of idle polls the CPU is yielded, at every idle poll when this
+// node runs more ranks than it has cores, as Open MPI does when oversubscribed).
 #include <mpi.h>
 
 #include <cstdint>
@@ -83,6 +83,7 @@ class UcxTransport final : public Transport {
   friend struct UcxCallbacks;  // the UCP completion callbacks (ucx_transport.cc)
   void complete(Slot& slot, int status, std::uint64_t received_bytes);
   std::size_t post(int peer, void* buffer, std::uint64_t bytes, bool recv);
+  void progress();  // one ucp_worker_progress, yielding the CPU after idle polls
   void progress_until(std::size_t least_completed);
   void connect_all();
   void teardown(bool collective) noexcept;
@@ -94,6 +95,7 @@ class UcxTransport final : public Transport {
   UcxTransportOptions options_;
   std::string host_;
   bool oversubscribed_ = false;
+  unsigned idle_polls_ = 0;
 
   ucp_context* context_ = nullptr;
   ucp_worker* worker_ = nullptr;
