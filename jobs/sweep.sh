@@ -183,17 +183,18 @@ if [ $array = 0 ]; then
   done
   depend=$(IFS=:; echo "${job_ids[*]}")
 else
-  # An array's tasks share one resource request: submit it held with the first node count, give
-  # every other task its own node count, then release it.
+  # An array's tasks share one resource request: submit it held with the smallest node count, give
+  # every other task its own node count, then release it. (Growing a pending task works; shrinking
+  # one leaves it pending forever with BadConstraints: its CPU count stays.)
   last=$((${#node_counts[@]} - 1))
-  first=${node_counts[0]}
-  array_id=$(submit "${sbatch_common[@]}" --hold --array="0-$last" --job-name=commsim-sweep --nodes="$first" \
+  min_nodes=$(printf '%s\n' "${node_counts[@]}" | sort -n | head -n 1)
+  array_id=$(submit "${sbatch_common[@]}" --hold --array="0-$last" --job-name=commsim-sweep --nodes="$min_nodes" \
     --output="$results/logs/array-job%A_%a.out" "$here/commsim.sbatch" "${job_args[@]}" -- "${run_args[@]}") \
     || abort "submitting the job array failed"
   submitted+=("$array_id")
   for i in $(seq 0 "$last"); do
     n=${node_counts[$i]}
-    if [ "$i" -gt 0 ] && [ $dry_run = 0 ]; then
+    if [ "$n" != "$min_nodes" ] && [ $dry_run = 0 ]; then
       msg=$(scontrol update JobId="${array_id}_$i" NumNodes="$n-$n" NumTasks=$((n * ranks_per_node)) 2>&1) \
         || abort "setting array task $i to $n nodes failed: $msg"
     fi
@@ -224,7 +225,7 @@ say "  merge     job $merge_id (after all of them) -> $results/merged.h5, $resul
 say "logs: $results/logs/"
 say "jobs: ${job_ids[*]} $merge_id"
 [ $dry_run = 1 ] && { say "dry run: nothing submitted"; exit 0; }
-say "watch: squeue -j $(IFS=,; echo "${job_ids[*]%%_*}"),$merge_id"
+say "watch: squeue -j $(printf '%s\n' "${job_ids[@]%%_*}" "$merge_id" | awk '!seen[$0]++' | paste -sd,)"
 [ $wait = 1 ] || exit 0
 
 # --- wait -----------------------------------------------------------------------------------------

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# The Slurm integration on a real Slurm: three emulated nodes (tests/slurm/cluster.sh), the real
+# jobs/sweep.sh, the host backend.
+#
+#   tests/slurm/test_sweep.sh --binary build/src/runtime/commsim --checker build/tests/slurm/check_sweep_results
+#
+# 1. sweep over 1, 2 and 3 nodes, 2 ranks per node, srun --mpi=pmix, one job per node count: every
+#    job COMPLETED; the merged file holds every point with prediction and measurement, the 2- and
+#    3-node runs saw 2 and 3 distinct hosts, the model priced shared memory inside a node and TCP
+#    between nodes (check_sweep_results);
+# 2. the same as one job array, launched by mpirun;
+# 3. preemption: a job with a 1-minute limit is killed by Slurm (SIGTERM, SIGKILL after KillWait);
+#    its finished points stay; sweep.sh --resume measures the rest; no point lost or stored twice;
+# 4. bad input: more nodes than the partition, an unknown partition, a missing binary, a failing
+#    job: a clear message and a non-zero exit, never a hang.
+# Needs root and Slurm (slurmctld, slurmd, slurm-client, munge, libpmix-dev), iproute2. Prints
+# SKIPPED (...) and fails when it cannot run. Stops the cluster and removes its namespaces at the
+# end, whatever happens. --keep keeps the results folder.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cluster=$here/cluster.sh
+sweep=$repo/jobs/sweep.sh
+binary=${COMMSIM_BIN:-}
+checker=
+keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) binary=$2; shift 2 ;;
+    --checker) checker=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "usage: $0 --binary PATH --checker PATH [--keep]" >&2; exit 2 ;;
+  esac
+done
+
+t0=$SECONDS
+log() { printf '[%4d s] %s\n' $((SECONDS - t0)) "$*"; }
+skipped() {
+  echo "SKIPPED ($*)"
+  echo "test_sweep.sh: FAIL: the Slurm test did not run: $*" >&2
+  exit 1
+}
+
+# --- can it run here? -----------------------------------------------------------------------------
+[ "$(id -u)" = 0 ] || skipped "needs root: it starts slurmctld/slurmd/munged and creates network namespaces"
+for t in slurmctld slurmd sbatch scontrol sinfo squeue munged ip nsenter unshare flock mpirun; do
+  command -v "$t" >/dev/null 2>&1 ||
+    skipped "'$t' not found; install: apt-get install slurmctld slurmd slurm-client munge libpmix-dev openmpi-bin iproute2"
+done
+ls /usr/lib/x86_64-linux-gnu/libpmix.so* /usr/lib/*/pmix2/lib/libpmix.so >/dev/null 2>&1 ||
+  skipped "libpmix not found (apt-get install libpmix-dev): srun --mpi=pmix cannot start ranks"
+[ -n "$binary" ] && [ -x "$binary" ] || skipped "no commsim binary (--binary PATH)"
+[ -n "$checker" ] && [ -x "$checker" ] || skipped "no check_sweep_results binary (--checker PATH)"
+binary=$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")
+"$binary" run --help >/dev/null 2>&1 || skipped "'$binary run' is not available in this build (needs MPI)"
+
+# One Slurm test at a time on a machine: they would share the namespaces and the bridge.
+exec 9>/run/commsim-slurm-test.lock
+flock -w 900 9 || skipped "another Slurm test holds /run/commsim-slurm-test.lock"
+
+work=$(mktemp -d /tmp/commsim-slurm-test.XXXXXX)
+failed=0
+finish() {
+  local rc=$?
+  [ $failed = 1 ] && rc=1
+  if [ $rc != 0 ]; then
+    echo "---- cluster logs"
+    "$cluster" logs 2>&1 | tail -n 120
+    for f in "$work"/*/logs/*.out; do
+      [ -f "$f" ] || continue
+      echo "---- $f"
+      tail -n 30 "$f"
+    done
+  fi
+  "$cluster" stop 2>&1 | sed 's/^/    /'
+  if ip netns list 2>/dev/null | grep -q '^commsim-node'; then
+    echo "test_sweep.sh: FAIL: network namespaces left behind: $(ip netns list | tr '\n' ' ')" >&2
+    rc=1
+  fi
+  if [ $rc = 0 ] && [ $keep = 0 ]; then rm -rf "$work"; else echo "results kept in $work"; fi
+  [ $rc = 0 ] && log "PASSED" || log "FAILED"
+  exit $rc
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "test_sweep.sh: FAIL: $*" >&2
+  failed=1
+  exit 1
+}
+check() {  # check DESCRIPTION COMMAND...: runs it, fails the test with its output when it fails
+  local what=$1 out; shift
+  if ! out=$("$@" 2>&1); then echo "$out"; fail "$what"; fi
+  log "ok: $what"
+}
+
+# Waits for jobs by polling `scontrol show job -o` every 0.2 s (not `sbatch --wait`). Sets
+# STATES[id] to the job's final state ("COMPLETED" only when every array task completed).
+declare -A STATES
+wait_jobs() {  # wait_jobs TIMEOUT_S ID...
+  local limit=$1 id line s states all_done; shift
+  local deadline=$((SECONDS + limit))
+  while :; do
+    all_done=1
+    for id in "$@"; do
+      line=$(scontrol show job -o "$id" 2>/dev/null) || { fail "scontrol does not know job $id"; }
+      states=$(grep -o 'JobState=[A-Z_]*' <<<"$line" | cut -d= -f2 | sort -u | tr '\n' ' ')
+      for s in $states; do
+        case "$s" in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|REQUEUED|RESIZING|SIGNALING|STAGE_OUT) all_done=0 ;; esac
+      done
+      STATES[$id]=$(sed 's/ $//' <<<"$states")
+    done
+    [ $all_done = 1 ] && return 0
+    if [ $SECONDS -ge $deadline ]; then
+      squeue -o '%i %j %T %R' >&2
+      fail "jobs $* still not finished after $limit s"
+    fi
+    sleep 0.2
+  done
+}
+expect_states() {  # expect_states STATE ID...: each job (every array task) ended in STATE
+  local want=$1 id; shift
+  for id in "$@"; do
+    [ "${STATES[$id]}" = "$want" ] || fail "job $id ended ${STATES[$id]:-?}, expected $want (log in $work/*/logs/)"
+  done
+}
+jobs_of() { sed -n 's/^sweep.sh: jobs: //p' <<<"$1"; }  # the ids sweep.sh printed, merge job last
+
+# --- the cluster ----------------------------------------------------------------------------------
+log "starting a 3-node Slurm"
+out=$("$cluster" start --nodes 3 --cpus 2 2>&1) || { echo "$out"; fail "cluster.sh start"; }
+eval "$(grep '^export SLURM_CONF=' <<<"$out")"
+[ -f "${SLURM_CONF:-}" ] || { echo "$out"; fail "cluster.sh start printed no SLURM_CONF"; }
+log "$(grep 'up in' <<<"$out" | sed 's/^cluster.sh: //')"
+# Ranks oversubscribe the 2 cores of this machine: let waiting ranks yield instead of spinning.
+export OMPI_MCA_mpi_yield_when_idle=1
+
+collectives=allreduce,allgather
+algorithms=ring,recursive-doubling
+sizes=1KiB:64KiB   # 7 sizes
+points=$((2 * 2 * 7))
+run_args=(--topology local-cpu --backend host --collectives "$collectives" --algorithms "$algorithms"
+          --sizes "$sizes" --iters 5 --warmup 1 --check)
+
+# --- 1. one job per node count, srun ---------------------------------------------------------------
+log "1. sweep.sh --nodes 1,2,3 (srun)"
+out=$("$sweep" --nodes 1,2,3 --ranks-per-node 2 --partition debug --time 00:05:00 --results "$work/srun" \
+  --launcher srun --binary "$binary" -- "${run_args[@]}" 2>&1) || { echo "$out"; fail "sweep.sh refused a valid sweep"; }
+echo "$out" | sed 's/^/    /'
+read -r -a ids <<<"$(jobs_of "$out")"
+[ ${#ids[@]} = 4 ] || fail "sweep.sh printed ${#ids[@]} job ids, expected 3 + the merge job"
+wait_jobs 300 "${ids[@]}"
+expect_states COMPLETED "${ids[@]}"
+log "all 4 jobs COMPLETED"
+check "merged file: every point, 1/2/3 distinct hosts, both tiers priced" \
+  "$checker" "$work/srun/merged.h5" --nodes 1,2,3 --ranks-per-node 2 --points $points --partition debug \
+  --runs-of-nodes 1:1 --runs-of-nodes 2:1 --runs-of-nodes 3:1
+"$checker" "$work/srun/merged.h5" --nodes 1,2,3 --ranks-per-node 2 --points $points | sed 's/^/    /'
+check "report.txt says every job completed" grep -q 'all jobs completed' "$work/srun/report.txt"
+
+# --- 2. a job array, mpirun -------------------------------------------------------------------------
+log "2. sweep.sh --array --launcher mpirun --nodes 3,1"
+out=$("$sweep" --nodes 3,1 --ranks-per-node 2 --time 00:05:00 --results "$work/array" --array \
+  --launcher mpirun --binary "$binary" -- "${run_args[@]}" 2>&1) || { echo "$out"; fail "sweep.sh --array"; }
+echo "$out" | sed 's/^/    /'
+read -r -a ids <<<"$(jobs_of "$out")"
+wait_jobs 300 "${ids[0]%%_*}" "${ids[-1]}"
+expect_states COMPLETED "${ids[0]%%_*}" "${ids[-1]}"
+check "array: merged file holds both tasks' points" \
+  "$checker" "$work/array/merged.h5" --nodes 3,1 --ranks-per-node 2 --points $points
+check "array: the runs record their array task" grep -q 'array task 1' <("$checker" "$work/array/merged.h5" \
+  --nodes 3,1 --ranks-per-node 2 --points $points)
+
+# --- 3. preemption at the time limit, then --resume ------------------------------------------------
+# Slurm's limits are whole minutes and slurmctld looks at them every 30 s: the job dies 60-90 s in.
+# The sweep must outlast that on an idle machine and still finish its first points on a busy one:
+# sizes grow to 64 MiB with many iterations, so the small points take seconds and the large ones
+# minutes. The resubmission measures the rest with few iterations (iterations are not part of a
+# point's identity), so the test does not wait for them.
+long_sizes=1KiB:64MiB:x4  # 1K 4K 16K 64K 256K 1M 4M 16M 64M: 9 sizes
+long_points=$((2 * 2 * 9))
+long_args=(--topology local-cpu --backend host --collectives "$collectives" --algorithms "$algorithms"
+           --sizes "$long_sizes" --warmup 1)
+log "3. preemption: sweep.sh --time 1 (minute), $long_points points"
+out=$("$sweep" --nodes 2 --ranks-per-node 2 --time 1 --results "$work/preempt" --binary "$binary" \
+  -- "${long_args[@]}" --iters "${COMMSIM_TEST_PREEMPT_ITERS:-400}" 2>&1) || { echo "$out"; fail "sweep.sh (preemption)"; }
+read -r -a ids <<<"$(jobs_of "$out")"
+wait_jobs 200 "${ids[@]}"
+[ "${STATES[${ids[0]}]}" = TIMEOUT ] ||
+  fail "the job meant to hit its time limit ended ${STATES[${ids[0]}]} (the sweep finished too early: raise COMMSIM_TEST_PREEMPT_ITERS)"
+# On SIGTERM the run closes its file (run status "interrupted"); killed harder it leaves FILE.partial.
+kept=$(ls "$work"/preempt/nodes2-job"${ids[0]}".h5 "$work"/preempt/nodes2-job"${ids[0]}".h5.partial 2>/dev/null | head -n 1)
+[ -n "$kept" ] || fail "the killed job left no results file: $(ls "$work/preempt")"
+done_before=$("$checker" "$kept" --count) || fail "cannot read $kept"
+log "job ${ids[0]} TIMEOUT; $kept holds $done_before finished points (run status: $("$checker" "$kept" --status-run 0))"
+[ "$done_before" -gt 0 ] && [ "$done_before" -lt $long_points ] ||
+  fail "the killed job kept $done_before of $long_points points; expected some but not all"
+grep -E 'SIGTERM|signal' "$work"/preempt/logs/nodes2-job"${ids[0]}".out | sed 's/^/    /'
+check "the killed job's log says how to continue" grep -q -- '--resume' "$work"/preempt/logs/nodes2-job"${ids[0]}".out
+check "the merge job's report names the job that did not complete" grep -q "job ${ids[0]} did not complete" "$work/preempt/report.txt"
+
+out=$("$sweep" --nodes 2 --ranks-per-node 2 --time 00:10:00 --results "$work/preempt" --resume --binary "$binary" \
+  -- "${long_args[@]}" --iters 2 2>&1) || { echo "$out"; fail "sweep.sh --resume"; }
+echo "$out" | sed 's/^/    /'
+grep -q '(resumed)' <<<"$out" || fail "sweep.sh --resume did not pick up $kept"
+read -r -a ids <<<"$(jobs_of "$out")"
+wait_jobs 300 "${ids[@]}"
+expect_states COMPLETED "${ids[@]}"
+check "after --resume: every point once, in two runs (killed + resumed)" \
+  "$checker" "$work/preempt/merged.h5" --nodes 2 --ranks-per-node 2 --points $long_points --runs-of-nodes 2:2
+first_run=$("$checker" "$work/preempt/merged.h5" --count-run 0)
+[ "$first_run" = "$done_before" ] || fail "the killed run had $done_before points, the merged file keeps $first_run of them"
+"$checker" "$work/preempt/merged.h5" --nodes 2 --ranks-per-node 2 --points $long_points | sed 's/^/    /'
+log "resumed: $done_before points from the killed job + $((long_points - done_before)) from the resumed one"
+
+# --- 4. bad input -------------------------------------------------------------------------------------
+log "4. bad input"
+expect_refusal() {  # expect_refusal "MESSAGE" sweep.sh args...: exits non-zero within 30 s saying MESSAGE
+  local msg=$1 out rc; shift
+  out=$(timeout 30 "$sweep" "$@" 2>&1); rc=$?
+  [ $rc = 124 ] && fail "sweep.sh $* hung"
+  [ $rc != 0 ] || { echo "$out"; fail "sweep.sh $* succeeded"; }
+  grep -qF -- "$msg" <<<"$out" || { echo "$out"; fail "sweep.sh $*: message lacks '$msg'"; }
+  log "ok: refused: $(grep -F -- "$msg" <<<"$out" | head -n 1)"
+}
+expect_refusal "partition 'debug' has only 3 nodes" --nodes 1,4 --ranks-per-node 2 --results "$work/bad" --binary "$binary"
+expect_refusal "partition 'gpu' does not exist; this cluster has: debug" --nodes 1 --partition gpu --results "$work/bad" --binary "$binary"
+expect_refusal "does not exist (build it, or pass --binary PATH)" --nodes 1 --results "$work/bad" --binary "$work/no-such-commsim"
+[ -z "$(squeue -h)" ] || fail "a refused sweep left jobs: $(squeue -h)"
+
+# A job that fails: an unknown collective, found by commsim run inside the job.
+out=$(timeout 120 "$sweep" --nodes 1,2 --ranks-per-node 2 --results "$work/failing" --binary "$binary" --wait --poll 0.2 \
+  -- --topology local-cpu --backend host --collectives no-such-collective 2>&1); rc=$?
+[ $rc = 124 ] && fail "sweep.sh --wait hung on failing jobs"
+[ $rc != 0 ] || { echo "$out"; fail "sweep.sh --wait exited 0 although its jobs failed"; }
+grep -q 'FAILED' <<<"$out" && grep -q 'no-such-collective' <<<"$out" ||
+  { echo "$out"; fail "sweep.sh --wait does not say which job failed and why"; }
+log "ok: failing jobs: $(grep -m1 'FAILED' <<<"$out" | sed 's/^sweep.sh: *//')"
+check "merged report names the failed jobs and the missing files" \
+  grep -q 'SWEEP INCOMPLETE' "$work/failing/report.txt"
+grep -q 'missing' "$work/failing/report.txt" || fail "report.txt does not name the missing results files"
+
+# --- the end: stop everything, nothing left behind ------------------------------------------------
+log "stopping the cluster"
+"$cluster" stop 2>&1 | sed 's/^/    /'
+if ip netns list | grep -q '^commsim-node' || ip link show commsim-br0 >/dev/null 2>&1; then
+  fail "namespaces or the bridge survived cluster.sh stop"
+fi
+for p in slurmctld slurmd munged; do
+  for pid in $(pgrep -x "$p"); do
+    grep -q commsim-slurm "/proc/$pid/cmdline" 2>/dev/null && fail "$p (pid $pid) of the test cluster still runs"
+  done
+done
+log "cluster stopped, namespaces removed"
