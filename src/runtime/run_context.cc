@@ -107,6 +107,9 @@ SlurmContext slurm_from_environment() {
 RunContext RunContext::collect_local(int argc, const char* const* argv) {
   RunContext c;
   c.command_line = join_command_line(argc, argv);
+  // Commands receive argv starting at their own name ("predict ..."): say which program it was.
+  if (argc > 0 && argv[0] && std::string_view(argv[0]).find("commsim") == std::string_view::npos)
+    c.command_line = "commsim " + c.command_line;
   c.commsim_version = COMMSIM_VERSION;
   c.started = iso8601_utc_now();
   c.hostnames = {local_hostname()};

@@ -51,7 +51,8 @@ struct RunContext {
   std::string finished;    // ISO 8601 UTC; empty while running
 
   // Fills what this process can see by itself: command line (from argv as main() received it,
-  // argv[0] being the binary), commsim version, start time, this host's name (ranks = nodes = 1),
+  // argv[0] being the binary, or as a command received it, argv[0] being the command's name:
+  // "commsim " is then put in front), commsim version, start time, this host's name (ranks = nodes = 1),
   // the filtered environment and the Slurm variables. MPI-derived fields (hostnames of all
   // ranks, ranks, nodes, library versions, GPU names) are filled by the command that knows them.
   static RunContext collect_local(int argc, const char* const* argv);

@@ -406,3 +406,16 @@ TEST(ResultsFile, BufferedAppendsAreWrittenByFinish) {
 
 }  // namespace
 }  // namespace commsim
+
+namespace commsim {
+namespace {
+
+TEST(RunContext, CommandLineNamesTheProgram) {
+  const char* from_command[] = {"probe", "--out", "x.h5"};
+  EXPECT_EQ(RunContext::collect_local(3, from_command).command_line, "commsim probe --out x.h5");
+  const char* from_main[] = {"/opt/bin/commsim", "run", "--sizes", "8B:1MiB"};
+  EXPECT_EQ(RunContext::collect_local(4, from_main).command_line, "/opt/bin/commsim run --sizes 8B:1MiB");
+}
+
+}  // namespace
+}  // namespace commsim
