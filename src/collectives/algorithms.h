@@ -39,20 +39,33 @@ void binomial_broadcast(ScheduleBuilder& b, const std::vector<int>& group, int r
 // root ends with the reduction there.
 void binomial_reduce(ScheduleBuilder& b, const std::vector<int>& group, int root_pos, const Span& own, const Span& acc);
 
-// recursive_doubling.cc. Recursive-doubling allgather among `members` (a power of two of them),
-// lg m steps: member j holds elements [offsets[j], offsets[j+1]) of `buffer`; afterwards every
-// member holds [offsets[0], offsets[m]). At step s member j exchanges its aligned group of 2^s
-// members' blocks with member j ^ 2^s.
-void recursive_doubling_exchange(ScheduleBuilder& b, const std::vector<int>& members,
-                                 const std::vector<std::uint64_t>& offsets, BufferId buffer);
+// recursive_halving.cc. Which chunks each of m members (a power of two) holds during recursive
+// halving: in step s member j pairs with j ^ bit[s] and keeps the lower half of its range when
+// j & bit[s] is 0, the upper half otherwise. With distances halving (bit[s] = m >> (s+1)) member j
+// ends with chunk j; with distances doubling (bit[s] = 2^s, MPICH's allreduce) it ends with chunk
+// bit-reverse(j), and the large early exchanges stay between near ranks (on one node, with ranks
+// placed node by node).
+struct HalvingPlan {
+  std::vector<int> bit;                                 // [step]
+  std::vector<std::vector<std::pair<int, int>>> range;  // [s][j]: chunks [lo, hi) member j holds before step s
+  HalvingPlan(int m, bool distances_double);
+  int steps() const { return static_cast<int>(bit.size()); }
+};
 
 // recursive_halving.cc. Recursive-halving reduce-scatter among `members` (a power of two of them),
-// lg m steps: every member contributes elements [offsets[0], offsets[m]), read from
-// own_buffer(j) (the same offsets); partial sums are kept in acc_buffer, and member j ends with
-// [offsets[j], offsets[j+1]) fully reduced there. At step s member j sends the half of its current
-// range that member j ^ (m >> (s+1)) keeps and combines the other half received from it.
+// plan.steps() steps: every member contributes elements [offsets[0], offsets[m]) (chunk c is
+// [offsets[c], offsets[c+1])), read from own_buffer(j); partial sums are kept in acc_buffer, and
+// member j ends with its plan.range[steps][j] fully reduced there.
 void recursive_halving(ScheduleBuilder& b, const std::vector<int>& members, const std::vector<std::uint64_t>& offsets,
-                       const std::function<BufferId(int member)>& own_buffer, BufferId acc_buffer);
+                       const std::function<BufferId(int member)>& own_buffer, BufferId acc_buffer,
+                       const HalvingPlan& plan);
+// recursive_doubling.cc. Recursive-doubling allgather among `members`, the halving plan run
+// backwards: member j starts with its plan.range[steps][j] of `buffer`; in each step it exchanges
+// what it holds with its partner of the matching halving step; all end with [offsets[0],
+// offsets[m]).
+void recursive_doubling_exchange(ScheduleBuilder& b, const std::vector<int>& members,
+                                 const std::vector<std::uint64_t>& offsets, BufferId buffer, const HalvingPlan& plan);
+
 // recursive_halving.cc. Fold-in of a reduction over `group`, one step: each odd position below 2r
 // sends `own` to the even position below it, which copies its own `own` into `acc` and combines
 // the received data there. Afterwards member j of the fold holds its data in acc when j < r and in

@@ -7,8 +7,8 @@
 //            vector to member j ^ 2^s and receives the partner's into Scratch, combined at the
 //            start of the next step; fold-out (whole vector).
 // allgather  fold-in (one block); lg p2 steps in which member j exchanges the blocks of its aligned
-//            group of 2^s members with member j ^ 2^s; fold-out (all blocks but the odd rank's own,
-//            as two messages).
+//            group of 2^s members with member j ^ 2^s (distances doubling); fold-out (all blocks but the odd rank's
+//            own, as two messages).
 // broadcast  van de Geijn: binomial scatter of p chunks from the root (ceil(lg p) steps), then the
 //            recursive-doubling allgather of the chunks over the ranks counted from the root.
 #include "collectives/algorithms.h"
@@ -31,7 +31,7 @@ void allgather_any(ScheduleBuilder& b, const std::vector<int>& group, const std:
   if (fold.r > 0) fold_in(b, group, fold, block, block, false);
   std::vector<std::uint64_t> member_offsets(fold.m2 + 1);
   for (int j = 0; j <= fold.m2; ++j) member_offsets[j] = offsets[fold.position(j)];
-  recursive_doubling_exchange(b, fold.members(group), member_offsets, buffer);
+  recursive_doubling_exchange(b, fold.members(group), member_offsets, buffer, HalvingPlan(fold.m2, false));
   // Fold-out: each odd position receives everything but its own block.
   for (int pos = 1; pos < 2 * fold.r; pos += 2) {
     const Piece rest = {span(buffer, offsets.front(), offsets[pos] - offsets.front()),
@@ -45,21 +45,20 @@ void allgather_any(ScheduleBuilder& b, const std::vector<int>& group, const std:
 }  // namespace
 
 void recursive_doubling_exchange(ScheduleBuilder& b, const std::vector<int>& members,
-                                 const std::vector<std::uint64_t>& offsets, BufferId buffer) {
+                                 const std::vector<std::uint64_t>& offsets, BufferId buffer, const HalvingPlan& plan) {
   const int m = static_cast<int>(members.size());
-  auto group_of = [&](int j, int size) {
-    const int lo = j & ~(size - 1);
-    return span(buffer, offsets[lo], offsets[lo + size] - offsets[lo]);
+  auto chunks = [&](std::pair<int, int> r) {
+    return span(buffer, offsets[r.first], offsets[r.second] - offsets[r.first]);
   };
-  const int steps = lg(m);
-  for (int s = 0; s < steps; ++s) {
-    const int mask = 1 << s;
+  for (int t = 0; t < plan.steps(); ++t) {
+    const int s = plan.steps() - 1 - t;  // undo halving step s
     for (int j = 0; j < m; ++j) {
-      b.send(members[j], s, members[j ^ mask], group_of(j, mask));
-      b.recv(members[j], s, members[j ^ mask], group_of(j ^ mask, mask));
+      const int partner = j ^ plan.bit[s];
+      b.send(members[j], t, members[partner], chunks(plan.range[s + 1][j]));
+      b.recv(members[j], t, members[partner], chunks(plan.range[s + 1][partner]));
     }
   }
-  b.advance(members, steps);
+  b.advance(members, plan.steps());
 }
 
 void recursive_doubling_allreduce(ScheduleBuilder& b) {

@@ -3,35 +3,45 @@
 // rank below (combined there), the p2 = 2^floor(lg p) members halve, and each even rank below 2r
 // finally sends the odd rank above it its block.
 //
-// Halving: member j's current range is the aligned group of p2 >> s members' blocks containing j;
-// in step s it sends the half that its partner j ^ (p2 >> (s+1)) keeps and combines the half it
-// keeps with the one received. After lg p2 steps member j holds its own blocks fully reduced.
+// Halving (distances halving, HalvingPlan): member j's current range is the aligned group of
+// p2 >> s members' blocks containing j; in step s it sends the half that its partner
+// j ^ (p2 >> (s+1)) keeps and combines the half it keeps with the one received. After lg p2 steps
+// member j holds its own blocks fully reduced.
 // Partial sums live in Scratch (count elements); each rank's block is copied to Output at the end.
 #include "collectives/algorithms.h"
 
 namespace commsim {
 
-void recursive_halving(ScheduleBuilder& b, const std::vector<int>& members, const std::vector<std::uint64_t>& offsets,
-                       const std::function<BufferId(int member)>& own_buffer, BufferId acc_buffer) {
-  const int m = static_cast<int>(members.size());
-  auto range = [&](BufferId buffer, int lo, int hi) { return span(buffer, offsets[lo], offsets[hi] - offsets[lo]); };
-  int steps = 0;
-  while ((1 << steps) < m) ++steps;
-  if (steps == 0) b.copy(members[0], 0, range(own_buffer(0), 0, m), range(acc_buffer, 0, m));
-  for (int s = 0; s < steps; ++s) {
-    const int size = m >> s, half = size >> 1;
+HalvingPlan::HalvingPlan(int m, bool distances_double) : range(1, std::vector<std::pair<int, int>>(m, {0, m})) {
+  for (int b = 1; b < m; b *= 2) bit.push_back(distances_double ? b : m / (2 * b));
+  for (int s = 0; s < steps(); ++s) {
+    range.push_back(range.back());
     for (int j = 0; j < m; ++j) {
-      const int lo = j & ~(size - 1), mid = lo + half, hi = lo + size;
-      const bool upper = (j & half) != 0;
-      const int keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
-      const int give_lo = upper ? lo : mid, give_hi = upper ? mid : hi;
-      const BufferId from = s == 0 ? own_buffer(j) : acc_buffer;
-      b.send(members[j], s, members[j ^ half], range(from, give_lo, give_hi));
-      if (s == 0) b.copy(members[j], 0, range(from, keep_lo, keep_hi), range(acc_buffer, keep_lo, keep_hi));
-      b.recv_reduce(members[j], s, members[j ^ half], range(acc_buffer, keep_lo, keep_hi));
+      auto& [lo, hi] = range.back()[j];
+      const int mid = lo + (hi - lo) / 2;
+      (j & bit[s]) != 0 ? lo = mid : hi = mid;
     }
   }
-  b.advance(members, std::max(steps, 1));
+}
+
+void recursive_halving(ScheduleBuilder& b, const std::vector<int>& members, const std::vector<std::uint64_t>& offsets,
+                       const std::function<BufferId(int member)>& own_buffer, BufferId acc_buffer,
+                       const HalvingPlan& plan) {
+  const int m = static_cast<int>(members.size());
+  auto chunks = [&](BufferId buffer, std::pair<int, int> r) {
+    return span(buffer, offsets[r.first], offsets[r.second] - offsets[r.first]);
+  };
+  if (plan.steps() == 0) b.copy(members[0], 0, chunks(own_buffer(0), {0, m}), chunks(acc_buffer, {0, m}));
+  for (int s = 0; s < plan.steps(); ++s)
+    for (int j = 0; j < m; ++j) {
+      const int partner = j ^ plan.bit[s];
+      const auto keep = plan.range[s + 1][j], give = plan.range[s + 1][partner];
+      const BufferId from = s == 0 ? own_buffer(j) : acc_buffer;
+      b.send(members[j], s, members[partner], chunks(from, give));
+      if (s == 0) b.copy(members[j], 0, chunks(from, keep), chunks(acc_buffer, keep));
+      b.recv_reduce(members[j], s, members[partner], chunks(acc_buffer, keep));
+    }
+  b.advance(members, std::max(plan.steps(), 1));
 }
 
 void fold_in_reduction(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold, const Span& own,
@@ -53,7 +63,7 @@ void recursive_halving_reducescatter(ScheduleBuilder& b) {
   for (int j = 0; j <= fold.m2; ++j) offsets[j] = fold.position(j) * block;
   recursive_halving(
       b, fold.members(group), offsets, [&](int j) { return j < fold.r ? BufferId::Scratch : BufferId::Input; },
-      BufferId::Scratch);
+      BufferId::Scratch, HalvingPlan(fold.m2, false));
   // Every member copies its own block out; the even ranks below 2r also send the odd rank above
   // them its block.
   for (int pos = 0; pos < p; ++pos)

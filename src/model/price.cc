@@ -3,14 +3,15 @@
 // time is the end of the rank's previous round plus its local ops; a transfer starts at the later
 // post time of its two rounds; a round ends with its last transfer.
 //
-// Bandwidth sharing: the transfers a rank posts in one round share its bandwidth, so each one
-// takes latency + (bytes of all of them) / bandwidth, the time in which a fair share would move
-// them all; the same holds for the receiving rank's round, and the larger of the two counts. For
-// the network the per-rank bandwidth is one NIC (nic_bw_Bps), and the network transfers that the
-// ranks of one node post in rounds of the same index share the node's NICs (node_bw_Bps()): ranks
-// of a node run their rounds in step in every algorithm here, so equal round indices stand in for
-// "at the same time". Likewise the receives of a round that combine on arrival (RecvReduce) share
-// the rank's reduction rate: each one ends (bytes they all combine) * gamma after it arrives.
+// Bandwidth sharing. Inside a node, the transfers a rank posts in one round share its bandwidth
+// (intra.bw_Bps per direction), so each one takes latency + (bytes of all of them) / bandwidth, the
+// time in which a fair share would move them all; the same holds for the receiving rank's round,
+// and the larger of the two counts. Across nodes, one transfer is one flow, which a NIC serves at
+// nic_bw_Bps at most, and the network transfers that the ranks of a node post in rounds of the
+// same index share the node's NICs (node_bw_Bps()), sending and receiving: ranks of a node run
+// their rounds in step in every algorithm here, so equal round indices stand in for "at the same
+// time". Likewise the receives of a round that combine on arrival (RecvReduce) share the rank's
+// reduction rate: each one ends (bytes they all combine) * gamma after it arrives.
 #include "model/price.h"
 
 #include <algorithm>
@@ -22,9 +23,9 @@
 namespace commsim {
 namespace {
 
-// Bytes a round sends and receives, per tier, and combines on arrival.
+// Bytes a round sends and receives inside the node, and combines on arrival.
 struct RoundLoad {
-  double out_intra = 0, in_intra = 0, out_net = 0, in_net = 0, combined = 0;
+  double out_intra = 0, in_intra = 0, combined = 0;
 };
 
 // Critical-path time, and the part of it spent in local copies.
@@ -96,8 +97,6 @@ class Pricer : public ScheduleVisitor {
       if (!topo_.network.present())
         throw Error("price_schedule: ranks " + std::to_string(t.send.rank) + " and " + std::to_string(t.recv.rank) +
                     " are on different nodes but topology '" + topo_.name + "' has no network (nics_per_node is 0)");
-      ls.out_net += static_cast<double>(bytes);
-      lr.in_net += static_cast<double>(bytes);
       add_at(node_out_[pl_.node_of_rank[t.send.rank]], t.send.round, static_cast<double>(bytes));
       add_at(node_in_[pl_.node_of_rank[t.recv.rank]], t.recv.round, static_cast<double>(bytes));
       out_.inter_bytes += bytes;
@@ -144,7 +143,7 @@ class Pricer : public ScheduleVisitor {
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][t.send.round],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][t.recv.round]);
     return topo_.network.latency_s +
-           std::max(std::max(ls.out_net, lr.in_net) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
+           std::max(static_cast<double>(t.count * s_.elem_size) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 
   const Schedule& s_;

@@ -278,6 +278,16 @@ TEST(Price, NetworkTransfersShareTheNodesNics) {
   EXPECT_THROW(price_schedule(s, uniform(), Placement::uniform(1, 4)), Error);  // 4 ranks placed, 8 scheduled
 }
 
+TEST(Price, OneRanksNetworkFlowsUseSeveralNics) {
+  // Direct allgather over 4 nodes of one rank: each rank sends 3 flows at once. With 8 NICs each
+  // flow gets a NIC; with one NIC the three share it.
+  const Bytes block = 1 << 20;
+  const Schedule s = make_schedule({Collective::AllGather, Algorithm::Direct, 4, 4 * block / 4, 4, 0, nullptr, 0});
+  const Placement pl = Placement::uniform(4, 1);
+  EXPECT_NEAR(price_schedule(s, two_tier(8), pl).time_s, 5e-6 + block / 25e9, 1e-12);
+  EXPECT_NEAR(price_schedule(s, two_tier(1), pl).time_s, 5e-6 + 3.0 * block / 25e9, 1e-12);
+}
+
 TEST(Price, RingFollowsThePlacement) {
   // With the placement in the request the ring visits each node's ranks together and crosses the
   // network twice per step instead of at every hop.
