@@ -46,6 +46,8 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s,
   std::vector<std::vector<PeerOp>> sends(s.nranks), recvs(s.nranks);
   for (int rank = 0; rank < s.nranks; ++rank) {
     const auto& rounds = s.ranks[rank].rounds;
+    sends[rank].reserve(rounds.size());  // most rounds send and receive about once
+    recvs[rank].reserve(rounds.size());
     for (std::uint32_t r = 0; r < rounds.size(); ++r) {
       // Each round's ops lie in their own allocation: ask for them a few rounds ahead.
       if (r + 4 < rounds.size()) __builtin_prefetch(rounds[r + 4].ops.data());
@@ -72,16 +74,8 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s,
     group_by_peer(recvs[rank]);
     total_recvs += recvs[rank].size();
   }
-  // Output slots in the order of the Sends' rounds, then ranks (a walk's order, roughly).
-  std::vector<std::size_t> slot;
-  for (const auto& sa : sends)
-    for (const PeerOp& so : sa) {
-      if (slot.size() <= so.ref.round + 1) slot.resize(so.ref.round + 2, 0);
-      ++slot[so.ref.round + 1];
-    }
-  for (std::size_t r = 1; r < slot.size(); ++r) slot[r] += slot[r - 1];
-  std::vector<MatchedTransfer> out(std::min(total_recvs, slot.empty() ? 0 : slot.back()));
-  std::size_t matched = 0;
+  std::vector<MatchedTransfer> out;
+  out.reserve(total_recvs);
   for (int a = 0; a < s.nranks; ++a) {
     const auto& sa = sends[a];
     for (std::size_t i = 0; i < sa.size();) {
@@ -97,8 +91,7 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s,
           throw Error("schedule: " + where(so.ref) + " sends " + std::to_string(so.count) + " elements to rank " +
                       std::to_string(b) + " but the matching receive (" + where(ro.ref) + ") expects " +
                       std::to_string(ro.count));
-        out[slot[so.ref.round]++] = {so.ref, ro.ref, so.count, ro.kind};
-        ++matched;
+        out.push_back({so.ref, ro.ref, so.count, ro.kind});
       }
       if (n_send > n_recv)
         throw Error("schedule: " + where(sa[i + n_recv].ref) + " (Send to rank " + std::to_string(b) +
@@ -113,7 +106,7 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s,
       i = j;
     }
   }
-  if (matched != total_recvs) {
+  if (out.size() != total_recvs) {
     // Some receive names a sender that posts no Send to it at all.
     for (int b = 0; b < s.nranks; ++b)
       for (const PeerOp& r : recvs[b]) {
@@ -127,15 +120,8 @@ std::vector<MatchedTransfer> match_transfers(const Schedule& s,
   return out;
 }
 
-RoundIndex::RoundIndex(const Schedule& s) : nranks_(s.nranks), base_(s.nranks + 1, 0) {
-  std::size_t most = 0;
-  for (int r = 0; r < s.nranks; ++r) {
-    base_[r + 1] = base_[r] + s.ranks[r].rounds.size();
-    most = std::max(most, s.ranks[r].rounds.size());
-  }
-  // Round by round leaves a hole for every rank with fewer rounds than the most: allow a few.
-  round_major_ = most * s.nranks <= 2 * base_.back() + s.nranks;
-  size_ = round_major_ ? most * s.nranks : base_.back();
+RoundIndex::RoundIndex(const Schedule& s) : base_(s.nranks + 1, 0) {
+  for (int r = 0; r < s.nranks; ++r) base_[r + 1] = base_[r] + s.ranks[r].rounds.size();
 }
 
 void walk_schedule(const Schedule& s, const std::vector<MatchedTransfer>& transfers, ScheduleVisitor& visitor) {

@@ -90,31 +90,23 @@ struct MatchedTransfer {
   OpKind recv_kind = OpKind::Recv;  // Recv or RecvReduce
 };
 
-// Pairs every Send with its receive, in the order of the Sends' rounds, then ranks. Throws Error
-// naming the rank, round and op of the first transfer whose peer is out of range or the rank
-// itself, that has no partner, or whose partner expects a different element count. `local_op`,
-// when given, is called for every Copy and Reduce on the way, so that one pass over a large
-// schedule serves both.
+// Pairs every Send with its receive (grouped by sending rank). Throws Error naming the rank, round
+// and op of the first transfer whose peer is out of range or the rank itself, that has no partner,
+// or whose partner expects a different element count. `local_op`, when given, is called for every
+// Copy and Reduce on the way, so that one pass over a large schedule serves both.
 std::vector<MatchedTransfer> match_transfers(const Schedule& schedule,
                                              const std::function<void(const OpRef&, const Op&)>& local_op = {});
 
-// A dense index of every (rank, round) of a schedule, for arrays with one entry per round: laid out
-// round by round across ranks when the ranks have about as many rounds each (what a walk visits
-// together then lies together in memory), rank by rank otherwise. Some indices below size() may
-// belong to no round.
+// A dense index of every (rank, round) of a schedule, rank by rank, for arrays with one entry per
+// round.
 class RoundIndex {
  public:
   explicit RoundIndex(const Schedule& schedule);
-  std::size_t size() const { return size_; }
-  std::size_t operator()(int rank, std::uint32_t round) const {
-    return round_major_ ? static_cast<std::size_t>(round) * nranks_ + rank : base_[rank] + round;
-  }
+  std::size_t size() const { return base_.back(); }
+  std::size_t operator()(int rank, std::uint32_t round) const { return base_[rank] + round; }
 
  private:
-  int nranks_ = 0;
-  bool round_major_ = true;
-  std::size_t size_ = 0;
-  std::vector<std::size_t> base_;  // rank by rank: the index of each rank's round 0
+  std::vector<std::size_t> base_;  // [rank]: the index of its round 0; [nranks]: the number of rounds
 };
 
 // Runs a schedule's rounds in an order its semantics allow, as every executor must: a rank's round
