@@ -10,16 +10,6 @@
 #include "collectives/algorithms.h"
 
 namespace commsim {
-namespace {
-
-int ceil_log2(int m) {
-  int k = 0;
-  while ((1 << k) < m) ++k;
-  return k;
-}
-
-}  // namespace
-
 void binomial_broadcast(ScheduleBuilder& b, const std::vector<int>& group, int root_pos, const Span& src,
                         const Span& dst) {
   const std::vector<int> g = rotated(group, root_pos);

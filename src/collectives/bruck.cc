@@ -14,16 +14,6 @@
 namespace commsim {
 namespace {
 
-int mod(int a, int m) {
-  return ((a % m) + m) % m;
-}
-
-int ceil_log2(int m) {
-  int k = 0;
-  while ((1 << k) < m) ++k;
-  return k;
-}
-
 // The runs [lo, hi) of block indices j < p whose bit k is set.
 std::vector<std::pair<int, int>> runs_with_bit(int p, int k) {
   std::vector<std::pair<int, int>> out;
@@ -44,8 +34,8 @@ void bruck_allgather(ScheduleBuilder& b) {
     b.copy(i, 0, span(BufferId::Input, 0, block), tmp(0, 1));
     for (int k = 0; k < steps; ++k) {
       const int d = 1 << k, n = std::min(d, p - d);
-      b.send(i, k, mod(i - d, p), tmp(0, n));
-      b.recv(i, k, mod(i + d, p), tmp(d, n));
+      b.send(i, k, wrap(i - d, p), tmp(0, n));
+      b.recv(i, k, wrap(i + d, p), tmp(d, n));
     }
     b.copy(i, steps, tmp(0, p - i), span(BufferId::Output, i * block, (p - i) * block));
     b.copy(i, steps, tmp(p - i, i), span(BufferId::Output, 0, i * block));
@@ -86,11 +76,11 @@ void bruck_alltoall(ScheduleBuilder& b) {
     for (int k = 0; k < steps; ++k) {
       if (k > 0) move_runs(i, k, k - 1, 1, false);
       const int n = move_runs(i, k, k, 0, true);
-      b.send(i, k, mod(i + (1 << k), p), pack(0, 0, n));
-      b.recv(i, k, mod(i - (1 << k), p), pack(1, 0, n));
+      b.send(i, k, wrap(i + (1 << k), p), pack(0, 0, n));
+      b.recv(i, k, wrap(i - (1 << k), p), pack(1, 0, n));
     }
     move_runs(i, steps, steps - 1, 1, false);
-    for (int j = 0; j < p; ++j) b.copy(i, steps, tmp(j, 1), span(BufferId::Output, mod(i - j, p) * block, block));
+    for (int j = 0; j < p; ++j) b.copy(i, steps, tmp(j, 1), span(BufferId::Output, wrap(i - j, p) * block, block));
   }
   b.advance(iota_ranks(p), steps + 1);
 }

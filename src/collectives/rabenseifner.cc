@@ -41,7 +41,7 @@ void rabenseifner_allreduce(ScheduleBuilder& b) {
   const std::vector<int> group = iota_ranks(b.nranks());
   const Halved h = reduce_scatter(b, group, true);
   recursive_doubling_exchange(b, h.members, h.offsets, BufferId::Output, h.plan);
-  if (h.fold.r > 0) fold_out(b, group, h.fold, [&](int) { return span(BufferId::Output, 0, b.count()); });
+  if (h.fold.r > 0) fold_out(b, group, h.fold, [&](int) { return Piece{span(BufferId::Output, 0, b.count())}; });
 }
 
 void rabenseifner_reduce(ScheduleBuilder& b) {

@@ -16,12 +16,6 @@
 namespace commsim {
 namespace {
 
-int lg(int power_of_two) {
-  int k = 0;
-  while ((1 << k) < power_of_two) ++k;
-  return k;
-}
-
 // Recursive-doubling allgather of `buffer` over any m positions: position j holds
 // [offsets[j], offsets[j+1]); afterwards all hold [offsets[0], offsets[m]).
 void allgather_any(ScheduleBuilder& b, const std::vector<int>& group, const std::vector<std::uint64_t>& offsets,
@@ -32,14 +26,12 @@ void allgather_any(ScheduleBuilder& b, const std::vector<int>& group, const std:
   std::vector<std::uint64_t> member_offsets(fold.m2 + 1);
   for (int j = 0; j <= fold.m2; ++j) member_offsets[j] = offsets[fold.position(j)];
   recursive_doubling_exchange(b, fold.members(group), member_offsets, buffer, HalvingPlan(fold.m2, false));
-  // Fold-out: each odd position receives everything but its own block.
-  for (int pos = 1; pos < 2 * fold.r; pos += 2) {
-    const Piece rest = {span(buffer, offsets.front(), offsets[pos] - offsets.front()),
-                        span(buffer, offsets[pos + 1], offsets.back() - offsets[pos + 1])};
-    b.send(group[pos - 1], 0, group[pos], rest);
-    b.recv(group[pos], 0, group[pos - 1], rest);
-  }
-  b.advance(group, 1);
+  // Fold-out: each odd position receives everything but its own block (two messages).
+  if (fold.r > 0)
+    fold_out(b, group, fold, [&](int pos) {
+      return Piece{span(buffer, offsets.front(), offsets[pos] - offsets.front()),
+                   span(buffer, offsets[pos + 1], offsets.back() - offsets[pos + 1])};
+    });
 }
 
 }  // namespace
@@ -70,7 +62,7 @@ void recursive_doubling_allreduce(ScheduleBuilder& b) {
   b.need_scratch(n);
   if (fold.r > 0) fold_in_reduction(b, group, fold, own, acc);
   const std::vector<int> members = fold.members(group);
-  const int steps = lg(fold.m2);
+  const int steps = ceil_log2(fold.m2);
   for (int s = 0; s < steps; ++s)
     for (int j = 0; j < fold.m2; ++j) {
       const int rank = members[j];
@@ -84,7 +76,7 @@ void recursive_doubling_allreduce(ScheduleBuilder& b) {
   for (int rank : members) b.reduce(rank, steps, tmp, acc);
   b.advance(members, steps);
   if (fold.r > 0)
-    fold_out(b, group, fold, [&](int) { return acc; });
+    fold_out(b, group, fold, [&](int) { return Piece{acc}; });
   else
     b.advance(group, 1);
 }
@@ -105,8 +97,7 @@ void recursive_doubling_broadcast(ScheduleBuilder& b) {
   const std::vector<int> g = rotated(iota_ranks(p), b.request().root);
   const std::vector<std::uint64_t> offsets = chunk_offsets(0, n, p);
   auto chunks = [&](BufferId buffer, int lo, int hi) { return span(buffer, offsets[lo], offsets[hi] - offsets[lo]); };
-  int steps = 0;
-  while ((1 << steps) < p) ++steps;
+  const int steps = ceil_log2(p);
   b.copy(g[0], 0, chunks(BufferId::Input, 0, 1), chunks(BufferId::Output, 0, 1));
   for (int s = 0; s < steps; ++s) {
     const int mask = 1 << (steps - 1 - s);

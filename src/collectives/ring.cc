@@ -16,10 +16,6 @@
 namespace commsim {
 namespace {
 
-int mod(int a, int m) {
-  return ((a % m) + m) % m;
-}
-
 int position_of(const std::vector<int>& ring, int rank) {
   return static_cast<int>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
 }
@@ -47,10 +43,10 @@ void ring_reduce_scatter(ScheduleBuilder& b, const std::vector<int>& ring, const
   for (int s = 0; s + 1 < m; ++s)
     for (int i = 0; i < m; ++i) {
       const int rank = ring[i];
-      const int send_chunk = mod(i - s - 1, m), recv_chunk = mod(i - s - 2, m);
-      b.send(rank, s, ring[mod(i + 1, m)], s == 0 ? own(send_chunk) : acc(i, send_chunk));
+      const int send_chunk = wrap(i - s - 1, m), recv_chunk = wrap(i - s - 2, m);
+      b.send(rank, s, ring[wrap(i + 1, m)], s == 0 ? own(send_chunk) : acc(i, send_chunk));
       b.copy(rank, s, own(recv_chunk), acc(i, recv_chunk));
-      b.recv_reduce(rank, s, ring[mod(i - 1, m)], acc(i, recv_chunk));
+      b.recv_reduce(rank, s, ring[wrap(i - 1, m)], acc(i, recv_chunk));
     }
   b.advance(ring, m - 1);
 }
@@ -59,8 +55,8 @@ void ring_allgather(ScheduleBuilder& b, const std::vector<int>& ring, const std:
   const int m = static_cast<int>(ring.size());
   for (int s = 0; s + 1 < m; ++s)
     for (int i = 0; i < m; ++i) {
-      b.send(ring[i], s, ring[mod(i + 1, m)], pieces[mod(i - s, m)]);
-      b.recv(ring[i], s, ring[mod(i - 1, m)], pieces[mod(i - s - 1, m)]);
+      b.send(ring[i], s, ring[wrap(i + 1, m)], pieces[wrap(i - s, m)]);
+      b.recv(ring[i], s, ring[wrap(i - 1, m)], pieces[wrap(i - s - 1, m)]);
     }
   b.advance(ring, m > 0 ? m - 1 : 0);
 }
@@ -100,7 +96,7 @@ void ring_reducescatter(ScheduleBuilder& b) {
       b, ring, [&](int j) { return span(BufferId::Input, ring[j] * block, block); },
       [&](int i, int j) {
         if (i == j) return span(BufferId::Output, 0, block);
-        return span(BufferId::Scratch, (mod(i - j - 2, p) % 2) * block, block);
+        return span(BufferId::Scratch, (wrap(i - j - 2, p) % 2) * block, block);
       });
 }
 

@@ -108,10 +108,11 @@ void fold_in(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwo
 }
 
 void fold_out(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold,
-              const std::function<Span(int pos)>& data) {
+              const std::function<Piece(int pos)>& data) {
   for (int pos = 1; pos < 2 * fold.r; pos += 2) {
-    b.send(group[pos - 1], 0, group[pos], data(pos));
-    b.recv(group[pos], 0, group[pos - 1], data(pos));
+    const Piece piece = data(pos);
+    b.send(group[pos - 1], 0, group[pos], piece);
+    b.recv(group[pos], 0, group[pos - 1], piece);
   }
   b.advance(group, 1);
 }

@@ -16,6 +16,17 @@ inline Span span(BufferId buffer, std::uint64_t offset, std::uint64_t count) {
   return Span{buffer, offset, count};
 }
 
+// a mod m in [0, m), also for negative a (positions around a ring).
+constexpr int wrap(int a, int m) {
+  return ((a % m) + m) % m;
+}
+// The smallest k with 2^k >= m: the steps of a binomial tree or of Bruck's algorithms over m ranks.
+constexpr int ceil_log2(int m) {
+  int k = 0;
+  while ((1 << k) < m) ++k;
+  return k;
+}
+
 // `count` elements split into `parts` chunks whose sizes differ by at most one (the first
 // count % parts chunks hold one more): chunk i is [chunk_offset(i), chunk_offset(i + 1)).
 constexpr std::uint64_t chunk_offset(std::uint64_t count, std::uint64_t parts, std::uint64_t i) {
@@ -89,8 +100,6 @@ struct PowerOfTwoFold {
   int m = 1, m2 = 1, r = 0;
   explicit PowerOfTwoFold(int positions);
   bool sits_out(int pos) const { return pos < 2 * r && pos % 2 == 1; }
-  // The member a position is (for positions that do not sit out).
-  int member(int pos) const { return pos < 2 * r ? pos / 2 : pos - r; }
   // The position of member j (j = m2 gives m).
   int position(int j) const { return j < r ? 2 * j : j + r; }
   // The group's ranks of the members, member order.
@@ -105,7 +114,7 @@ void fold_in(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwo
 // Fold-out in one step: each even position pos - 1 (pos odd, < 2r) sends data(pos) to pos, which
 // receives it into the same elements. Advances every rank of the group by one step.
 void fold_out(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold,
-              const std::function<Span(int pos)>& data);
+              const std::function<Piece(int pos)>& data);
 
 // The positions of `group` rotated so that position 0 is group[root_pos].
 std::vector<int> rotated(const std::vector<int>& group, int root_pos);
