@@ -1,5 +1,7 @@
 #include "runtime/watchdog.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -26,20 +28,43 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
 
 }  // namespace
+
+namespace {
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+}  // namespace
+
+void block_stop_signals() {
+  const sigset_t set = stop_signal_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;  // MPI and HDF5 calls continue; the sweep polls the flag
+  // No SA_RESTART: a write blocked on a full pipe (mpirun stops reading the ranks' output once it
+  // is signalled) returns instead of hanging; MPI and HDF5 retry their own interrupted calls.
+  sa.sa_flags = 0;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  const sigset_t set = stop_signal_set();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
-int stop_signal() { return static_cast<int>(g_stop_signal); }
+int stop_signal() {
+  return static_cast<int>(g_stop_signal);
+}
 
 namespace {
 std::mutex& abort_hooks_mutex() {
@@ -164,7 +189,8 @@ struct Watchdog::Impl {
       }
       // Rank 0 decides; the others wait longer so that rank 0's message names the culprits.
       const double limit_s = rank == 0 ? timeout_s : 2 * timeout_s + 10;
-      const auto deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+      const auto deadline =
+          started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
       const int watched = index;
       if (cv.wait_until(lock, deadline) != std::cv_status::timeout) continue;
       if (stopping || !armed || index != watched) continue;
@@ -203,7 +229,8 @@ Watchdog::Watchdog(double timeout_s, TimeoutHandler on_timeout) : impl_(std::mak
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_MULTIPLE)
-    throw Error("the watchdog (--timeout) needs an MPI library with MPI_THREAD_MULTIPLE; pass --timeout 0 to run without it");
+    throw Error(
+        "the watchdog (--timeout) needs an MPI library with MPI_THREAD_MULTIPLE; pass --timeout 0 to run without it");
   MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
   MPI_Comm_rank(impl_->comm, &impl_->rank);
   MPI_Comm_size(impl_->comm, &impl_->size);
@@ -222,7 +249,9 @@ Watchdog::~Watchdog() {
   impl_->thread.join();
 }
 
-double Watchdog::timeout_s() const { return impl_->timeout_s; }
+double Watchdog::timeout_s() const {
+  return impl_->timeout_s;
+}
 
 void Watchdog::begin_point(int index, const std::string& label) {
   if (impl_->comm == MPI_COMM_NULL) return;
@@ -274,9 +303,13 @@ void Watchdog::finish() {
 struct Watchdog::Impl {
   double timeout_s = 0;
 };
-Watchdog::Watchdog(double, TimeoutHandler) { throw Error("this build has no MPI: the watchdog is not available"); }
+Watchdog::Watchdog(double, TimeoutHandler) {
+  throw Error("this build has no MPI: the watchdog is not available");
+}
 Watchdog::~Watchdog() = default;
-double Watchdog::timeout_s() const { return impl_->timeout_s; }
+double Watchdog::timeout_s() const {
+  return impl_->timeout_s;
+}
 void Watchdog::begin_point(int, const std::string&) {}
 void Watchdog::end_point(int) {}
 void Watchdog::drain() {}

@@ -20,7 +20,13 @@
 
 namespace commsim {
 
-// Installs the SIGTERM/SIGINT handlers (idempotent).
+// Blocks SIGTERM and SIGINT in the calling thread; threads it starts afterwards inherit the block.
+// Call first thing on the main thread, before MPI and the other libraries start their threads, so
+// that the signals reach the main thread only and interrupt the call it is blocked in (such as a
+// write into a pipe that mpirun stopped reading when it was signalled). Until
+// install_stop_handlers() a signal stays pending.
+void block_stop_signals();
+// Installs the SIGTERM/SIGINT handlers and unblocks the signals in the calling thread (idempotent).
 void install_stop_handlers();
 // The signal received, 0 when none.
 int stop_signal();

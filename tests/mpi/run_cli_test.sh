@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# End-to-end tests of `commsim run` under mpiexec. Usage: run_cli_test.sh CASE NP
+# Environment (set by CTest): COMMSIM (the binary), READER (read_results_check), MPIEXEC,
+# MPIEXEC_NUMPROC_FLAG, MPIEXEC_PREFLAGS, WORKDIR (a scratch folder for this test).
+set -u
+case_name=$1
+np=$2
+work="${WORKDIR:?}/${case_name}-np${np}"
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"
+
+fail() { echo "FAIL ($case_name, $np ranks): $*" >&2; exit 1; }
+mpirun_commsim() { "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "$@"; }
+# Data lines of a CSV (the header is the first line).
+csv_points() { tail -n +2 "$1" | grep -c . ; }
+# Points stored in a results file.
+points_in() { "$READER" "$1" | sed -n 's/.*: \([0-9]*\) points in .*/\1/p'; }
+
+# Sizes: 0 bytes, one element, fewer elements than ranks, counts not divisible by the rank count,
+# and one that the executor cuts into several messages.
+SIZES=0,4,12,1000,4100,65540,1048580
+
+case "$case_name" in
+  check)
+    # Every hand-written algorithm and mpi, every collective, exact results, file read back.
+    mpirun_commsim --collectives all --algorithms all --sizes "$SIZES" --iters 3 --warmup 1 --check \
+        --format csv --out all.h5 >all.csv 2>all.err || { cat all.err; fail "exit status $? (expected 0)"; }
+    n=$(csv_points all.csv)
+    [ "$n" -gt 0 ] || fail "no points printed"
+    "$READER" all.h5 --points "$n" --status complete --all-ok --unique --samples 3 || fail "all.h5 not as expected"
+    # Other element types and operators.
+    for spec in "float64 max" "int32 min" "bfloat16 sum"; do
+      set -- $spec
+      mpirun_commsim --collectives allreduce,reducescatter,reduce,allgather --algorithms all --sizes 0,12,4100,65540 \
+          --dtype "$1" --op "$2" --root $((np - 1)) --iters 2 --warmup 1 --check --format csv --out "$1.h5" \
+          >"$1.csv" 2>"$1.err" || { cat "$1.err"; fail "$spec: exit status (expected 0)"; }
+      "$READER" "$1.h5" --points "$(csv_points "$1.csv")" --status complete --all-ok --unique || fail "$spec: file"
+    done
+    ;;
+
+  sigterm)
+    # SIGTERM in the middle of a sweep leaves a valid file with every finished point, and --resume
+    # completes it with no point lost or stored twice. Twice: the signal sent to mpiexec (which
+    # forwards it to the ranks and kills them 1 s later, so the file may be left as .partial),
+    # and sent to every rank as Slurm does at a job's time limit (the file is closed cleanly).
+    args=(--collectives allreduce,allgather --algorithms ring,recursive-doubling,mpi --sizes 4:4MiB --iters 30
+          --warmup 2 --check --format csv)
+    for target in mpiexec ranks; do
+      out="sweep-$target.h5"
+      # mpiexec itself in the background (not a function, whose subshell would take the signal).
+      "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "${args[@]}" --out "$out" \
+          >"first-$target.csv" 2>"first-$target.err" &
+      pid=$!
+      started=0
+      for _ in $(seq 1 1200); do
+        started=$(grep -c '^\[' "first-$target.err" 2>/dev/null || true)
+        [ "${started:-0}" -ge 6 ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.1
+      done
+      [ "${started:-0}" -ge 6 ] || { cat "first-$target.err"; fail "the sweep did not get to its 6th point"; }
+      if [ $target = mpiexec ]; then kill -TERM $pid; else kill -TERM $(pgrep -P $pid); fi
+      wait $pid
+      rc=$?
+      [ $rc -ne 0 ] || fail "$target: an interrupted run exited 0"
+      total=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' "first-$target.err" | head -1)
+      for _ in $(seq 1 100); do [ -f "$out" ] && break; sleep 0.1; done  # rank 0 may still be closing it
+      if [ $target = ranks ]; then
+        [ -f "$out" ] || { cat "first-$target.err"; fail "ranks: no $out after SIGTERM"; }
+        grep -q "stopped by signal 15" "first-$target.err" || { cat "first-$target.err"; fail "no message"; }
+        "$READER" "$out" --status interrupted || fail "ranks: status"
+      fi
+      file="$out"
+      [ -f "$file" ] || file="$out.partial"
+      [ -f "$file" ] || { ls -la; fail "$target: neither $out nor $out.partial after SIGTERM"; }
+      "$READER" "$file" --unique --all-ok || fail "$target: interrupted file"
+      done_points=$(points_in "$file")
+      [ "$done_points" -ge 5 ] && [ "$done_points" -lt "$total" ] || fail "$target: $done_points of $total points"
+      mpirun_commsim "${args[@]}" --resume "$out" >"second-$target.csv" 2>"second-$target.err" ||
+          { cat "second-$target.err"; fail "$target: resume failed"; }
+      grep -q "$done_points of $total points already there" "second-$target.err" ||
+          { cat "second-$target.err"; fail "$target: resume message"; }
+      [ $(( done_points + $(csv_points "second-$target.csv") )) -eq "$total" ] || fail "$target: resume ran too many"
+      "$READER" "$out" --points "$total" --status complete --all-ok --unique || fail "$target: resumed file"
+    done
+    ;;
+
+  errors)
+    # Bad input is an error before anything runs: a message, exit status 2, no file.
+    expect_error() {
+      local pattern=$1; shift
+      mpirun_commsim "$@" --out bad.h5 >out.txt 2>err.txt
+      local rc=$?
+      [ $rc -eq 2 ] || { cat err.txt; fail "'$*' exited $rc (expected 2)"; }
+      grep -q -- "$pattern" err.txt || { cat err.txt; fail "'$*': message lacks '$pattern'"; }
+      [ "$(grep -c 'error:' err.txt)" -eq 1 ] || { cat err.txt; fail "'$*': expected one message, not one per rank"; }
+      [ ! -e bad.h5 ] && [ ! -e bad.h5.partial ] || fail "'$*' left a results file"
+    }
+    expect_error "unknown algorithm 'ringg'" --algorithms ringg --sizes 1KiB
+    expect_error "tree does not apply to allgather" --collectives allgather --algorithms ring,tree --sizes 1KiB
+    expect_error "sizes" --sizes 1MiB:1KiB
+    expect_error "dtype" --dtype complex64 --sizes 1KiB
+    sed -E 's/^(ranks_per_node:).*/\1 1/' "${COMMSIM_CONFIG_DIR:?}/topologies/local-cpu.yaml" >one-per-node.yaml
+    expect_error "ranks per node" --topology one-per-node.yaml --sizes 1KiB
+    expect_error "needs .* of memory per rank" --sizes 64TiB --algorithms ring --collectives allreduce
+    ;;
+
+  inject)
+    # A corrupted result is marked wrong, the sweep goes on, everything is written, exit status 1.
+    mpirun_commsim --collectives allreduce --algorithms ring,mpi --sizes 1KiB,64KiB --iters 2 --warmup 1 --check \
+        --inject-error $((np - 1)) --format csv --out wrong.h5 >wrong.csv 2>wrong.err
+    rc=$?
+    [ $rc -eq 1 ] || { cat wrong.err; fail "exit status $rc (expected 1)"; }
+    [ "$(csv_points wrong.csv)" -eq 4 ] || fail "expected 4 points printed"
+    "$READER" wrong.h5 --points 4 --status complete --has-status wrong || fail "wrong.h5"
+    grep -q "wrong results" wrong.err || fail "no summary of wrong points"
+    ;;
+
+  timeout)
+    # A rank that never arrives: the watchdog names it, the file keeps the finished point, the job ends.
+    mpirun_commsim --collectives allreduce --algorithms ring --sizes 1KiB,2KiB,4KiB --iters 2 --warmup 1 \
+        --timeout 3 --inject-hang $((np - 1)) --format csv --out hang.h5 >hang.csv 2>hang.err
+    rc=$?
+    [ $rc -ne 0 ] || fail "a hung run exited 0"
+    grep -q "point allreduce ring 2KiB timed out after 3 s; ranks that did not arrive: $((np - 1))" hang.err ||
+        { cat hang.err; fail "no message naming the point and the rank"; }
+    "$READER" hang.h5 --points 2 --status failed --has-status timeout || fail "hang.h5"
+    ;;
+
+  *) fail "unknown case" ;;
+esac
+echo "PASS ($case_name, $np ranks)"
