@@ -155,10 +155,7 @@ void walk_schedule(const Schedule& s, const std::vector<MatchedTransfer>& transf
   auto finish_transfer = [&](std::uint32_t t) {
     visitor.transfer(t);
     for (int rank : {transfers[t].send.rank, transfers[t].recv.rank})
-      if (--pending[rank] == 0) {
-        visitor.round_ended(rank, current[rank]);
-        if (++current[rank] < s.ranks[rank].rounds.size()) ready.push_back(rank);
-      }
+      if (--pending[rank] == 0 && ++current[rank] < s.ranks[rank].rounds.size()) ready.push_back(rank);
   };
 
   while (!ready.empty()) {
@@ -170,10 +167,7 @@ void walk_schedule(const Schedule& s, const std::vector<MatchedTransfer>& transf
     pending[rank] = first[g + 1] - first[g] + 1;  // +1 holds the round open while its transfers are posted
     for (std::uint32_t k = first[g]; k < first[g + 1]; ++k)
       if (++sides[members[k]] == 2) finish_transfer(members[k]);
-    if (--pending[rank] == 0) {
-      visitor.round_ended(rank, round);
-      if (++current[rank] < s.ranks[rank].rounds.size()) ready.push_back(rank);
-    }
+    if (--pending[rank] == 0 && ++current[rank] < s.ranks[rank].rounds.size()) ready.push_back(rank);
   }
 
   std::string stuck;

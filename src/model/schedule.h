@@ -113,14 +113,13 @@ class RoundIndex {
 // starts when its previous round has ended; a transfer proceeds once the rounds of its Send and of
 // its receive have both started (no message is buffered before its receive is posted, so a
 // schedule that would need such buffering deadlocks here as it may under MPI); a round ends when
-// all its transfers are done. The visitor is called at each of these events.
+// all its transfers are done. The visitor is called as rounds start and transfers proceed.
 class ScheduleVisitor {
  public:
   virtual ~ScheduleVisitor() = default;
   virtual void round_started(int rank, std::uint32_t round) = 0;
   // transfers[index] proceeds: the rounds of its two ends have started and not ended.
   virtual void transfer(std::size_t index) = 0;
-  virtual void round_ended(int /*rank*/, std::uint32_t /*round*/) {}
 };
 
 // `transfers` comes from match_transfers(schedule). Throws Error when ranks are left waiting on
