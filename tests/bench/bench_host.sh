@@ -55,7 +55,7 @@ for p in $pieces; do
 done
 printf "%10s" size; for p in $pieces; do printf " %9s" "$p"; done; echo
 for s in $(rows ring | awk '{ print $1 }'); do
-  printf "%6.0f MiB" "$(echo "$s / 1048576" | bc -l)"
+  printf "%6.0f MiB" "$(awk -v s="$s" 'BEGIN { print s / 1048576 }')"
   for p in $pieces; do printf " %9.2f" "${bw[$p,$s]}"; done; echo
 done
 
@@ -73,6 +73,6 @@ for alg in 0 1 2 3 4 5 6; do
 done
 printf "%10s" size; for alg in 0 1 2 3 4 5 6; do printf " %18s" "${names[$alg]}"; done; echo
 for s in $(rows mpi | awk '{ print $1 }'); do
-  printf "%6.0f MiB" "$(echo "$s / 1048576" | bc -l)"
+  printf "%6.0f MiB" "$(awk -v s="$s" 'BEGIN { print s / 1048576 }')"
   for alg in 0 1 2 3 4 5 6; do printf " %18.2f" "${mbw[$alg,$s]}"; done; echo
 done
