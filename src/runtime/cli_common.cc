@@ -96,8 +96,16 @@ bool CommandLine::parse(int argc, char** argv) {
     }
     po::notify(vm_);
   } catch (const po::too_many_positional_options_error&) {
-    throw Error("unexpected argument; commsim " + command_ + " takes options only (see commsim " + command_ +
-                " --help)");
+    // Name the stray word: parse again, keeping what matches no option.
+    std::string stray;
+    try {
+      auto parsed = po::command_line_parser(argc, argv).options(options_).allow_unregistered().run();
+      auto rest = po::collect_unrecognized(parsed.options, po::include_positional);
+      if (!rest.empty()) stray = " '" + rest.front() + "'";
+    } catch (const po::error&) {
+    }
+    throw Error("unexpected argument" + stray + "; commsim " + command_ + " takes options only (see commsim " +
+                command_ + " --help)");
   } catch (const po::error& e) {
     throw Error(std::string(e.what()) + " (see commsim " + command_ + " --help)");
   }

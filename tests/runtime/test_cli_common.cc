@@ -125,8 +125,8 @@ TEST(CliCommon, CommandLineParsesAndReportsErrors) {
     SweepOptions s;
     OutputOptions o;
     CommandLine cli = make(s, o);
-    const char* argv[] = {"predict", "stray"};
-    EXPECT_NE(error_of([&] { cli.parse(2, const_cast<char**>(argv)); }).find("unexpected argument"),
+    const char* argv[] = {"predict", "--nodes", "2", "stray"};
+    EXPECT_NE(error_of([&] { cli.parse(4, const_cast<char**>(argv)); }).find("unexpected argument 'stray'"),
               std::string::npos);
   }
   {
