@@ -13,6 +13,13 @@ fail() { echo "FAIL ($case_name, $np ranks): $*" >&2; exit 1; }
 mpirun_commsim() { "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "$@"; }
 # Data lines of a CSV (the header is the first line).
 csv_points() { tail -n +2 "$1" | grep -c . ; }
+# The commsim processes under a launcher (its children with Open MPI, grandchildren with MPICH's hydra).
+rank_pids() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    if [ "$(cat /proc/$p/comm 2>/dev/null)" = commsim ]; then echo "$p"; else rank_pids "$p"; fi
+  done
+}
 # Points stored in a results file.
 points_in() { "$READER" "$1" | sed -n 's/.*: \([0-9]*\) points in .*/\1/p'; }
 
@@ -59,7 +66,7 @@ case "$case_name" in
         sleep 0.1
       done
       [ "${started:-0}" -ge 6 ] || { cat "first-$target.err"; fail "the sweep did not get to its 6th point"; }
-      if [ $target = mpiexec ]; then kill -TERM $pid; else kill -TERM $(pgrep -P $pid); fi
+      if [ $target = mpiexec ]; then kill -TERM $pid; else kill -TERM $(rank_pids $pid); fi
       wait $pid
       rc=$?
       [ $rc -ne 0 ] || fail "$target: an interrupted run exited 0"
