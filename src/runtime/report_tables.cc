@@ -403,7 +403,10 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
     out << "collective,backend,nodes,ranks,a,b,predicted_bytes,measured_bytes\n";
     auto join = [](const std::vector<double>& v) {
       std::string s;
-      for (double b : v) s += (s.empty() ? "" : ";") + json_number(b);
+      for (double b : v) {
+        if (!s.empty()) s += ';';
+        s += json_number(b);
+      }
       return s;
     };
     for (const auto& c : r.crossovers)

@@ -209,8 +209,12 @@ void check_nccl(const Options& o) {
         const auto [in_n, out_n] = NcclBaselines::buffer_counts(c, count, g_size);
         const std::string forced = NcclBaselines::setting_for(r).describe();
         std::string what = std::string(to_string(c)) + " " + std::string(to_string(a));
-        if (p != Protocol::None) what += "/" + std::string(to_string(p));
-        what += " count=" + std::to_string(count);
+        if (p != Protocol::None) {
+          what += '/';
+          what += to_string(p);
+        }
+        what += " count=";
+        what += std::to_string(count);
         const double t0 = now_s();
         void *in = nullptr, *out = nullptr;
         CUDA_CHECK(cudaMalloc(&in, std::max<std::uint64_t>(1, in_n) * 4));
