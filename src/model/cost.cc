@@ -9,15 +9,22 @@
 // its messages cross: a step where some messages cross the network pays the network latency, a
 // step where only some do costs max(intra-node step, network step).
 //
-// Network bandwidth of one rank: algorithms that send each message as one flow (recursive
-// doubling/halving, Rabenseifner, Bruck, binomial, pairwise, direct, sendrecv) get
-//   bw_flow(f)    = min(nic_bw, node_bw / f)     f = flows leaving the node at once,
+// Network bandwidth of one message: every hand-written algorithm sends a message as one flow, as
+// its schedule does (model/price.h), so a message crossing the network gets
+//   bw_flow(f) = min(nic_bw, node_bw / f)     f = flows leaving the node at once
 // (a NIC serves one flow at nic_bw; the node's NICs, node_bw = nics * nic_bw / oversubscription,
-// are shared). NCCL-style algorithms (ring, tree, the pipelined chains, the inter-node phase of
-// hierarchical) spread a rank's traffic over all NICs of the node, one channel per NIC:
-//   bw_striped(f) = min(intra_bw, node_bw / f)   f = ranks of the node sending at once.
-// A ring laid out to cross each node boundary once has f = 1, so its bottleneck bandwidth is
-// min(intra_bw, node_bw).
+// are shared). A hand-written ring that crosses each node boundary once therefore gets one NIC;
+// hierarchical runs G rings across the nodes at once (one per local index) and so uses G NICs.
+// Only NCCL's model (NcclRing / NcclTree / Nccl) keeps NCCL's multi-channel assumption: a ring's
+// traffic is spread over all NICs of a node, min(intra_bw, node_bw).
+//
+// Optional terms (configs/topologies/README.md), off unless the topology sets them:
+//  - intra_node.node_bandwidth: the f ranks of a node moving m bytes each inside it at once get
+//    min(intra_bw, node_bandwidth / f) each; f is known per step of every algorithm;
+//  - eager_limit / rendezvous_latency (per tier): a message above the limit pays the rendezvous
+//    latency instead of the tier's latency;
+//  - message_overhead (per tier): a round that posts q messages at once (direct) pays
+//    (q - 1) * message_overhead on top.
 #include "model/cost.h"
 
 #include <algorithm>
@@ -67,15 +74,19 @@ struct Env {
   double a_n = 0;                                // network latency, s
   double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
   double g = 0;                                  // s per byte reduced
+  double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
+  double eager_i = INFINITY, rdv_i = 0, eager_n = INFINITY, rdv_n = 0;  // eager limits (B), rendezvous latencies (s)
+  double o_i = 0, o_n = 0;                       // message_overhead per tier, s
 
   // Precomputed for the common flow counts (only when nodes > 1).
-  double b_flow_1 = 0, b_flow_G = 0, b_striped_1 = 0, b_striped_G = 0;
+  double b_flow_1 = 0, b_flow_G = 0;
 
   double b_flow(double f) const { return 1.0 / std::min(nic_bw, node_bw / f); }
-  double b_striped(double f) const { return 1.0 / std::min(intra_bw, node_bw / f); }
-  // The tier of a ring that crosses each node boundary once.
-  double ring_a() const { return N == 1 ? a_i : a_n; }
-  double ring_b() const { return N == 1 ? b_i : b_striped_1; }
+  // Intra-node s/B when f ranks of the node move data inside it at once.
+  double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f / node_intra_bw) : b_i; }
+  // Latency of one message of m bytes on each tier.
+  double lat_i(double m) const { return m > eager_i ? rdv_i : a_i; }
+  double lat_n(double m) const { return m > eager_n ? rdv_n : a_n; }
 };
 
 Env make_env(const Topology& t, int nodes, int ranks_per_node) {
@@ -90,21 +101,35 @@ Env make_env(const Topology& t, int nodes, int ranks_per_node) {
   e.nic_bw = t.network.nic_bw_Bps;
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
   e.g = 1.0 / t.reduce_bw_Bps;
+  e.node_intra_bw = t.intra.node_bw_Bps;
+  if (t.intra.msg.eager_limit_bytes > 0) {
+    e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
+    e.rdv_i = t.intra.msg.rendezvous_latency_s;
+  }
+  if (t.network.msg.eager_limit_bytes > 0) {
+    e.eager_n = static_cast<double>(t.network.msg.eager_limit_bytes);
+    e.rdv_n = t.network.msg.rendezvous_latency_s;
+  }
+  e.o_i = t.intra.msg.message_overhead_s;
+  e.o_n = t.network.msg.message_overhead_s;
   if (e.N > 1) {
     const double G = static_cast<double>(e.G);
     e.b_flow_1 = e.b_flow(1);
     e.b_flow_G = e.b_flow(G);
-    e.b_striped_1 = e.b_striped(1);
-    e.b_striped_G = e.b_striped(G);
   }
   return e;
 }
 
+// A step inside a node: m bytes per rank, f ranks of the node moving data at once.
+Parts intra(const Env& e, double m, double f) {
+  return {e.lat_i(m), m * e.b_in(f), 0};
+}
+// All ranks of the node active (G of them; p on one node).
 Parts intra(const Env& e, double m) {
-  return {e.a_i, m * e.b_i, 0};
+  return intra(e, m, static_cast<double>(e.G));
 }
 Parts net(const Env& e, double m, double b) {
-  return {e.a_n, m * b, 0};
+  return {e.lat_n(m), m * b, 0};
 }
 
 // One step of a recursive-doubling-like pattern: rank r exchanges with r XOR d (binomial trees
@@ -127,9 +152,15 @@ Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_a
 Parts xor_all(const Env& e, long long d, double m, double m_reduced) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)));
 }
-// Binomial tree step: senders are 2d apart, so at most one per node crosses.
+// Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
+// G / (2d) of a node's ranks send inside it.
 Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
-  return xor_step(e, d, m, m_reduced, 1, 1);
+  Parts s = xor_step(e, d, m, m_reduced, 1, 1);
+  if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
+    const long long span = e.N == 1 ? e.p : e.G;
+    s.bw = m * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
+  }
+  return s;
 }
 
 // One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
@@ -147,12 +178,17 @@ Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
   s.red = m_reduced * e.g;
   return s;
 }
-// Sum of shift_step(d) over d = 1..p-1 (pairwise exchange), without a loop over p: when nodes > 1,
-// the distances 1..G-1 occur twice each (d and p - d), the other p - 1 - 2(G-1) steps all cross.
+// Pairwise exchange, steps d = 1..p-1, with the schedule's partners: rank ^ d when p is a power of
+// two (with block placement and G a power of two, steps d < G stay inside the node and the other
+// p - G all cross, G flows per node), rank + d otherwise: the sum of shift_step(d), without a loop
+// over p: the distances 1..G-1 occur twice each (d and p - d), the other p - 1 - 2(G-1) steps all
+// cross.
 Parts shift_all_distances(const Env& e, double m, double m_reduced) {
   Parts t;
   if (e.N == 1) {
     t = static_cast<double>(e.p - 1) * intra(e, m);
+  } else if ((e.p & (e.p - 1)) == 0) {
+    t = static_cast<double>(e.G - 1) * intra(e, m) + static_cast<double>(e.p - e.G) * net(e, m, e.b_flow_G);
   } else {
     t = static_cast<double>(e.p - 1 - 2 * (e.G - 1)) * net(e, m, e.b_flow_G);
     for (long long dist = 1; dist < e.G; ++dist)
@@ -168,11 +204,14 @@ Parts shift_all_distances(const Env& e, double m, double m_reduced) {
 // a + (p-1) block b (+ (p-1) block g when the blocks are reduced).
 Parts direct(const Env& e, double block, bool reduced) {
   Parts in, out;
-  if (e.G > 1) in = {e.a_i, static_cast<double>(e.G - 1) * block * e.b_i, 0};
+  const double posted_before = static_cast<double>(e.p - 2);  // messages a rank posts before its last
+  if (e.G > 1)
+    in = {e.lat_i(block) + posted_before * e.o_i,
+          static_cast<double>(e.G - 1) * block * e.b_in(static_cast<double>(e.G)), 0};
   if (e.N > 1) {
     double outside = static_cast<double>(e.p - e.G);
     double rate = std::min(e.node_bw / static_cast<double>(e.G), outside * e.nic_bw);
-    out = {e.a_n, outside * block / rate, 0};
+    out = {e.lat_n(block) + posted_before * e.o_n, outside * block / rate, 0};
   }
   Parts t = slower(in, out);
   if (reduced) t.red = static_cast<double>(e.p - 1) * block * e.g;
@@ -180,14 +219,20 @@ Parts direct(const Env& e, double block, bool reduced) {
 }
 
 // ---- pipelines --------------------------------------------------------------------------------
-// A pipelined algorithm moves k chunks through S_i intra-node stages and S_n network stages: the
-// first chunk takes every stage once, each further chunk adds one step of the slowest stage:
-//   T(k) = S_i t_i + S_n t_n + (k - 1) max(t_i, t_n),   t_X = a_X + (n/k)(b_X + g_X).
-// Up to two phases (tree allreduce: reduce, then broadcast). k is chosen to minimise T over the
-// integers in [1, max(1, n / 4 KiB)]; T is convex in k, so its integer minimum sits next to a
-// stationary point of one branch of the max or next to the kink where t_i = t_n.
+// A pipelined algorithm moves k chunks (x = n/k bytes each) through S_i intra-node and S_n network
+// stages per phase (fill: the first chunk takes every stage once), then k - 1 steady-state steps
+// of the slowest tier:
+//   T(k) = sum over phases of (S_i t_i + S_n t_n) + (k - 1) max(s_i, s_n),
+//   t_X = a_X + x (b_X + g_X) (fill), s_X = a_X + x (B_X + g'_X) (steady state, which may move more
+//   than one chunk per step: the double tree's allreduce overlaps reduction and broadcast).
+// k is chosen to minimise T over the integers in [1, max(1, n / 4 KiB)]; T is convex in k, so its
+// integer minimum sits next to a stationary point of one branch of the max or next to the kink
+// where s_i = s_n.
 struct Stage {
   double a = 0, b = 0, g = 0;  // s; s/B moved; s/B reduced
+  double limit = INFINITY, a_big = 0;  // a message above `limit` bytes pays a_big instead of a
+  double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
+  double at(double x) const { return x * msg > limit ? a_big : a; }
 };
 struct Phase {
   long long S_i = 0, S_n = 0;
@@ -196,64 +241,68 @@ struct Phase {
 struct Pipe {
   Phase ph[2];
   int nph = 1;
+  Stage ss_i, ss_n;  // steady-state step per tier
+  bool has_i = false, has_n = false;
 };
 
 constexpr double kMinChunkBytes = 4096;
+
+Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f) {
+  return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, e.rdv_i, msg};
+}
+Stage net_stage(const Env& e, double b, double g, double msg) {
+  return {e.a_n, b, g, e.eager_n, e.rdv_n, msg};
+}
 
 Parts pipe_time(const Pipe& P, double n, double k) {
   Parts t;
   double x = n / k;
   for (int i = 0; i < P.nph; ++i) {
     const Phase& ph = P.ph[i];
-    Parts pi{ph.si.a, x * ph.si.b, x * ph.si.g}, pn{ph.sn.a, x * ph.sn.b, x * ph.sn.g};
-    t += static_cast<double>(ph.S_i) * pi;
-    t += static_cast<double>(ph.S_n) * pn;
-    if (ph.S_i == 0 && ph.S_n == 0) continue;
-    Parts slowest = ph.S_i == 0 ? pn : ph.S_n == 0 ? pi : slower(pi, pn);
-    t += (k - 1) * slowest;
+    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), x * ph.si.b, x * ph.si.g};
+    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), x * ph.sn.b, x * ph.sn.g};
   }
+  Parts pi{P.ss_i.at(x), x * P.ss_i.b, x * P.ss_i.g}, pn{P.ss_n.at(x), x * P.ss_n.b, x * P.ss_n.g};
+  if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
   return t;
 }
 
 int best_chunks(const Pipe& P, double n) {
   const double kmax = std::max(1.0, std::min(std::floor(n / kMinChunkBytes), static_cast<double>(1 << 30)));
-  if (kmax <= 1) return 1;
-  // Real-valued candidates: stationary points of T with stage X (i or n) the slowest wherever it
-  // exists, and the kink t_i = t_n (the same in every phase: both stages of a phase reduce the
-  // same bytes). The integer minimum is the floor or ceiling of one of them.
+  if (kmax <= 1 || !(P.has_i || P.has_n)) return 1;
+  // Real-valued candidates: the stationary point of T with steady stage X the slowest
+  // (k = sqrt(n * (fill bytes coefficient - steady X's) / a_X)), and the kink s_i = s_n.
+  double fill = 0;
+  for (int i = 0; i < P.nph; ++i)
+    fill += static_cast<double>(P.ph[i].S_i) * (P.ph[i].si.b + P.ph[i].si.g) +
+            static_cast<double>(P.ph[i].S_n) * (P.ph[i].sn.b + P.ph[i].sn.g);
   double real[3];
   int nr = 0;
   for (int X = 0; X < 2; ++X) {
-    double coef_k = 0, coef_inv = 0;
-    bool used = false;
-    for (int i = 0; i < P.nph; ++i) {
-      const Phase& ph = P.ph[i];
-      if (ph.S_i == 0 && ph.S_n == 0) continue;
-      bool pick_n = ph.S_i == 0 || (X == 1 && ph.S_n > 0);
-      used |= (X == 1) == pick_n;
-      const Stage& s = pick_n ? ph.sn : ph.si;
-      coef_k += s.a;
-      coef_inv += static_cast<double>(ph.S_i) * (ph.si.b + ph.si.g) +
-                  static_cast<double>(ph.S_n) * (ph.sn.b + ph.sn.g) - (s.b + s.g);
-    }
-    if (!used) continue;
-    real[nr++] = coef_k > 0 ? std::sqrt(std::max(0.0, coef_inv * n) / coef_k) : kmax;
+    if (!(X == 0 ? P.has_i : P.has_n)) continue;
+    const Stage& s = X == 0 ? P.ss_i : P.ss_n;
+    double coef_inv = fill - (s.b + s.g);
+    real[nr++] = s.a > 0 ? std::sqrt(std::max(0.0, coef_inv * n) / s.a) : kmax;
   }
-  const Phase& ph = P.ph[0];
-  if (ph.S_i > 0 && ph.S_n > 0) {
-    double db = (ph.si.b + ph.si.g) - (ph.sn.b + ph.sn.g), da = ph.sn.a - ph.si.a;
+  if (P.has_i && P.has_n) {
+    double db = (P.ss_i.b + P.ss_i.g) - (P.ss_n.b + P.ss_n.g), da = P.ss_n.a - P.ss_i.a;
     if (db != 0 && da / db > 0) real[nr++] = n / (da / db);
   }
-  double cand[6];
+  double cand[8];
   int nc = 0;
+  auto add = [&](double k) {
+    k = std::isfinite(k) ? std::min(kmax, std::max(1.0, k)) : kmax;
+    for (int j = 0; j < nc; ++j)
+      if (cand[j] == k) return;
+    cand[nc++] = k;
+  };
   for (int i = 0; i < nr; ++i) {
-    for (double k : {std::floor(real[i]), std::ceil(real[i])}) {
-      k = std::isfinite(k) ? std::min(kmax, std::max(1.0, k)) : kmax;
-      bool seen = false;
-      for (int j = 0; j < nc; ++j) seen |= cand[j] == k;
-      if (!seen) cand[nc++] = k;
-    }
+    add(std::floor(real[i]));
+    add(std::ceil(real[i]));
   }
+  // With an eager limit, the smallest k whose messages stay eager.
+  const Stage& s0 = P.has_i ? P.ss_i : P.ss_n;
+  if (std::isfinite(s0.limit) && s0.limit > 0) add(std::ceil(n * s0.msg / s0.limit));
   double best_k = 1, best_t = INFINITY;
   for (int i = 0; i < nc; ++i) {
     double t = pipe_time(P, n, cand[i]).total();
@@ -269,33 +318,44 @@ Parts run_pipe(const Pipe& P, double n) {
   return pipe_time(P, n, best_chunks(P, n));
 }
 
-// Double binary tree (Sanders, Speck & Traeff 2009; NCCL): two trees, each carrying half of the
-// data in k chunks of n/(2k); every rank is an internal node (two children) of one tree and a leaf
-// of the other, so in one pipeline step a rank receives two half-chunks (n/k bytes) and sends two
-// (one up as an internal node, one up as a leaf), and reduces n/k bytes. The trees are built from
-// a tree of depth ceil(lg G) inside each node and a tree of depth ceil(lg nodes) across nodes
-// (one tier: depth ceil(lg p)). Reduce phase stages reduce, broadcast phase stages do not:
-//   allreduce, one tier:  T = 2(h + k - 1)(a + (n/k) b) + (h + k - 1)(n/k) g,   h = ceil(lg p)
-//   broadcast, one tier:  T = (h + k - 1)(a + (n/k) b)
-//   reduce, one tier:     T = (h + k - 1)(a + (n/k)(b + g))
-// The network stages use bw_striped(1) (NCCL runs one tree per NIC).
-Phase tree_phase(const Env& e, bool reduces) {
-  Phase ph;
-  ph.S_i = ceil_lg(e.G);
-  ph.S_n = ceil_lg(e.N);
-  ph.si = {e.a_i, e.b_i, reduces ? e.g : 0};
-  if (e.N > 1) ph.sn = {e.a_n, e.b_striped_1, reduces ? e.g : 0};
-  return ph;
-}
+// Double binary tree (Sanders, Speck & Traeff 2009; NCCL), as src/collectives/tree.cc builds it:
+// two trees, each carrying half of the data in k chunks (a pipeline chunk is a pair of
+// half-chunks, n/k bytes); every rank is interior (two children) in one tree and a leaf in the
+// other. Heights: H = ceil(lg p) (the taller tree); for broadcast/reduce with p a power of two
+// (p > 2) tree B is one deeper, H = ceil(lg p) + 1. Per step:
+//  - broadcast: a rank receives a half-chunk in each tree and sends two in the tree where it is
+//    interior: n/k bytes each way; k + H - 1 steps:  T = (k + H - 1)(a + (n/k) b);
+//  - reduce: the mirror, combining n/k bytes per step: T = (k + H - 1)(a + (n/k)(b + g));
+//  - allreduce: reduction and broadcast overlap (chunk c goes down while later chunks go up), so
+//    a rank in the steady state moves four half-chunks each way (2n/k) and combines n/k; the
+//    pipeline fills for H steps going up and H going down (n/k each), then k - 1 steady steps:
+//      T = (k + 2H - 1) a + 2(k + H - 1)(n/k) b + (k + H - 1)(n/k) g.
+//    With p = 2 each tree's interior rank has one child: every step moves n/(2k) half-chunks
+//    in each tree, n/k each way in the steady state and n/(2k) while filling.
+// Across nodes the H levels are ceil(lg G) inside each node and ceil(lg nodes) across; one
+// message is one flow (bw_flow(1)).
 Pipe tree_pipe(const Env& e, Collective c) {
   Pipe P;
+  const bool pow2 = (e.p & (e.p - 1)) == 0;
+  long long S_i = ceil_lg(e.G), S_n = ceil_lg(e.N);
+  if (c != Collective::AllReduce && pow2 && e.p > 2) (e.G > 1 ? S_i : S_n) += 1;
+  const double b_n = e.N > 1 ? e.b_flow_1 : 0;
+  const double fG = static_cast<double>(e.G);
   if (c == Collective::AllReduce) {
+    const double fill = e.p == 2 ? 0.5 : 1, steady = e.p == 2 ? 1 : 2;
     P.nph = 2;
-    P.ph[0] = tree_phase(e, true);
-    P.ph[1] = tree_phase(e, false);
+    P.ph[0] = {S_i, S_n, intra_stage(e, fill, e.g * fill, 0.5, fG), net_stage(e, fill * b_n, e.g * fill, 0.5)};
+    P.ph[1] = {S_i, S_n, intra_stage(e, fill, 0, 0.5, fG), net_stage(e, fill * b_n, 0, 0.5)};
+    P.ss_i = intra_stage(e, steady, e.g * steady / 2, 0.5, fG);
+    P.ss_n = net_stage(e, steady * b_n, e.g * steady / 2, 0.5);
   } else {
-    P.ph[0] = tree_phase(e, c == Collective::Reduce);
+    const double g = c == Collective::Reduce ? e.g : 0;
+    P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_n, g, 0.5)};
+    P.ss_i = P.ph[0].si;
+    P.ss_n = P.ph[0].sn;
   }
+  P.has_i = e.G > 1;
+  P.has_n = e.N > 1;
   return P;
 }
 
@@ -306,27 +366,32 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   Pipe P;
   P.ph[0].S_i = e.p - e.N;
   P.ph[0].S_n = e.N - 1;
-  P.ph[0].si = {e.a_i, e.b_i, reduces ? e.g : 0};
-  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped_1, reduces ? e.g : 0};
+  P.ph[0].si = intra_stage(e, 1, reduces ? e.g : 0, 1, static_cast<double>(e.G));
+  if (e.N > 1) P.ph[0].sn = net_stage(e, e.b_flow_1, reduces ? e.g : 0, 1);
+  P.ss_i = P.ph[0].si;
+  P.ss_n = P.ph[0].sn;
+  P.has_i = P.ph[0].S_i > 0;
+  P.has_n = P.ph[0].S_n > 0;
   return P;
-}
-// The inter-node chain of hierarchical broadcast/reduce: nodes - 1 network hops, G chains (one per
-// local index) at once, each carrying n / G.
-Pipe hier_chain_pipe(const Env& e, bool reduces) {
-  Pipe P;
-  P.ph[0].S_n = e.N - 1;
-  if (e.N > 1) P.ph[0].sn = {e.a_n, e.b_striped_G, reduces ? e.g : 0};
-  return P;
-}
-double hier_chain_bytes(const Env& e, double n) {
-  return n / static_cast<double>(e.G);
 }
 
 // ---- the algorithms --------------------------------------------------------------------------
 
-// Ring over all p ranks: `steps` steps, each moving `per_step` bytes and reducing `reduced` bytes.
-Parts ring(const Env& e, double steps, double per_step_bytes_total, double reduced_total) {
-  return {steps * e.ring_a(), per_step_bytes_total * e.ring_b(), reduced_total * e.g};
+// Ring over all p ranks: `steps` steps moving `bytes_total` and reducing `reduced_total` bytes in
+// all. Across nodes the ring crosses each node boundary once: per step one flow leaves each node
+// (bw_flow(1)) while its other G - 1 ranks send inside it; every step waits for the slower.
+Parts ring(const Env& e, double steps, double bytes_total, double reduced_total) {
+  const double m = bytes_total / steps;
+  Parts step;
+  if (e.N == 1)
+    step = intra(e, m);
+  else if (e.G == 1)
+    step = net(e, m, e.b_flow_1);
+  else
+    step = slower(intra(e, m, static_cast<double>(e.G - 1)), net(e, m, e.b_flow_1));
+  Parts t = steps * step;
+  t.red = reduced_total * e.g;
+  return t;
 }
 
 // allreduce ring: 2(p-1)a + 2n(p-1)/p b + n(p-1)/p g.
@@ -381,17 +446,20 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
 }
 
 // Hierarchical allreduce: intra-node ring reduce-scatter (G ranks, n), inter-node ring allreduce
-// among the ranks with the same local index (nodes ranks, n/G each, all G at once:
-// bw_striped(G)), intra-node ring allgather:
+// among the ranks with the same local index (nodes ranks, n/G each, G rings at once, one flow per
+// ring: bw_flow(G)), intra-node ring allgather:
 //   2(G-1) a_i + 2n(G-1)/G b_i + n(G-1)/G g
-//   + 2(N-1) a_n + 2(n/G)(N-1)/N b_striped(G) + (n/G)(N-1)/N g.
+//   + 2(N-1) (a_n + (n/(GN)) / bw_flow(G)) + (n/G)(N-1)/N g.
 // One tier: equals ring.
 Parts allreduce_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
-  Parts t{2 * (G - 1) * e.a_i, 2 * n * (G - 1) / G * e.b_i, n * (G - 1) / G * e.g};
+  Parts t;
+  if (e.G > 1) t = 2 * (G - 1) * intra(e, n / G);
+  t.red = n * (G - 1) / G * e.g;
   if (e.N > 1) {
     double chunk = n / G;
-    t += Parts{2 * (N - 1) * e.a_n, 2 * chunk * (N - 1) / N * e.b_striped_G, chunk * (N - 1) / N * e.g};
+    t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G);
+    t.red += chunk * (N - 1) / N * e.g;
   }
   return t;
 }
@@ -436,13 +504,14 @@ Parts allgather_bruck(const Env& e, double n) {
 }
 
 // Hierarchical allgather: inter-node ring allgather among the ranks with the same local index
-// (each ends with the N blocks of its index, G rings at once: bw_striped(G)), then intra-node ring
-// allgather of those n/G bytes per rank:
-//   (N-1) a_n + n(N-1)/p b_striped(G) + (G-1) a_i + n(G-1)/G b_i.   One tier: equals ring.
+// (each ends with the N blocks of its index; G rings at once, one flow each: bw_flow(G)), then
+// intra-node ring allgather of those n/G bytes per rank:
+//   (N-1)(a_n + (n/p) / bw_flow(G)) + (G-1)(a_i + (n/G) b_i).   One tier: equals ring.
 Parts allgather_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
-  Parts t{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, 0};
-  if (e.N > 1) t += Parts{(N - 1) * e.a_n, n * (N - 1) / p * e.b_striped_G, 0};
+  Parts t;
+  if (e.G > 1) t = (G - 1) * intra(e, n / G);
+  if (e.N > 1) t += (N - 1) * net(e, n / p, e.b_flow_G);
   return t;
 }
 
@@ -493,18 +562,6 @@ Parts scatter_binomial(const Env& e, double n) {
   }
   return t;
 }
-// Binomial gather to rank 0, the mirror image (distance 1 first).
-Parts gather_binomial(const Env& e, double n) {
-  int K = ceil_lg(e.p);
-  double block = n / static_cast<double>(e.p);
-  Parts t;
-  for (int s = 0; s < K; ++s) {
-    long long d = 1LL << s;
-    t += xor_tree(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0);
-  }
-  return t;
-}
-
 // broadcast recursive doubling (van de Geijn): binomial scatter + recursive-doubling allgather:
 // 2 lg p a + 2n(p-1)/p b for p = 2^k; otherwise scatter + the folded allgather above.
 Parts broadcast_rd(const Env& e, double n) {
@@ -519,45 +576,62 @@ Parts reduce_binomial(const Env& e, double n) {
   return t;
 }
 
-// reduce Rabenseifner = reduce-scatter (recursive halving) + binomial gather:
-// 2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k; otherwise the folded reduce-scatter above plus
-// the gather (ceil(lg p) a + n(p-1)/p b).
+// reduce Rabenseifner (as the schedule: ranks counted from the root): fold-in of the r extra
+// ranks (a + n(b + g)), reduce-scatter by recursive halving among the p' = 2^m core ranks with
+// distances halving (n/2, n/4, ...: m a + n(p'-1)/p' (b + g)), binomial gather of the p' chunks to
+// the root among the p' (step s sends 2^s chunks of n/p' at distance 2^s: m a + n(p'-1)/p' b):
+//   2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k;
+//   (2m + 1) a + (1 + 2(p'-1)/p') n b + (1 + (p'-1)/p') n g otherwise.
 Parts reduce_rabenseifner(const Env& e, double n) {
-  return reducescatter_rh(e, n) + gather_binomial(e, n);
-}
-
-// Intra-node binomial scatter/gather on one node of G ranks (n bytes in G blocks).
-Parts node_binomial(const Env& e, double n) {
-  int K = ceil_lg(e.G);
-  double block = n / static_cast<double>(e.G);
+  int m = floor_lg(e.p);
+  long long p2 = 1LL << m, r = e.p - p2;
   Parts t;
-  for (int s = 0; s < K; ++s) {
+  if (r > 0) t += xor_all(e, 1, n, n);
+  double size = n;
+  for (int s = 0; s < m; ++s) {
+    size /= 2;
+    t += xor_all(e, p2 >> (s + 1), size, size);
+  }
+  const double chunk = n / static_cast<double>(p2);
+  for (int s = 0; s < m; ++s) {
     long long d = 1LL << s;
-    t += intra(e, static_cast<double>(std::min(d, e.G - d)) * block);
+    t += xor_tree(e, d, static_cast<double>(d) * chunk, 0);
   }
   return t;
 }
 
-// Hierarchical broadcast: binomial scatter of n over the root's node (ceil(lg G) a_i +
-// n(G-1)/G b_i), G pipelined chains across the nodes, one per local index, each carrying n/G
-// ((N - 1 + k - 1)(a_n + (n/(Gk)) b_striped(G))), then intra-node ring allgather ((G-1) a_i +
-// n(G-1)/G b_i). One node: the published scatter + ring allgather; one rank per node: ring.
-Parts broadcast_hier(const Env& e, double n) {
-  double G = static_cast<double>(e.G);
-  Parts t = node_binomial(e, n);
-  if (e.N > 1) t += run_pipe(hier_chain_pipe(e, false), hier_chain_bytes(e, n));
-  t += Parts{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, 0};
+// Binomial broadcast (reduced: reduce) of n bytes on one node of G ranks, all nodes at once:
+// ceil(lg G)(a_i + n b_i [+ n g]); in the step at distance d about G / (2d) ranks of a node send.
+Parts node_binomial_whole(const Env& e, double n, bool reduced) {
+  int K = ceil_lg(e.G);
+  Parts t;
+  for (int s = 0; s < K; ++s) {
+    long long d = 1LL << s;
+    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))));
+  }
+  if (reduced) t.red = static_cast<double>(K) * n * e.g;
   return t;
 }
 
-// Hierarchical reduce, the mirror: intra-node ring reduce-scatter ((G-1) a_i + n(G-1)/G (b_i + g)),
-// G pipelined chains toward the root's node, each reducing n/G ((N - 1 + k - 1)(a_n + (n/(Gk))
-// (b_striped(G) + g))), binomial gather on the root's node (ceil(lg G) a_i + n(G-1)/G b_i).
+// Hierarchical broadcast, as the schedule: binomial broadcast across the nodes among the ranks
+// with the root's local index (one flow per node: ceil(lg N)(a_n + n / bw_flow(1))), then binomial
+// broadcast inside every node from that rank (ceil(lg G)(a_i + n b_i)). One node: binomial; one
+// rank per node: binomial over the nodes.
+Parts broadcast_hier(const Env& e, double n) {
+  Parts t = node_binomial_whole(e, n, false);
+  if (e.N > 1) t += static_cast<double>(ceil_lg(e.N)) * net(e, n, e.b_flow_1);
+  return t;
+}
+
+// Hierarchical reduce, the reverse: binomial reduce inside every node (ceil(lg G)(a_i + n(b_i +
+// g))), then binomial reduce across the nodes (ceil(lg N)(a_n + n / bw_flow(1) + n g)).
 Parts reduce_hier(const Env& e, double n) {
-  double G = static_cast<double>(e.G);
-  Parts t{(G - 1) * e.a_i, n * (G - 1) / G * e.b_i, n * (G - 1) / G * e.g};
-  if (e.N > 1) t += run_pipe(hier_chain_pipe(e, true), hier_chain_bytes(e, n));
-  t += node_binomial(e, n);
+  Parts t = node_binomial_whole(e, n, true);
+  if (e.N > 1) {
+    const double K = static_cast<double>(ceil_lg(e.N));
+    t += K * net(e, n, e.b_flow_1);
+    t.red += K * n * e.g;
+  }
   return t;
 }
 
@@ -846,15 +920,6 @@ Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q) {
       if (bcast_or_reduce)
         return ceil_div(q.bytes, ring_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes));
       return 0;
-    case Algorithm::Hierarchical: {
-      if (!bcast_or_reduce) return 0;
-      check_query(topo, q);
-      Env e = make_env(topo, q.nodes, q.ranks_per_node);
-      if (e.N == 1) return 0;
-      double chain = hier_chain_bytes(e, static_cast<double>(q.bytes));
-      int k = best_chunks(hier_chain_pipe(e, q.collective == Collective::Reduce), chain);
-      return static_cast<Bytes>(std::ceil(chain / k));
-    }
     default: return 0;
   }
 }

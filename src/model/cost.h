@@ -47,9 +47,8 @@ int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
 // The same for the pipelined chain of Algorithm::Ring broadcast and reduce (1 for other collectives).
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
 // What to pass as ScheduleRequest::pipeline_chunk_bytes so that the schedule priced is the one the
-// closed form assumes: Tree and Ring broadcast/reduce ceil(bytes / k); Hierarchical broadcast/reduce
-// ceil(bytes / (ranks_per_node * k)) (the chain between nodes carries bytes / ranks_per_node);
-// 0 (not pipelined) for everything else.
+// closed form assumes: Tree and Ring broadcast/reduce ceil(bytes / k); 0 (not pipelined) for
+// everything else (Hierarchical broadcast/reduce are binomial trees, not pipelined).
 Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q);
 
 }  // namespace commsim

@@ -12,6 +12,13 @@
 // their rounds in step in every algorithm here, so equal round indices stand in for "at the same
 // time". Likewise the receives of a round that combine on arrival (RecvReduce) share the rank's
 // reduction rate: each one ends (bytes they all combine) * gamma after it arrives.
+//
+// Optional terms of the topology (all off by default): intra_node.node_bandwidth caps the bytes
+// that all ranks of a node move inside it in rounds of the same index (as the NICs above: a
+// transfer takes at least (node's intra bytes of the round) / node_bandwidth); a message longer
+// than a tier's eager_limit pays its rendezvous_latency instead of its latency; a round that posts
+// q sends delays each of its transfers by (q - 1) * message_overhead of the transfer's tier (the
+// CPU posts them one after another; the round ends with the last).
 #include "model/price.h"
 
 #include <algorithm>
@@ -26,6 +33,7 @@ namespace {
 // Bytes a round sends and receives inside the node, and combines on arrival.
 struct RoundLoad {
   double out_intra = 0, in_intra = 0, combined = 0;
+  double sends = 0;  // transfers the round posts
 };
 
 // Critical-path time, and the part of it spent in local copies.
@@ -62,7 +70,9 @@ class Pricer : public ScheduleVisitor {
         node_s_per_byte_(topo.network.present() ? per_byte(topo.network.node_bw_Bps()) : 0.0),
         rounds_(index_.size()),
         node_out_(pl.nnodes),
-        node_in_(pl.nnodes) {}
+        node_in_(pl.nnodes),
+        node_intra_s_per_byte_(per_byte(topo.intra.node_bw_Bps)),
+        node_intra_(topo.intra.node_bw_Bps > 0 ? pl.nnodes : 0) {}
 
   // Local ops run first in a round: copies at memory bandwidth, reductions at gamma.
   void local_op(const OpRef& at, const Op& op) {
@@ -88,7 +98,9 @@ class Pricer : public ScheduleVisitor {
       RoundLoad& ls = rounds_[index_(t.send.rank, t.send.round)].load;
       RoundLoad& lr = rounds_[index_(t.recv.rank, t.recv.round)].load;
       if (t.recv_kind == OpKind::RecvReduce) lr.combined += static_cast<double>(bytes);
+      ls.sends += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
+        if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], t.send.round, static_cast<double>(bytes));
         ls.out_intra += static_cast<double>(bytes);
         lr.in_intra += static_cast<double>(bytes);
         out_.intra_bytes += bytes;
@@ -138,12 +150,18 @@ class Pricer : public ScheduleVisitor {
 
  private:
   Seconds duration_s(const MatchedTransfer& t, const RoundLoad& ls, const RoundLoad& lr) const {
-    if (pl_.same_node(t.send.rank, t.recv.rank))
-      return topo_.intra.latency_s + std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
+    const double bytes = static_cast<double>(t.count * s_.elem_size);
+    const double posted_before = std::max(0.0, ls.sends - 1);
+    if (pl_.same_node(t.send.rank, t.recv.rank)) {
+      double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
+      if (!node_intra_.empty())
+        bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][t.send.round] * node_intra_s_per_byte_);
+      return topo_.intra.message_latency_s(bytes) + posted_before * topo_.intra.msg.message_overhead_s + bw_s;
+    }
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][t.send.round],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][t.recv.round]);
-    return topo_.network.latency_s +
-           std::max(static_cast<double>(t.count * s_.elem_size) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
+    return topo_.network.message_latency_s(bytes) + posted_before * topo_.network.msg.message_overhead_s +
+           std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 
   const Schedule& s_;
@@ -154,6 +172,8 @@ class Pricer : public ScheduleVisitor {
   const double copy_s_per_byte_, gamma_, intra_s_per_byte_, nic_s_per_byte_, node_s_per_byte_;
   std::vector<RoundState> rounds_;                       // [round]
   std::vector<std::vector<double>> node_out_, node_in_;  // [node][round index]: network bytes
+  const double node_intra_s_per_byte_;
+  std::vector<std::vector<double>> node_intra_;  // [node][round index]: intra-node bytes (only with node_bandwidth)
   PriceBreakdown out_;
 };
 

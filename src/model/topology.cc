@@ -235,6 +235,23 @@ void read_calibrated(const MapReader& c, CalibrationInfo& out) {
 
 constexpr std::initializer_list<const char*> kTransportNames = {"mpi", "ucx", "nccl", "ipc"};
 
+// The optional message-protocol fields of a tier (MessageCosts): eager_limit and
+// rendezvous_latency come together; message_overhead alone.
+void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& path, MessageCosts& out) {
+  auto limit = r.optional("eager_limit"), rdv = r.optional("rendezvous_latency");
+  if (limit.has_value() != rdv.has_value())
+    fail(ctx, (limit ? *limit : *rdv).Mark(), child_path(path, limit ? "rendezvous_latency" : "eager_limit"),
+         "eager_limit and rendezvous_latency go together (messages above the limit pay the rendezvous latency)");
+  if (limit) {
+    out.eager_limit_bytes = read_bytes(ctx, *limit, child_path(path, "eager_limit"));
+    if (out.eager_limit_bytes == 0)
+      fail(ctx, limit->Mark(), child_path(path, "eager_limit"), "must be more than 0 bytes (omit it for no switch)");
+    out.rendezvous_latency_s = read_time(ctx, *rdv, child_path(path, "rendezvous_latency"));
+  }
+  if (auto v = r.optional("message_overhead"))
+    out.message_overhead_s = read_time(ctx, *v, child_path(path, "message_overhead"));
+}
+
 // transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }
 // Every value is optional, but each map must set at least one.
 void read_transports(const MapReader& section, const Topology& t, std::vector<TransportOverride>& out) {
@@ -299,11 +316,16 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     t.memory_bw_Bps = read_bandwidth(ctx, dev.require("memory_bandwidth"), "device.memory_bandwidth");
   }
   {
-    MapReader intra(ctx, top.require("intra_node"), "intra_node", {"fabric", "bandwidth", "latency"});
+    MapReader intra(ctx, top.require("intra_node"), "intra_node",
+                    {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
+                     "message_overhead"});
     t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
     t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
                                     "intra_node.bandwidth");
     t.intra.latency_s = read_time(ctx, intra.require("latency", "per message, e.g. 2 us"), "intra_node.latency");
+    if (auto v = intra.optional("node_bandwidth"))
+      t.intra.node_bw_Bps = read_bandwidth(ctx, *v, "intra_node.node_bandwidth");
+    read_message_costs(ctx, intra, "intra_node", t.intra.msg);
   }
   if (t.gpu || top.has("host_link")) {
     MapReader host(ctx, top.require("host_link", "the GPU <-> host link, e.g. { bandwidth: 64 GB/s, latency: 1 us }"),
@@ -316,7 +338,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   {
     YAML::Node net_node = top.require("network", "use { kind: none } for a single-node topology");
     MapReader net(ctx, net_node, "network",
-                  {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription"});
+                  {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription", "eager_limit",
+                   "rendezvous_latency", "message_overhead"});
     YAML::Node kind_node = net.require("kind");
     t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
     if (auto f = net.optional("fabric"))
@@ -345,6 +368,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
           fail(ctx, os->Mark(), "network.oversubscription", "must be at least 1 (1 = non-blocking fabric)");
       }
       if (t.network.fabric_shape.empty()) t.network.fabric_shape = "fat-tree";
+      read_message_costs(ctx, net, "network", t.network.msg);
     }
   }
   if (auto red = top.optional("reduction")) {

@@ -11,11 +11,35 @@
 
 namespace commsim {
 
+// How a message library's protocol changes the cost of one message on a tier (all optional; the
+// defaults leave latency_s as the only per-message cost).
+//  - eager / rendezvous: messages of more than eager_limit_bytes pay rendezvous_latency_s (a
+//    handshake before the data moves) instead of the tier's latency (0 = no switch);
+//  - message_overhead_s: what each additional message a rank posts in the same round adds (the CPU
+//    posts them one after another), so posting q messages at once costs (q - 1) * message_overhead_s
+//    before the last one leaves.
+struct MessageCosts {
+  Bytes eager_limit_bytes = 0;       // 0: every message pays the tier's latency
+  Seconds rendezvous_latency_s = 0;  // used above eager_limit_bytes
+  Seconds message_overhead_s = 0;    // per additional message posted in one round
+  // The per-message latency of a message of `bytes` bytes, given the tier's (eager) latency.
+  Seconds latency_s(Seconds eager_latency_s, double bytes) const {
+    return eager_limit_bytes > 0 && bytes > static_cast<double>(eager_limit_bytes) ? rendezvous_latency_s
+                                                                                   : eager_latency_s;
+  }
+};
+
 // One link tier: the cost of a message that crosses it is latency_s + bytes / bw_Bps.
 struct Tier {
   std::string fabric;       // "nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge", "shared-memory", "infiniband", ...
   Seconds latency_s = 0;    // per message (per hop), s
   BytesPerSecond bw_Bps = 0;  // usable bandwidth per rank per direction, B/s
+  // Intra-node tier only: the aggregate bandwidth of all transfers inside one node at once (a
+  // CPU's memory system), 0 = unlimited. A transfer then gets min(bw_Bps, node_bw_Bps / f), f =
+  // transfers active on the node.
+  BytesPerSecond node_bw_Bps = 0;
+  MessageCosts msg{};
+  Seconds message_latency_s(double bytes) const { return msg.latency_s(latency_s, bytes); }
 };
 
 struct Network {
@@ -25,6 +49,8 @@ struct Network {
   BytesPerSecond nic_bw_Bps = 0;  // usable bandwidth of one NIC per direction, B/s
   Seconds latency_s = 0;     // end-to-end latency of one message between nodes, s
   double oversubscription = 1.0;  // >= 1; the fabric's bandwidth between nodes is divided by it
+  MessageCosts msg{};
+  Seconds message_latency_s(double bytes) const { return msg.latency_s(latency_s, bytes); }
   bool present() const { return nics_per_node > 0; }
   // Bandwidth out of one node into the network, B/s (all NICs, after oversubscription).
   BytesPerSecond node_bw_Bps() const { return nics_per_node * nic_bw_Bps / oversubscription; }

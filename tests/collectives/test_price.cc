@@ -15,6 +15,7 @@
 #include "model/cost.h"
 #include "model/error.h"
 #include "model/price.h"
+#include "model/topology.h"
 
 namespace commsim {
 namespace {
@@ -116,9 +117,10 @@ TEST(PriceEqualsClosedForm, RabenseifnerOnPowersOfTwo) {
 }
 
 // Not a power of two: the schedule folds onto p2 = 2^floor(lg p) ranks, as MPICH does, and its cost
-// is exactly that of the fold plus the power-of-two algorithm on p2 ranks. The closed form keeps
-// the published formula instead (allreduce: core charged n(p-1)/p rather than n(p2-1)/p2; reduce:
-// reduce-scatter over p blocks with an unfold, then a gather over all p ranks).
+// is exactly that of the fold plus the power-of-two algorithm on p2 ranks. The allreduce closed
+// form keeps the published formula (core charged n(p-1)/p rather than n(p2-1)/p2, so it is the
+// larger by exactly that difference); the reduce closed form follows the schedule (gather among
+// the p2) and equals it.
 TEST(PriceOfFoldedRabenseifner, FoldPlusPowerOfTwoCore) {
   for (int p : kRanks) {
     if (pow2(p)) continue;
@@ -130,12 +132,13 @@ TEST(PriceOfFoldedRabenseifner, FoldPlusPowerOfTwoCore) {
       const Priced ar = price(Collective::AllReduce, Algorithm::Rabenseifner, p, bytes);
       EXPECT_NEAR(ar.schedule_s, allreduce, 1e-9 * allreduce)
           << name(Collective::AllReduce, Algorithm::Rabenseifner, p, bytes);
-      EXPECT_LE(ar.schedule_s, ar.closed_s * (1 + 1e-9));
+      const double published_extra = ((p - 1.0) / p - f) * n * (2 * kBeta + kGamma);
+      EXPECT_NEAR(ar.closed_s - ar.schedule_s, published_extra, 1e-9 * ar.closed_s);
       // reduce: fold, halving, binomial gather among the p2 (m a + f n b).
       const double reduce = (2 * m + 1) * kAlpha + (1 + 2 * f) * n * kBeta + (1 + f) * n * kGamma;
       const Priced rd = price(Collective::Reduce, Algorithm::Rabenseifner, p, bytes, 1);
       EXPECT_NEAR(rd.schedule_s, reduce, 1e-9 * reduce) << name(Collective::Reduce, Algorithm::Rabenseifner, p, bytes);
-      EXPECT_LE(rd.schedule_s, rd.closed_s * (1 + 1e-9));
+      EXPECT_NEAR(rd.closed_s, reduce, 1e-9 * reduce);
     }
   }
 }
@@ -174,32 +177,38 @@ TEST(PriceOfPipelines, RingChain) {
       }
 }
 
-// The double binary tree against the closed form of model/cost.h, which runs k chunks through
-// h = ceil(lg p) stages per phase at a + (n/k)(b [+ g]) per step.
-//  - broadcast/reduce: the schedule takes k + H - 1 steps, H = h (one more when p is a power of
-//    two, see tree.cc), no step moving more than n/k bytes per rank, and the first and last steps
-//    of the pipeline move less: closed - (h - 1)(n/k)(b + g) <= priced <= closed [+ one step].
-//  - allreduce: the schedule overlaps the broadcast of chunk c with the reduction of later chunks
-//    (k + 2h - 1 steps instead of 2(h + k - 1)), which the closed form serialises; on two ranks
-//    the two trees also use both directions of the link. closed / 2 <= priced <= closed.
+// The double binary tree against the closed form of model/cost.h, which follows the schedule's
+// structure: k + 2H - 1 steps for allreduce (reduction and broadcast overlap, four half-chunks per
+// step each way in the steady state), k + H - 1 for broadcast/reduce. The closed form charges
+// every fill and drain step a full chunk where the schedule's edges of the pipeline move less, so
+// it is an upper bound, within 8% (most sizes within 3%); p = 3 allreduce, where tree B's interior
+// rank has a single child, within 22%.
 TEST(PriceOfPipelines, DoubleBinaryTree) {
   for (int p : kRanks)
-    for (Bytes bytes : {Bytes{4096}, Bytes{1} << 20, Bytes{3} << 22, Bytes{1} << 26}) {
-      const Topology topo = uniform();
-      const double n = static_cast<double>(bytes);
-      for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
-        const Priced x = price(c, Algorithm::Tree, p, bytes, p - 1);
-        const int k = tree_pipeline_chunks(topo, c, 1, p, bytes);
-        const double step = kAlpha + n / k * (kBeta + (c == Collective::Reduce ? kGamma : 0));
-        const double upper = x.closed_s + (pow2(p) && p > 2 ? step : 0);
-        const double lower = x.closed_s - (ceil_lg(p) - 1) * n / k * (kBeta + kGamma);
-        // 1e-4: the closed form's chunk is n/k, the schedule's chunks are whole elements.
-        EXPECT_LE(x.schedule_s, upper * (1 + 1e-4)) << name(c, Algorithm::Tree, p, bytes);
-        EXPECT_GE(x.schedule_s, lower * (1 - 1e-4)) << name(c, Algorithm::Tree, p, bytes);
+    for (Bytes bytes : {Bytes{4096}, Bytes{1} << 20, Bytes{3} << 22, Bytes{1} << 26})
+      for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
+        const Priced x = price(c, Algorithm::Tree, p, bytes, c == Collective::AllReduce ? 0 : p - 1);
+        const double lower = p == 3 && c == Collective::AllReduce ? 0.78 : 0.92;
+        EXPECT_LE(x.schedule_s, x.closed_s * (1 + 1e-4)) << name(c, Algorithm::Tree, p, bytes);
+        EXPECT_GE(x.schedule_s, x.closed_s * lower) << name(c, Algorithm::Tree, p, bytes);
       }
-      const Priced x = price(Collective::AllReduce, Algorithm::Tree, p, bytes);
-      EXPECT_LE(x.schedule_s, x.closed_s * (1 + 1e-9)) << name(Collective::AllReduce, Algorithm::Tree, p, bytes);
-      EXPECT_GE(x.schedule_s, x.closed_s / 2) << name(Collective::AllReduce, Algorithm::Tree, p, bytes);
+}
+
+// The chunk count the closed form picks is the best one for the schedule too: pricing the
+// schedule with k/2 or 2k chunks is not faster by more than the 1% the two may differ.
+TEST(PriceOfPipelines, TreeChunkCountIsNearBest) {
+  const Topology topo = uniform();
+  for (int p : {4, 7, 16, 33})
+    for (Bytes bytes : {Bytes{1} << 20, Bytes{1} << 26}) {
+      const int k = tree_pipeline_chunks(topo, Collective::AllReduce, 1, p, bytes);
+      auto priced = [&](int chunks) {
+        const Schedule s = make_schedule({Collective::AllReduce, Algorithm::Tree, p, count_for(bytes), 4, 0, nullptr,
+                                          (bytes + chunks - 1) / chunks});
+        return price_schedule(s, topo, Placement::uniform(1, p)).time_s;
+      };
+      const double best = priced(k);
+      EXPECT_LE(best, priced(std::max(1, k / 2)) * 1.01) << p << " " << bytes;
+      EXPECT_LE(best, priced(2 * k) * 1.01) << p << " " << bytes;
     }
 }
 
@@ -299,6 +308,69 @@ TEST(Price, RingFollowsThePlacement) {
   const PriceBreakdown a = price_schedule(aware, two_tier(1), pl), b = price_schedule(blind, two_tier(1), pl);
   EXPECT_EQ(a.inter_bytes * 4, b.inter_bytes);
   EXPECT_LT(a.time_s, b.time_s);
+}
+
+// Across nodes (the dgx-h100 preset, block placement, the schedule built for the placement): one
+// message is one flow at NIC speed, the node's flows share its NICs, and the closed forms price
+// the same structure, so the two agree within 2%. Rabenseifner and pairwise need p a power of two
+// there (the fold's members are not rank distances otherwise); the root is rank 0. The pipelined
+// chain of ring reduce is left out: across nodes its schedule is slower than the closed form
+// (up to about 35% at 2 nodes x 2 ranks), a difference not yet explained.
+TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
+  Topology topo = load_topology(resolve_topology_path("dgx-h100"));
+  topo.memory_bw_Bps = 1e30;  // copies free: the closed forms have no copy term
+  using C = Collective;
+  using A = Algorithm;
+  const std::vector<std::pair<C, A>> pairs = {
+      {C::AllReduce, A::Ring},          {C::AllReduce, A::RecursiveDoubling}, {C::AllReduce, A::Rabenseifner},
+      {C::AllReduce, A::Hierarchical},  {C::AllGather, A::Ring},              {C::AllGather, A::RecursiveDoubling},
+      {C::AllGather, A::Bruck},         {C::AllGather, A::Direct},            {C::AllGather, A::Hierarchical},
+      {C::ReduceScatter, A::Ring},      {C::ReduceScatter, A::RecursiveHalving}, {C::ReduceScatter, A::Pairwise},
+      {C::ReduceScatter, A::Direct},    {C::Broadcast, A::Binomial},          {C::Broadcast, A::Hierarchical},
+      {C::Broadcast, A::Ring},          {C::Reduce, A::Binomial},             {C::Reduce, A::Rabenseifner},
+      {C::Reduce, A::Hierarchical},     {C::SendRecv, A::Direct},
+      {C::AllToAll, A::Direct},         {C::AllToAll, A::Bruck}};
+  for (int nodes : {2, 3, 4})
+    for (int G : {2, 4, 8}) {
+      const int p = nodes * G;
+      const Placement pl = Placement::uniform(nodes, G);
+      for (auto [c, a] : pairs) {
+        if (!pow2(p) && (a == A::Rabenseifner || a == A::Pairwise || a == A::RecursiveDoubling ||
+                         a == A::RecursiveHalving))
+          continue;
+        for (Bytes bytes : {static_cast<Bytes>(p) * 4 * 1024, static_cast<Bytes>(p) * 4 * 65536 * 4}) {
+          const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
+          const Bytes chunk = pipeline_chunk_bytes(topo, q);
+          const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, &pl, chunk});
+          const double priced = price_schedule(s, topo, pl).time_s, closed = closed_form(topo, q).time_s;
+          EXPECT_NEAR(priced, closed, 0.02 * closed)
+              << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G;
+        }
+      }
+    }
+}
+
+// Optional topology terms change pricing and the closed forms alike.
+TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
+  Topology t = uniform();
+  t.intra.node_bw_Bps = 33e9;  // eight ranks share 33 GB/s: 4.1 GB/s each, below 10 GB/s
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6};
+  using C = Collective;
+  using A = Algorithm;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllGather, A::Direct},
+                                                  {C::ReduceScatter, A::Direct},
+                                                  {C::AllToAll, A::Direct},
+                                                  {C::AllReduce, A::RecursiveDoubling},
+                                                  {C::AllGather, A::Bruck},
+                                                  {C::SendRecv, A::Direct}})
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{8} * 65536 * 4}) {
+      const int p = 8;
+      const CostQuery q{c, a, Protocol::None, 1, p, bytes};
+      const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
+      const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
+      EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
+    }
 }
 
 // A guard against the simulation growing slow: the bound is loose (CPU time of this process, which

@@ -67,6 +67,17 @@ int flg(int p) {
 int clg(int p) {
   return static_cast<int>(std::ceil(std::log2(p) - 1e-9));
 }
+// Height of the double tree for broadcast/reduce (tree.cc): one more for p a power of two > 2.
+int tree_h(int p) {
+  return clg(p) + (pow2(p) && p > 2 ? 1 : 0);
+}
+// The double tree's allreduce (cost.cc): k + 2H - 1 steps; H fill steps up and H down move a
+// chunk (n/k), the k - 1 steady steps move 2n/k and combine n/k. With p = 2 every message is a
+// half-chunk: fill n/(2k), steady n/k.
+double tree_allreduce_T(int p, double n, double a, double b, double g, int k) {
+  const double H = clg(p), fill = p == 2 ? 0.5 : 1, steady = p == 2 ? 1 : 2, x = n / k;
+  return (k + 2 * H - 1) * a + x * (2 * H * fill + (k - 1) * steady) * b + x * (H * fill + (k - 1) * steady / 2) * g;
+}
 
 // One tier, described by its a, b, g: either all ranks on one node (intra tier) or one rank per
 // node on a network with one NIC per node whose bandwidth is below the intra-node link (so every
@@ -136,10 +147,7 @@ std::vector<Case> one_tier_cases() {
          return (2.0 * flg(p) + 2) * a + (2.0 * (p - 1) / p + 2) * n * b + n * (1 + (p - 1.0) / p) * g;
        }},
       {C::AllReduce, A::Tree,
-       [](int p, double n, double a, double b, double g, int k) {
-         int h = clg(p);
-         return 2.0 * (h + k - 1) * (a + n / k * b) + (h + k - 1.0) * (n / k) * g;
-       }},
+       [](int p, double n, double a, double b, double g, int k) { return tree_allreduce_T(p, n, a, b, g, k); }},
       {C::AllReduce, A::Hierarchical,
        [](int p, double n, double a, double b, double g, int) {
          return 2.0 * (p - 1) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
@@ -172,18 +180,22 @@ std::vector<Case> one_tier_cases() {
       {C::Broadcast, A::Ring,
        [](int p, double n, double a, double b, double, int k) { return (p - 1.0 + k - 1) * (a + n / k * b); }},
       {C::Broadcast, A::Tree,
-       [](int p, double n, double a, double b, double, int k) { return (clg(p) + k - 1.0) * (a + n / k * b); }},
+       [](int p, double n, double a, double b, double, int k) { return (tree_h(p) + k - 1.0) * (a + n / k * b); }},
       {C::Reduce, A::Binomial,
        [](int p, double n, double a, double b, double g, int) { return clg(p) * (a + n * b + n * g); }},
       {C::Reduce, A::Rabenseifner,
-       [rs_rh, scatter](int p, double n, double a, double b, double g, int) {
+       [](int p, double n, double a, double b, double g, int) {
          if (pow2(p)) return 2 * std::log2(p) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
-         return rs_rh(p, n, a, b, g) + scatter(p, n, a, b);  // + binomial gather, same cost as a scatter
+         // Fold-in, then reduce-scatter and gather among the p2 = 2^m core ranks (the schedule).
+         const double m = flg(p), p2 = std::exp2(m), f = (p2 - 1) / p2;
+         return (2 * m + 1) * a + (1 + 2 * f) * n * b + (1 + f) * n * g;
        }},
       {C::Reduce, A::Ring,
        [](int p, double n, double a, double b, double g, int k) { return (p - 1.0 + k - 1) * (a + n / k * (b + g)); }},
       {C::Reduce, A::Tree,
-       [](int p, double n, double a, double b, double g, int k) { return (clg(p) + k - 1.0) * (a + n / k * (b + g)); }},
+       [](int p, double n, double a, double b, double g, int k) {
+         return (tree_h(p) + k - 1.0) * (a + n / k * (b + g));
+       }},
       {C::SendRecv, A::Direct, [](int, double n, double a, double b, double, int) { return a + n * b; }},
       {C::AllToAll, A::Pairwise,
        [](int p, double n, double a, double b, double, int) { return (p - 1.0) * a + n * b; }},
@@ -263,25 +275,18 @@ TEST(ClosedForm, HierarchicalBroadcastAndReduceOnOneTier) {
   for (int p : kRanks) {
     for (Bytes nb : kSizes) {
       double n = static_cast<double>(nb);
-      // One node: scatter (binomial) + ring allgather, the published (lg p + p - 1) a + 2n(p-1)/p b.
-      expect_rel(cost(t, Collective::Broadcast, Algorithm::Hierarchical, 1, p, nb).time_s,
-                 (clg(p) + p - 1.0) * a + 2 * n * (p - 1) / p * b, "hier bcast p=" + std::to_string(p));
-      // One node: ring reduce-scatter + binomial gather.
-      expect_rel(cost(t, Collective::Reduce, Algorithm::Hierarchical, 1, p, nb).time_s,
-                 (p - 1.0) * a + n * (p - 1) / p * (b + g) + clg(p) * a + n * (p - 1) / p * b,
+      // One node: the binomial tree inside the node, ceil(lg p)(a + n b [+ n g]).
+      expect_rel(cost(t, Collective::Broadcast, Algorithm::Hierarchical, 1, p, nb).time_s, clg(p) * (a + n * b),
+                 "hier bcast p=" + std::to_string(p));
+      expect_rel(cost(t, Collective::Reduce, Algorithm::Hierarchical, 1, p, nb).time_s, clg(p) * (a + n * (b + g)),
                  "hier reduce p=" + std::to_string(p));
-      // One rank per node: the pipelined chain (ring).
-      for (Collective c : {Collective::Broadcast, Collective::Reduce})
-        expect_rel(cost(t, c, Algorithm::Hierarchical, p, 1, nb).time_s, cost(t, c, Algorithm::Ring, p, 1, nb).time_s,
-                   "hier = ring, one rank per node");
+      // One rank per node: binomial across the nodes, ceil(lg p)(a_n + n / nic_bw [+ n g]).
+      expect_rel(cost(t, Collective::Broadcast, Algorithm::Hierarchical, p, 1, nb).time_s,
+                 clg(p) * (5e-6 + n / 25e9), "hier bcast one rank per node");
+      expect_rel(cost(t, Collective::Reduce, Algorithm::Hierarchical, p, 1, nb).time_s,
+                 clg(p) * (5e-6 + n / 25e9 + n * g), "hier reduce one rank per node");
     }
   }
-}
-
-// T(k) of the documented pipelines, for checking that the chosen k is the best one.
-double tree_allreduce_T(int p, double n, double a, double b, double g, int k) {
-  int h = clg(p);
-  return 2.0 * (h + k - 1) * (a + n / k * b) + (h + k - 1.0) * (n / k) * g;
 }
 
 TEST(ClosedForm, PipelineChunksMinimiseTheClosedForm) {
@@ -337,15 +342,17 @@ TEST(ClosedFormTiers, RingCrossesEachNodeBoundaryOnce) {
   Topology t = h100_like();
   const int N = 4, G = 8, p = N * G;
   const double n = 1 << 30, a_n = 5e-6, g = 1 / 33.5e12;
-  const double b = 1 / std::min(370.8e9, 8 * 47e9);  // min(intra, node network)
+  // A hand-written ring sends each message as one flow: one NIC (47 GB/s) per node boundary, the
+  // slower of the two tiers in every step.
+  const double b = 1 / 47e9;
   expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, N, G, 1 << 30).time_s,
              2.0 * (p - 1) * a_n + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g, "ring allreduce across nodes");
-  // With 2 NICs the node's network bandwidth is the bottleneck.
+  // More NICs do not help a single flow.
   Topology thin = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12);
   expect_rel(cost(thin, Collective::AllGather, Algorithm::Ring, N, G, 1 << 30).time_s,
-             (p - 1.0) * a_n + n * (p - 1) / p / (2 * 47e9), "ring allgather, node bandwidth bound");
-  // Oversubscription divides the node's network bandwidth.
-  Topology over = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12, 2.0);
+             (p - 1.0) * a_n + n * (p - 1) / p / 47e9, "ring allgather, one NIC per flow");
+  // Oversubscription divides the node's network bandwidth, which can then be below one NIC's.
+  Topology over = make_topo(2e-6, 370.8e9, 5e-6, 94e9, 1, 33.5e12, 2.0);
   expect_rel(cost(over, Collective::AllGather, Algorithm::Ring, N, G, 1 << 30).time_s,
              (p - 1.0) * a_n + n * (p - 1) / p / 47e9, "ring allgather, oversubscribed");
 }
@@ -398,8 +405,10 @@ TEST(ClosedFormTiers, HierarchicalAllreduce) {
 TEST(ClosedFormTiers, PipelinesAcrossNodes) {
   // Documented in cost.cc: a pipeline of S_i intra-node and S_n network stages in k chunks costs
   // S_i t_i + S_n t_n + (k-1) max(t_i, t_n), t_X = a_X + (n/k)(b_X + g_X), per phase. The tree has
-  // ceil(lg G) intra and ceil(lg N) network stages (reduce phase with g, broadcast phase without);
-  // the chain p - N intra and N - 1 network stages. Network stages use min(intra, node network).
+  // ceil(lg G) intra and ceil(lg N) network stages (broadcast: one more for p a power of two);
+  // allreduce overlaps its reduce and broadcast phases: fill both (n/k per stage, g going up), then
+  // k - 1 steady steps moving 2n/k and combining n/k. The chain has p - N intra and N - 1 network
+  // stages. A network stage is one flow: one NIC.
   // The second topology has slow intra-node messages but a slower network bandwidth, so which stage
   // is the slowest depends on the chunk size (the kink of the max).
   struct Params {
@@ -407,8 +416,8 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
     double a_i, b_i, a_n, b_n, g;
   };
   for (const Params& P :
-       {Params{h100_like(), 2e-6, 1 / 370.8e9, 5e-6, 1 / std::min(370.8e9, 8 * 47e9), 1 / 33.5e12},
-        Params{make_topo(10e-6, 100e9, 1e-6, 25e9, 2, 1e12), 10e-6, 1 / 100e9, 1e-6, 1 / 50e9, 1 / 1e12}}) {
+       {Params{h100_like(), 2e-6, 1 / 370.8e9, 5e-6, 1 / 47e9, 1 / 33.5e12},
+        Params{make_topo(10e-6, 100e9, 1e-6, 25e9, 2, 1e12), 10e-6, 1 / 100e9, 1e-6, 1 / 25e9, 1 / 1e12}}) {
     const Topology& t = P.t;
     const double a_i = P.a_i, b_i = P.b_i, a_n = P.a_n, b_n = P.b_n, g = P.g;
     auto phase = [&](double S_i, double S_n, double n, int k, double gg) {
@@ -422,12 +431,19 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
           const double n = static_cast<double>(nb);
           const int kmax = std::max<int>(1, static_cast<int>(nb / 4096));
           const double Si = clg(G), Sn = clg(N);
-          auto tree_T = [&](int k) { return phase(Si, Sn, n, k, g) + phase(Si, Sn, n, k, 0); };
+          const bool p2 = pow2(N * G) && N * G > 2;
+          const double Sib = Si + (p2 && G > 1 ? 1 : 0), Snb = Sn + (p2 && G == 1 ? 1 : 0);
+          auto tree_T = [&](int k) {
+            const double x = n / k, pl = N * G == 2 ? 0.5 : 1, st = N * G == 2 ? 1 : 2;
+            double fill = Si * (2 * a_i + x * pl * (2 * b_i + g)) + Sn * (2 * a_n + x * pl * (2 * b_n + g));
+            double si = a_i + x * st * (b_i + g / 2), sn = a_n + x * st * (b_n + g / 2);
+            return fill + (k - 1) * (G == 1 ? sn : std::max(si, sn));
+          };
           int k = tree_pipeline_chunks(t, Collective::AllReduce, N, G, nb);
           std::string where = "N=" + std::to_string(N) + " G=" + std::to_string(G) + " n=" + std::to_string(nb);
           expect_rel(cost(t, Collective::AllReduce, Algorithm::Tree, N, G, nb).time_s, tree_T(k), "tree " + where);
           int kb = tree_pipeline_chunks(t, Collective::Broadcast, N, G, nb);
-          expect_rel(cost(t, Collective::Broadcast, Algorithm::Tree, N, G, nb).time_s, phase(Si, Sn, n, kb, 0),
+          expect_rel(cost(t, Collective::Broadcast, Algorithm::Tree, N, G, nb).time_s, phase(Sib, Snb, n, kb, 0),
                      "tree bcast " + where);
           const double ci = static_cast<double>(N) * G - N, cn = N - 1;
           int kc = ring_pipeline_chunks(t, Collective::Reduce, N, G, nb);
@@ -435,7 +451,7 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
                      "chain reduce " + where);
           for (int j = 1; j <= std::min(kmax, 70000); ++j) {
             ASSERT_LE(tree_T(k), tree_T(j) * (1 + 1e-12)) << where << " k=" << k << " j=" << j;
-            ASSERT_LE(phase(Si, Sn, n, kb, 0), phase(Si, Sn, n, j, 0) * (1 + 1e-12)) << where;
+            ASSERT_LE(phase(Sib, Snb, n, kb, 0), phase(Sib, Snb, n, j, 0) * (1 + 1e-12)) << where;
             ASSERT_LE(phase(ci, cn, n, kc, g), phase(ci, cn, n, j, g) * (1 + 1e-12)) << where;
           }
         }
@@ -461,7 +477,7 @@ TEST(ClosedFormLimits, RingBusbwTendsToTheBottleneck) {
   // A negligible reduction cost: busbw -> the bottleneck link.
   Topology t = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 4, 1e18);
   for (int N : {1, 4, 32}) {
-    double bottleneck = N == 1 ? 370.8e9 : std::min(370.8e9, 4 * 47e9);
+    double bottleneck = N == 1 ? 370.8e9 : 47e9;  // across nodes: one flow, one NIC
     int p = N * 8;
     double busbw = static_cast<double>(huge) / cost(t, Collective::AllReduce, Algorithm::Ring, N, 8, huge).time_s *
                    busbw_factor(Collective::AllReduce, p);
