@@ -2,7 +2,7 @@
 # A real Slurm (slurmctld + slurmd + munge) on this one machine, for tests and for trying jobs/.
 #
 #   cluster.sh start [--nodes N] [--cpus C] [--partition NAME] [--dir DIR] [--subnet A.B.C]
-#   cluster.sh stop [--keep]       cancel every job, stop the daemons, remove namespaces and links
+#   cluster.sh stop [--keep] [--force]  cancel every job, stop the daemons, remove namespaces and links
 #   cluster.sh status              daemons, nodes and jobs; exit 0 when the cluster answers
 #   cluster.sh logs                print the daemon logs
 #
@@ -15,8 +15,12 @@
 # `start` prints `export SLURM_CONF=...` on stdout (messages go to stderr), so
 #   eval "$(tests/slurm/cluster.sh start --nodes 3)"
 # sets up the shell for sbatch/squeue/scontrol. Needs root and the Debian packages slurmctld,
-# slurmd, slurm-client, munge, libpmix-dev and iproute2. One cluster at a time: `start` stops one
-# left over by an earlier run first. `stop` is safe to run any number of times.
+# slurmd, slurm-client, munge, libpmix-dev and iproute2.
+#
+# One cluster at a time. It belongs to the script that started it (COMMSIM_SLURM_OWNER=PID says
+# otherwise): while that script runs, another `start` waits for it to stop (COMMSIM_SLURM_WAIT
+# seconds, default 900) and another caller's `stop` leaves it alone unless --force. A cluster whose
+# owner is gone is left over: `start` stops it first. `stop` is safe to run any number of times.
 set -euo pipefail
 
 readonly RUN_DIR=/run/commsim-slurm          # where the running cluster is recorded
@@ -31,7 +35,7 @@ readonly START_TIMEOUT_S=30
 log() { printf 'cluster.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 need_root_and_tools() {
   [ "$(id -u)" = 0 ] || die "must run as root (it starts daemons and creates network namespaces)"
@@ -44,15 +48,36 @@ need_root_and_tools() {
 
 # --- the recorded cluster -------------------------------------------------------------------------
 
-load_state() {  # sets DIR NODES BRIDGE_ADDR from the state file; false when there is none
+load_state() {  # sets DIR NODES BRIDGE_ADDR OWNER_PID OWNER_START from the state file; false when none
   [ -f "$STATE_FILE" ] || return 1
-  DIR= NODES= BRIDGE_ADDR=
+  DIR= NODES= BRIDGE_ADDR= OWNER_PID= OWNER_START=
   # shellcheck disable=SC1090
   . "$STATE_FILE"
   [ -n "$DIR" ]
 }
 
 pid_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+
+# Field N (after the command name) of /proc/PID/stat: 2 = parent PID, 20 = start time.
+proc_field() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f"$2"; }
+
+# The process a cluster belongs to: COMMSIM_SLURM_OWNER, else the script that called this one
+# (climbing out of the subshells of `x=$(cluster.sh start)`, which share their script's command line).
+caller_owner() {
+  if [ -n "${COMMSIM_SLURM_OWNER:-}" ]; then echo "$COMMSIM_SLURM_OWNER"; return; fi
+  local p=$PPID pp
+  while pp=$(proc_field "$p" 2) && [ -n "$pp" ] && [ "$pp" -gt 1 ] &&
+        cmp -s "/proc/$p/cmdline" "/proc/$pp/cmdline"; do
+    p=$pp
+  done
+  echo "$p"
+}
+
+# True when the recorded cluster's owner still runs (same PID and start time: not a reused PID).
+owner_alive() {
+  pid_alive "$OWNER_PID" && [ "$(proc_field "$OWNER_PID" 20)" = "$OWNER_START" ]
+}
+owner_text() { echo "PID $OWNER_PID ($(tr '\0' ' ' <"/proc/$OWNER_PID/cmdline" 2>/dev/null | cut -c1-100))"; }
 pid_from() { [ -s "$1" ] && tr -dc '0-9' <"$1" || true; }
 
 # --- subnet ---------------------------------------------------------------------------------------
@@ -154,7 +179,7 @@ EnforcePartLimits=ALL
 # Finished jobs stay visible to scontrol this long (there is no sacct without slurmdbd).
 MinJobAge=300
 # Time limit: SIGTERM, then SIGKILL this many seconds later (tests want it short).
-KillWait=2
+KillWait=5
 OverTimeLimit=0
 MailProg=/bin/true
 ReturnToService=2
@@ -221,12 +246,36 @@ cmd_start() {
   [[ "$SUBNET" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--subnet takes the first three numbers of a /24, e.g. 10.213.47"
   need_root_and_tools
 
+  # One cluster at a time (one bridge, fixed namespace names). A cluster whose owner still runs is
+  # waited for (another test using it); one whose owner is gone is left over, and stopped.
   mkdir -p "$RUN_DIR"
+  exec 8>"$RUN_DIR/lock"
+  local me waited=0 wait_s=${COMMSIM_SLURM_WAIT:-900}
+  me=$(caller_owner)
+  while :; do
+    flock 8
+    if ! ( load_state && owner_alive && [ "$OWNER_PID" != "$me" ] ); then break; fi
+    flock -u 8
+    if [ $waited = 0 ]; then
+      load_state
+      log "the cluster of $(owner_text) is in use; waiting up to $wait_s s for it to stop"
+    fi
+    [ $waited -lt "$wait_s" ] || die "the cluster of $(load_state; owner_text) is still in use after $wait_s s"
+    sleep 1
+    waited=$((waited + 1))
+  done
   if [ -f "$STATE_FILE" ]; then
-    log "a cluster from an earlier run is recorded; stopping it first"
-    (cmd_stop)  # a subshell: it loads the old cluster's settings
+    log "stopping the cluster recorded by an earlier start (its owner is gone or is this caller)"
+    (cmd_stop --force)  # a subshell: it loads the old cluster's settings
   fi
   cleanup_network  # links or namespaces left by a run that died before recording itself
+  kill_orphans
+  local port
+  for port in $CTLD_PORT $SLURMD_PORT; do
+    if ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+      die "TCP port $port is in use ($(ss -Hltnp "sport = :$port" | grep -o 'users:.*' | head -n 1)); stop that first"
+    fi
+  done
 
   BRIDGE_ADDR=$SUBNET.1
   if [ "$NODES" -gt 0 ] && subnet_in_use "$SUBNET"; then
@@ -235,10 +284,11 @@ cmd_start() {
   if [ -z "$DIR" ]; then DIR=$(mktemp -d /tmp/commsim-slurm.XXXXXX); else mkdir -p "$DIR"; fi
   DIR=$(cd "$DIR" && pwd)
   chmod 0755 "$DIR"
-  printf 'DIR=%q\nNODES=%q\nBRIDGE_ADDR=%q\n' "$DIR" "$NODES" "$BRIDGE_ADDR" >"$STATE_FILE"
+  printf 'DIR=%q\nNODES=%q\nBRIDGE_ADDR=%q\nOWNER_PID=%q\nOWNER_START=%q\n' "$DIR" "$NODES" "$BRIDGE_ADDR" \
+    "$me" "$(proc_field "$me" 20)" >"$STATE_FILE"
 
   # Anything failing from here on leaves nothing running behind (the folder stays, for its logs).
-  trap 'log "start failed; stopping what was started"; cmd_stop --keep 2>/dev/null || true; log "logs kept in $DIR"' EXIT
+  trap 'log "start failed; stopping what was started"; cmd_stop --keep --force 2>/dev/null || true; log "logs kept in $DIR"' EXIT
   local t0=$SECONDS
   start_munge
   if [ "$NODES" -gt 0 ]; then start_network; fi
@@ -280,6 +330,19 @@ cancel_jobs() {
   log "jobs still listed after 15 s: $(squeue -h -o '%A %T' 2>/dev/null | tr '\n' ' ')"
 }
 
+# Daemons of a cluster whose record was lost (its folder is named commsim-slurm.*): they would hold
+# the ports. Only called when no recorded cluster runs, so every such daemon is left over.
+kill_orphans() {
+  local pid args orphans=()
+  for pid in $(pgrep -x slurmctld; pgrep -x slurmd; pgrep -x munged); do
+    args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+    case "$args" in *"/commsim-slurm."*) orphans+=("$pid") ;; esac
+  done
+  [ ${#orphans[@]} -gt 0 ] || return 0
+  log "stopping daemons left over by an earlier cluster: pids ${orphans[*]}"
+  terminate 10 "${orphans[@]}"
+}
+
 cleanup_network() {
   local ns p pids
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NS_PREFIX[0-9]*$" || true); do
@@ -296,9 +359,20 @@ cleanup_network() {
 }
 
 cmd_stop() {
-  local keep=0
-  [ "${1:-}" = --keep ] && keep=1
+  local keep=0 force=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --keep) keep=1 ;;
+      --force) force=1 ;;
+      *) die "stop: unknown option '$1'" ;;
+    esac
+    shift
+  done
   [ "$(id -u)" = 0 ] || die "must run as root"
+  if load_state && [ $force = 0 ] && owner_alive && [ "$OWNER_PID" != "$(caller_owner)" ]; then
+    log "the cluster belongs to $(owner_text), which still runs; not stopping it (--force stops it anyway)"
+    return 1
+  fi
   if load_state; then
     export SLURM_CONF=$DIR/slurm.conf
     local ctld pids=() f
