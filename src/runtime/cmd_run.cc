@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/command.h"
@@ -285,6 +286,14 @@ int cmd_run(int argc, char** argv) {
   OutputFormat format = OutputFormat::Table;
   std::uint64_t piece_bytes = 0;
   if (!agree(rank, [&] {
+        // --help under mpirun: printed once, by rank 0.
+        const bool help = std::any_of(argv + 1, argv + argc, [](const char* a) {
+          return std::string_view(a) == "--help" || std::string_view(a) == "-h";
+        });
+        if (help && rank != 0) {
+          help_only = true;
+          return;
+        }
         if (!cli.parse(argc, argv)) {
           help_only = true;
           return;
