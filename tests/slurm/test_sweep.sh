@@ -48,8 +48,9 @@ for t in slurmctld slurmd sbatch scontrol sinfo squeue munged ip nsenter unshare
   command -v "$t" >/dev/null 2>&1 ||
     skipped "'$t' not found; install: apt-get install slurmctld slurmd slurm-client munge libpmix-dev openmpi-bin iproute2"
 done
-ls /usr/lib/x86_64-linux-gnu/libpmix.so* /usr/lib/*/pmix2/lib/libpmix.so >/dev/null 2>&1 ||
-  skipped "libpmix not found (apt-get install libpmix-dev): srun --mpi=pmix cannot start ranks"
+# Slurm's PMIx plugin loads pmix2/lib/libpmix.so, which only libpmix-dev ships.
+compgen -G '/usr/lib/*/pmix2/lib/libpmix.so' >/dev/null ||
+  skipped "pmix2/lib/libpmix.so not found (apt-get install libpmix-dev): srun --mpi=pmix cannot start ranks"
 [ -n "$binary" ] && [ -x "$binary" ] || skipped "no commsim binary (--binary PATH)"
 [ -n "$checker" ] && [ -x "$checker" ] || skipped "no check_sweep_results binary (--checker PATH)"
 binary=$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")
