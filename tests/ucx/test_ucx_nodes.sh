@@ -32,7 +32,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT  # CTest's timeout: still stop the cluster
 
+# The cluster is this script's; a cluster another test is using is waited for (cluster.sh).
+export COMMSIM_SLURM_OWNER=$$ COMMSIM_SLURM_WAIT=${COMMSIM_SLURM_WAIT:-600}
 env_line=$(bash "$cluster" start --nodes 2 --cpus 2 2>"$work/start.err") || { cat "$work/start.err"; fail "cluster did not start"; }
 eval "$env_line"
 
@@ -67,12 +70,12 @@ if [ "$state" != COMPLETED ]; then
 fi
 
 csv=$work/ucx.csv
-[ -s "$csv" ] || fail "no results printed"
+[ -s "$csv" ] || { cat "$work/job.out" "$work/job.err"; fail "no results printed"; }
 rows=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                 { print $c["algorithm"], $c["transport"], $c["status"], $c["nodes"], $c["ranks"] }' "$csv")
 [ -n "$rows" ] || fail "no points"
 bad=$(echo "$rows" | awk '$3 != "ok" && $3 != "skipped"')
-[ -z "$bad" ] || { echo "$bad"; cat "$work/job.err"; fail "points not ok"; }
+[ -z "$bad" ] || { echo "$bad"; cat "$work/job.out" "$work/job.err"; fail "points not ok"; }
 bad=$(echo "$rows" | awk '$4 != 2 || $5 != 4')
 [ -z "$bad" ] || { echo "$bad"; fail "rows not on 2 nodes x 2 ranks"; }
 echo "$rows" | awk '$2 == "ucx" && $3 == "ok" { n++ } END { exit !(n > 0) }' || fail "no point ran ok over ucx"

@@ -29,11 +29,6 @@ ucp_tag_t make_tag(int source, std::uint64_t seq) {
   return (static_cast<ucp_tag_t>(source) << kSeqBits) | (seq & kSeqMask);
 }
 
-// Idle progress calls before the CPU is yielded when the node is not known to be oversubscribed:
-// a few microseconds of polling, so short waits never pay for a system call, while ranks that
-// share cores without MPI knowing it (emulated nodes, CPU quotas) still make progress.
-constexpr unsigned kIdlePollsBeforeYield = 256;
-
 // Teardown never waits longer than this for UCX to finish closing (a dead peer must not hang us).
 constexpr auto kTeardownLimit = std::chrono::seconds(30);
 
@@ -260,13 +255,49 @@ std::uint64_t UcxTransport::max_message_bytes() const {
   return std::uint64_t{1} << 30;
 }
 
-// Endpoints are wired up lazily by the first message: a zero-byte message each way between every
-// pair makes every connection before anything is timed.
+// Endpoints are wired up lazily and asynchronously: the first message starts UCX's handshake,
+// which finishes only while both workers are progressed. Between timed iterations the ranks wait
+// in MPI, not progressing UCX, so a handshake left unfinished here would stretch over hundreds of
+// iterations. Hence: messages each way between every pair, small (eager) and large (rendezvous,
+// which sets up the lanes for bulk data), then a flush of every endpoint, then progress until
+// every rank has got that far.
 void UcxTransport::connect_all() {
+  constexpr std::uint64_t kLarge = 256 * 1024;  // above UCX's rendezvous threshold for shm and tcp
+  std::vector<char> out(kLarge, 0), in(kLarge, 0);
+  for (int d = 0; d < size_; ++d) {  // one peer at a time: a fixed buffer whatever the rank count
+    post_recv((rank_ - d + size_) % size_, in.data(), kLarge);
+    post_send((rank_ + d) % size_, out.data(), kLarge);
+    wait_all();
+  }
   char dummy = 0;
   for (int r = 0; r < size_; ++r) post_recv(r, &dummy, 0);
   for (int r = 0; r < size_; ++r) post_send(r, &dummy, 0);
   wait_all();
+
+  std::vector<ucs_status_ptr_t> flushing;
+  for (ucp_ep_h ep : endpoints_) {
+    ucp_request_param_t param{};
+    ucs_status_ptr_t req = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_ERR(req)) throw Error(call_failed("ucp_ep_flush_nbx", UCS_PTR_STATUS(req), rank_, host_));
+    if (req) flushing.push_back(req);
+  }
+  for (ucs_status_ptr_t req : flushing) {
+    while (ucp_request_check_status(req) == UCS_INPROGRESS) progress();
+    const ucs_status_t s = ucp_request_check_status(req);
+    ucp_request_free(req);
+    if (s != UCS_OK) throw Error(call_failed("ucp_ep_flush_nbx", s, rank_, host_));
+  }
+  progress_through_barrier();
+}
+
+void UcxTransport::progress_through_barrier() {
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(comm_, &barrier) != MPI_SUCCESS) return;
+  int done = 0;
+  while (!done) {
+    ucp_worker_progress(worker_);
+    MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+  }
 }
 
 std::size_t UcxTransport::post_send(int peer, const void* buffer, std::uint64_t bytes) {
@@ -321,13 +352,14 @@ std::size_t UcxTransport::post(int peer, void* buffer, std::uint64_t bytes, bool
 void UcxTransport::complete(Slot& slot, int status, std::uint64_t received_bytes) {
   --outstanding_;
   completed_.push_back(slot.index);
-  if (!error_.empty()) return;
+  const bool failed = status != UCS_OK, short_or_long = slot.recv && received_bytes != slot.bytes;
+  if (!error_.empty() || (!failed && !short_or_long)) return;  // the fast path builds no strings
   const std::string what = std::string(slot.recv ? "receive from" : "send to") + " rank " + std::to_string(slot.peer) +
                            " of " + std::to_string(slot.bytes) + " bytes";
-  if (status != UCS_OK) {
+  if (failed) {
     error_ = "UCX " + what + " failed on rank " + std::to_string(rank_) + " (" + host_ +
              "): " + status_text(static_cast<ucs_status_t>(status));
-  } else if (slot.recv && received_bytes != slot.bytes) {
+  } else {
     error_ = "UCX " + what + " on rank " + std::to_string(rank_) + " (" + host_ + ") got " +
              std::to_string(received_bytes) + " bytes: the two ranks disagree on the schedule";
   }
@@ -338,17 +370,10 @@ void UcxTransport::fail_request() const {
 }
 
 void UcxTransport::progress() {
-  if (ucp_worker_progress(worker_) != 0) {
-    idle_polls_ = 0;
-    return;
-  }
-  // Nothing happened: give the CPU to another process now and then (at every idle poll when this
-  // node has more ranks than cores), so a peer sharing this core can make the progress we wait
-  // for. Where nobody else wants the core, sched_yield returns at once.
-  if (++idle_polls_ >= (oversubscribed_ ? 1u : kIdlePollsBeforeYield)) {
-    idle_polls_ = 0;
-    sched_yield();
-  }
+  // Nothing happened and this node runs more ranks than it has cores: give the core away, so the
+  // peer sharing it can make the progress we wait for. Never otherwise: on a busy machine a
+  // yielding rank queues behind unrelated processes (a rendezvous then takes milliseconds).
+  if (ucp_worker_progress(worker_) == 0 && oversubscribed_) sched_yield();
 }
 
 void UcxTransport::progress_until(std::size_t least_completed) {
@@ -424,16 +449,7 @@ void UcxTransport::teardown(bool collective) noexcept {
       if (ucp_request_check_status(req) != UCS_INPROGRESS) ucp_request_free(req);
     }
     // A peer's flush may need this worker's progress: keep progressing until every rank is done.
-    if (collective) {
-      MPI_Request barrier = MPI_REQUEST_NULL;
-      int done = 0;
-      if (MPI_Ibarrier(comm_, &barrier) == MPI_SUCCESS) {
-        while (!done) {
-          ucp_worker_progress(worker_);
-          MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        }
-      }
-    }
+    if (collective) progress_through_barrier();
     ucp_worker_destroy(worker_);
     worker_ = nullptr;
   }

@@ -4,8 +4,8 @@
 // start: the worker addresses are exchanged with MPI_Allgather/MPI_Allgatherv.
 //
 // Set up once per transport (one per run): a UCP context, one worker on this rank, an endpoint to
-// every rank (itself included), each connected by a zero-byte exchange before the constructor
-// returns, so no timed iteration pays for connection setup.
+// every rank (itself included), each fully connected (messages both ways, eager and rendezvous,
+// then flushed) before the constructor returns, so no timed iteration pays for connection setup.
 //
 // Matching: the tag of a message is (source rank, sequence number of the message on that ordered
 // pair), and a receive asks for exactly that tag. The k-th post_send from a to b therefore pairs
@@ -13,8 +13,8 @@
 // A receive whose message has a different length is an error, not a silent truncation.
 //
 // Progress: UCX moves data only while the worker is progressed; wait_some/wait_all progress it in
-// a loop (busy polling; after a run of idle polls the CPU is yielded, at every idle poll when this
-// node runs more ranks than it has cores, as Open MPI does when oversubscribed).
+// a loop (busy polling, yielding the CPU at every idle poll when this node runs more ranks than
+// it has cores, as Open MPI does when oversubscribed).
 #include <mpi.h>
 
 #include <cstdint>
@@ -83,9 +83,10 @@ class UcxTransport final : public Transport {
   friend struct UcxCallbacks;  // the UCP completion callbacks (ucx_transport.cc)
   void complete(Slot& slot, int status, std::uint64_t received_bytes);
   std::size_t post(int peer, void* buffer, std::uint64_t bytes, bool recv);
-  void progress();  // one ucp_worker_progress, yielding the CPU after idle polls
+  void progress();  // one ucp_worker_progress (yielding the CPU when idle and oversubscribed)
   void progress_until(std::size_t least_completed);
   void connect_all();
+  void progress_through_barrier();  // MPI_Ibarrier on comm_, progressing the worker until it completes
   void teardown(bool collective) noexcept;
   [[noreturn]] void fail_request() const;
 
@@ -95,7 +96,6 @@ class UcxTransport final : public Transport {
   UcxTransportOptions options_;
   std::string host_;
   bool oversubscribed_ = false;
-  unsigned idle_polls_ = 0;
 
   ucp_context* context_ = nullptr;
   ucp_worker* worker_ = nullptr;
