@@ -6,6 +6,7 @@
 #include <limits>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "model/cost.h"
@@ -423,6 +424,16 @@ std::string flow_list(const std::vector<T>& v) {
   return s + "]";
 }
 
+// The optional per-tier message terms (MessageCosts), only when set.
+void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
+  if (m.eager_limit_bytes > 0) {
+    y.line(2, "eager_limit", format_bytes(m.eager_limit_bytes), tier + ".eager_limit");
+    y.line(2, "rendezvous_latency", time_text(m.rendezvous_latency_s), tier + ".rendezvous_latency");
+  }
+  if (m.message_overhead_s > 0)
+    y.line(2, "message_overhead", time_text(m.message_overhead_s), tier + ".message_overhead");
+}
+
 }  // namespace
 
 std::string topology_yaml(const Topology& t, const std::vector<std::string>& header,
@@ -448,6 +459,8 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   y.line(2, "fabric", t.intra.fabric, "intra_node.fabric");
   y.line(2, "bandwidth", bw_text(t.intra.bw_Bps), "intra_node.bandwidth");
   y.line(2, "latency", time_text(t.intra.latency_s), "intra_node.latency");
+  if (t.intra.node_bw_Bps > 0) y.line(2, "node_bandwidth", bw_text(t.intra.node_bw_Bps), "intra_node.node_bandwidth");
+  message_costs(y, t.intra.msg, "intra_node");
   if (t.gpu || t.host_link.bw_Bps > 0) {
     y.line(0, "host_link", "", "host_link");
     y.line(2, "bandwidth", bw_text(t.host_link.bw_Bps), "host_link.bandwidth");
@@ -462,6 +475,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     y.line(2, "latency", time_text(t.network.latency_s), "network.latency");
     if (t.network.oversubscription != 1.0)
       y.line(2, "oversubscription", num(t.network.oversubscription), "network.oversubscription");
+    message_costs(y, t.network.msg, "network");
   }
   y.line(0, "reduction", "", "reduction");
   y.line(2, "bandwidth", bw_text(t.reduce_bw_Bps), "reduction.bandwidth");
@@ -492,6 +506,102 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     y.line(2, "ranks", flow_list(record->ranks), "calibrated.ranks");
   }
   return y.str();
+}
+
+}  // namespace commsim
+
+namespace commsim {
+
+namespace {
+// Weighted least squares of r = c over a set (one constant), weights 1/t^2: c = sum(r/t^2)/sum(1/t^2).
+struct ConstFit {
+  double sw = 0, swr = 0;
+  void add(double r, double t) {
+    const double w = 1.0 / (t * t);
+    sw += w;
+    swr += w * r;
+  }
+  double value() const { return sw > 0 ? swr / sw : 0; }
+};
+}  // namespace
+
+ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_bytes, const std::string& what) {
+  std::vector<TimedSize> large;
+  std::set<Bytes> small_sizes;
+  for (const TimedSize& s : samples) {
+    if (!(s.time_s > 0)) throw Error(what + ": times must be positive");
+    if (s.bytes >= beta_from_bytes)
+      large.push_back(s);
+    else
+      small_sizes.insert(s.bytes);
+  }
+  std::set<Bytes> large_sizes;
+  for (const TimedSize& s : large) large_sizes.insert(s.bytes);
+  if (large_sizes.size() < 2 || small_sizes.size() < 2)
+    throw Error(what + ": fitting eager/rendezvous latencies needs at least two sizes of at least " +
+                format_bytes(beta_from_bytes) + " and two below; measure a wider range of sizes");
+  ProtocolFit out;
+  out.beta_s_per_byte = fit_line(large, FitWeighting::Relative, what).beta_s_per_byte;
+  const double beta = out.beta_s_per_byte;
+  // Residual latency of every sample with beta fixed, and the squared relative error of a model.
+  auto sse = [&](Bytes limit, double a1, double a2) {
+    double e = 0;
+    for (const TimedSize& s : samples) {
+      const double pred = (s.bytes <= limit ? a1 : a2) + static_cast<double>(s.bytes) * beta;
+      e += std::pow((pred - s.time_s) / s.time_s, 2);
+    }
+    return e;
+  };
+  ConstFit one;
+  for (const TimedSize& s : samples) one.add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+  out.latency_s = std::max(0.0, one.value());
+  const double sse_one = sse(~Bytes{0}, out.latency_s, out.latency_s);
+  double best = INFINITY;
+  Bytes best_limit = 0;
+  double best_a1 = 0, best_a2 = 0;
+  std::vector<Bytes> sizes(small_sizes.begin(), small_sizes.end());
+  for (Bytes b : large_sizes) sizes.push_back(b);
+  for (std::size_t i = 1; i + 1 < sizes.size(); ++i) {  // eager side: sizes[0..i-1] (at least one), rendezvous: the rest
+    const Bytes limit = sizes[i - 1];
+    ConstFit lo, hi;
+    for (const TimedSize& s : samples)
+      (s.bytes <= limit ? lo : hi).add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+    const double a1 = std::max(0.0, lo.value()), a2 = std::max(0.0, hi.value());
+    const double e = sse(limit, a1, a2);
+    if (e < best) best = e, best_limit = limit, best_a1 = a1, best_a2 = a2;
+  }
+  if (best_limit > 0 && best_a2 >= 1.5 * best_a1 && best <= 0.5 * sse_one) {
+    out.switched = true;
+    out.latency_s = best_a1;
+    out.rendezvous_latency_s = best_a2;
+    out.eager_limit_bytes = best_limit;
+  }
+  std::vector<double> rel;
+  for (const TimedSize& s : samples) {
+    const double a = out.switched && s.bytes > out.eager_limit_bytes ? out.rendezvous_latency_s : out.latency_s;
+    rel.push_back((a + static_cast<double>(s.bytes) * beta - s.time_s) / s.time_s);
+  }
+  out.median_abs_rel_residual = median_abs(rel);
+  return out;
+}
+
+BytesPerSecond fit_node_bandwidth(BytesPerSecond pair_bw_Bps, BytesPerSecond all_ranks_bw_Bps, int ranks_per_node) {
+  if (!(pair_bw_Bps > 0) || !(all_ranks_bw_Bps > 0) || ranks_per_node < 2) return 0;
+  if (all_ranks_bw_Bps >= 0.8 * pair_bw_Bps) return 0;
+  return all_ranks_bw_Bps * ranks_per_node;
+}
+
+Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int window, Seconds latency_s,
+                             double beta_s_per_byte, Bytes max_bytes) {
+  if (window < 2) return 0;
+  ConstFit o;
+  const double w = static_cast<double>(window);
+  for (const TimedSize& s : per_message) {
+    if (s.bytes > max_bytes || !(s.time_s > 0)) continue;
+    // t = (latency + (w - 1) o) / w + bytes * beta  =>  o = (w (t - bytes beta) - latency) / (w - 1)
+    o.add((w * (s.time_s - static_cast<double>(s.bytes) * beta_s_per_byte) - latency_s) / (w - 1), s.time_s);
+  }
+  return std::max(0.0, o.value());
 }
 
 }  // namespace commsim

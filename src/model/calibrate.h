@@ -134,6 +134,43 @@ std::string topology_yaml(const Topology& topo, const std::vector<std::string>& 
                           const std::vector<std::pair<std::string, std::string>>& field_comments,
                           const CalibrationRecord* record, bool with_calibrated_section);
 
+// A tier's per-message terms fitted to one series of (bytes, time) (the probe's ring shift), for
+// message libraries whose small and large messages follow different protocols (MPI's eager and
+// rendezvous):
+//   t = (bytes <= eager_limit ? latency : rendezvous_latency) + bytes * beta.
+// beta is fitted on the sizes of at least `beta_from_bytes` alone (where the bandwidth term
+// dominates, so a cache effect at the small sizes does not bend it), relative residuals; the two
+// latencies are then fitted with beta fixed, for every split between two measured sizes, and the
+// split with the smallest relative residuals wins. The switch is kept (switched = true) only when
+// it explains the data clearly better than one latency: the rendezvous latency is at least 1.5
+// times the eager one and the squared relative residuals drop by at least half. Needs at least two
+// sizes of at least beta_from_bytes and two below; throws Error otherwise.
+struct ProtocolFit {
+  Seconds latency_s = 0;             // eager (or only) latency
+  double beta_s_per_byte = 0;
+  bool switched = false;             // an eager/rendezvous switch was found
+  Bytes eager_limit_bytes = 0;       // largest measured size on the eager side (when switched)
+  Seconds rendezvous_latency_s = 0;  // when switched
+  double median_abs_rel_residual = 0;  // of the chosen model
+  BytesPerSecond bw_Bps() const { return 1.0 / beta_s_per_byte; }
+};
+ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_bytes = 65536,
+                         const std::string& what = "samples");
+
+// intra_node.node_bandwidth from two measurements of the same tier: the per-rank bandwidth of one
+// pair streaming alone and of all `ranks_per_node` ranks of a node moving data at once (the ring
+// shift). When all ranks together get clearly less each (below 80% of the pair's), the node's
+// aggregate is ranks_per_node * that rate; otherwise 0 (unlimited).
+BytesPerSecond fit_node_bandwidth(BytesPerSecond pair_bw_Bps, BytesPerSecond all_ranks_bw_Bps, int ranks_per_node);
+
+// message_overhead from a stream of `window` back-to-back messages from one rank to another whose
+// time per message is `per_message` (the probe's stream rows): posting w messages costs
+// latency + (w - 1) * overhead + w * bytes * beta, so per message (latency + (w - 1) o) / w + bytes
+// * beta; fitted on the sizes up to max_bytes with the tier's latency and beta given. Never
+// negative; 0 when no size qualifies.
+Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int window, Seconds latency_s,
+                             double beta_s_per_byte, Bytes max_bytes);
+
 // Median of |x| (0 for an empty list).
 double median_abs(std::vector<double> values);
 

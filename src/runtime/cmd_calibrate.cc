@@ -262,6 +262,57 @@ int cmd_calibrate(int argc, char** argv) {
       topo.intra.bw_Bps = intra.fit.bw_Bps();
       comments.push_back({"intra_node.bandwidth", from(intra.source) + ", R^2 " + fnum("%.4f", intra.fit.r2)});
       comments.push_back({"intra_node.latency", from(intra.source)});
+      // The message library's terms: beta on the large sizes only, eager and rendezvous latencies
+      // (MPI switches protocol at a few KiB), the node's shared memory bandwidth (all ranks moving
+      // data at once get less each than one pair), the cost of posting several messages at once.
+      try {
+        const ProtocolFit pf = fit_protocol(intra.samples, 65536, "ring-shift intra-node");
+        topo.intra.latency_s = pf.latency_s;
+        topo.intra.bw_Bps = pf.bw_Bps();
+        comments.push_back({"intra_node.bandwidth", from(intra.source) + ", beta on sizes >= 64 KiB"});
+        out << "  inside a node, by protocol: latency " << fnum("%.3f", pf.latency_s * 1e6) << " us";
+        if (pf.switched) {
+          topo.intra.msg.eager_limit_bytes = pf.eager_limit_bytes;
+          topo.intra.msg.rendezvous_latency_s = pf.rendezvous_latency_s;
+          comments.push_back({"intra_node.eager_limit", from(intra.source) + " (best two-latency split)"});
+          comments.push_back({"intra_node.rendezvous_latency", from(intra.source)});
+          out << " up to " << format_bytes(pf.eager_limit_bytes) << ", then " << fnum("%.3f", pf.rendezvous_latency_s * 1e6)
+              << " us";
+        }
+        out << ", 1/beta (>= 64 KiB) " << format_bandwidth(pf.bw_Bps()) << ", median |residual| "
+            << pct(pf.median_abs_rel_residual) << "\n";
+        const std::vector<TimedSize> stream = probe_series(probes, "stream", "intra-node");
+        std::vector<TimedSize> stream_large;
+        for (const auto& x : stream)
+          if (x.bytes >= 65536) stream_large.push_back(x);
+        std::set<Bytes> distinct;
+        for (const auto& x : stream_large) distinct.insert(x.bytes);
+        const int per_node = std::max(1, probe.ranks_per_node);
+        if (distinct.size() >= 2) {
+          const LineFit pair = fit_line(stream_large, FitWeighting::Relative, "stream intra-node");
+          const BytesPerSecond node_bw = fit_node_bandwidth(pair.bw_Bps(), pf.bw_Bps(), per_node);
+          out << "  one pair streaming: 1/beta " << format_bandwidth(pair.bw_Bps()) << " per rank; all " << per_node
+              << " ranks at once: " << format_bandwidth(pf.bw_Bps()) << " each\n";
+          if (node_bw > 0) {
+            topo.intra.bw_Bps = pair.bw_Bps();
+            topo.intra.node_bw_Bps = node_bw;
+            comments.push_back({"intra_node.bandwidth", from("stream intra-node (one pair), sizes >= 64 KiB")});
+            comments.push_back({"intra_node.node_bandwidth", from(intra.source) + ": per-rank rate x " +
+                                                                 std::to_string(per_node) + " ranks"});
+          }
+          const Bytes small = pf.switched ? pf.eager_limit_bytes : Bytes{4096};
+          const Seconds o = fit_message_overhead(stream, 8, pf.latency_s, pair.beta_s_per_byte, small);
+          if (o > 0) {
+            topo.intra.msg.message_overhead_s = o;
+            comments.push_back({"intra_node.message_overhead",
+                                from("stream intra-node (8 messages posted at once), sizes <= " + format_bytes(small))});
+            out << "  message overhead (stream of 8, <= " << format_bytes(small) << "): " << fnum("%.3f", o * 1e6)
+                << " us per additional message\n";
+          }
+        }
+      } catch (const Error& e) {
+        out << "  inside a node, by protocol: not fitted (" << e.what() << ")\n";
+      }
     }
     if (probe.ranks_per_node > 0) topo.ranks_per_node = std::max(topo.ranks_per_node, probe.ranks_per_node);
     if (!probe.cpu_model.empty()) topo.device_name = probe.cpu_model;
@@ -411,6 +462,10 @@ int cmd_calibrate(int argc, char** argv) {
       "alpha/beta per tier: least squares on t = alpha + bytes * beta over the probe's ring-shift times",
       "(every rank sends to the next and receives from the previous rank of its tier at once: one step of a ring).",
   };
+  // One comment per field: a later fit of the same field replaces the earlier note.
+  for (std::size_t i = comments.size(); i-- > 0;)
+    for (std::size_t j = 0; j < i; ++j)
+      if (comments[j].first == comments[i].first) comments[j].second.clear();
   std::string text = topology_yaml(topo, header, comments, &rec, true);
   bool with_section = loader_accepts_calibrated_section(text);
   if (!with_section) text = topology_yaml(topo, header, comments, &rec, false);

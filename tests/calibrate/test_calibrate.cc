@@ -179,5 +179,79 @@ TEST(TopologyYaml, GpuTopologyWithNcclConstantsRoundTrips) {
   EXPECT_NEAR(closed_form(back, q).time_s, closed_form(t, q).time_s, 1e-6 * closed_form(t, q).time_s);
 }
 
+// The message-library terms: each recovered from data generated with it (3% noise).
+TEST(FitProtocol, RecoversEagerLimitAndRendezvousLatency) {
+  const double a1 = 0.72e-6, a2 = 3.34e-6, beta = 1 / 6e9;
+  const Bytes limit = 8192;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(0.0, 0.03);
+    std::vector<TimedSize> v;
+    for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 2)
+      for (int rep = 0; rep < 3; ++rep) v.push_back({b, ((b <= limit ? a1 : a2) + b * beta) * (1 + noise(rng))});
+    const ProtocolFit f = fit_protocol(v);
+    ASSERT_TRUE(f.switched) << seed;
+    EXPECT_EQ(f.eager_limit_bytes, limit) << seed;
+    EXPECT_NEAR(f.latency_s, a1, 0.1 * a1) << seed;
+    EXPECT_NEAR(f.rendezvous_latency_s, a2, 0.1 * a2) << seed;
+    EXPECT_NEAR(f.beta_s_per_byte, beta, 0.05 * beta) << seed;
+    EXPECT_LT(f.median_abs_rel_residual, 0.05);
+  }
+  // One latency throughout: no switch is invented.
+  const ProtocolFit one = fit_protocol(line_samples(2e-6, beta, 0.03, 7));
+  EXPECT_FALSE(one.switched);
+  EXPECT_NEAR(one.latency_s, 2e-6, 0.1 * 2e-6);
+  // Too few large sizes to see the bandwidth.
+  EXPECT_THROW(fit_protocol({{8, 1e-6}, {64, 1e-6}, {65536, 2e-5}}), Error);
+}
+
+TEST(FitProtocol, BetaComesFromTheLargeSizes) {
+  // Small messages in cache at 80 GB/s, large ones at 5 GB/s: beta is the large sizes' one.
+  std::vector<TimedSize> v;
+  for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 4)
+    v.push_back({b, 1e-6 + b / (b < 65536 ? 80e9 : 5e9)});
+  EXPECT_NEAR(fit_protocol(v).bw_Bps(), 5e9, 0.02 * 5e9);
+}
+
+TEST(FitNodeBandwidth, AllRanksSharingTheNode) {
+  // One pair streams at 13.2 GB/s, eight ranks at once get 4.1 GB/s each: 32.8 GB/s per node.
+  EXPECT_NEAR(fit_node_bandwidth(13.2e9, 4.1e9, 8), 32.8e9, 1e6);
+  EXPECT_EQ(fit_node_bandwidth(13.2e9, 12.5e9, 8), 0.0);  // no sharing seen: unlimited
+  EXPECT_EQ(fit_node_bandwidth(13.2e9, 4.1e9, 1), 0.0);
+  // The fitted node bandwidth reproduces both measurements in the model: a ring shift of all
+  // eight ranks (sendrecv, every rank sends) and one pair.
+  Topology t = parse_topology(kHostTopology, "inline");
+  t.intra.bw_Bps = 13.2e9;
+  t.intra.node_bw_Bps = fit_node_bandwidth(13.2e9, 4.1e9, 8);
+  const Bytes n = Bytes{16} << 20;
+  const double ring = closed_form(t, {Collective::SendRecv, Algorithm::Direct, Protocol::None, 1, 8, n}).bandwidth_s;
+  EXPECT_NEAR(n / ring, 4.1e9, 0.01 * 4.1e9);
+}
+
+TEST(FitMessageOverhead, RecoversFromAStreamOfEight) {
+  const double a = 0.7e-6, o = 0.4e-6, beta = 1 / 13e9;
+  std::vector<TimedSize> per_message;
+  for (Bytes b = 8; b <= 4096; b *= 2) per_message.push_back({b, (a + 7 * o) / 8 + b * beta});
+  EXPECT_NEAR(fit_message_overhead(per_message, 8, a, beta, 4096), o, 1e-3 * o);
+  // Larger sizes than the limit are not used; no overhead in the data gives none.
+  for (auto& x : per_message) x.time_s = a / 8 + x.bytes * beta;
+  EXPECT_NEAR(fit_message_overhead(per_message, 8, a, beta, 4096), 0.0, 1e-12);
+}
+
+TEST(TopologyYaml, WritesTheMessageTermsBack) {
+  Topology t = parse_topology(kHostTopology, "inline");
+  t.intra.node_bw_Bps = 33e9;
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6};
+  t.network.msg = {65536, 40e-6, 2e-6};
+  const Topology back = parse_topology(topology_yaml(t, {}, {}, nullptr, false), "written");
+  EXPECT_NEAR(back.intra.node_bw_Bps, 33e9, 1);
+  EXPECT_EQ(back.intra.msg.eager_limit_bytes, 8192u);
+  EXPECT_NEAR(back.intra.msg.rendezvous_latency_s, 3.3e-6, 1e-15);
+  EXPECT_NEAR(back.intra.msg.message_overhead_s, 0.4e-6, 1e-15);
+  EXPECT_EQ(back.network.msg.eager_limit_bytes, 65536u);
+  EXPECT_NEAR(back.network.msg.rendezvous_latency_s, 40e-6, 1e-15);
+  EXPECT_NEAR(back.network.msg.message_overhead_s, 2e-6, 1e-15);
+}
+
 }  // namespace
 }  // namespace commsim

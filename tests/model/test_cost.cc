@@ -617,5 +617,54 @@ TEST(ClosedForm, BadQueriesThrow) {
   }
 }
 
+// ---- optional message-library terms ----------------------------------------------------------
+
+TEST(ClosedFormTerms, NodeBandwidthSharesTheNode) {
+  Topology t = make_topo(0.7e-6, 13.2e9, 5e-6, 25e9, 1, 20e9);
+  const Bytes n = Bytes{64} << 20;
+  const double p = 8;
+  const Cost plain = cost(t, Collective::AllReduce, Algorithm::Ring, 1, 8, n);
+  t.intra.node_bw_Bps = 33e9;  // eight ranks at once: 4.125 GB/s each
+  const Cost shared = cost(t, Collective::AllReduce, Algorithm::Ring, 1, 8, n);
+  expect_rel(shared.bandwidth_s, 2 * n * (p - 1) / p / (33e9 / 8), "ring at the node's share");
+  expect_rel(shared.bandwidth_s / plain.bandwidth_s, 13.2 / 4.125, "slower by the share");
+  EXPECT_EQ(shared.latency_s, plain.latency_s);
+  EXPECT_EQ(shared.reduction_s, plain.reduction_s);
+  // Two ranks alone do not reach the node's limit.
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, 1, 2, n).time_s,
+             cost(make_topo(0.7e-6, 13.2e9, 5e-6, 25e9, 1, 20e9), Collective::AllReduce, Algorithm::Ring, 1, 2, n).time_s,
+             "two ranks unaffected");
+}
+
+TEST(ClosedFormTerms, RendezvousAboveTheEagerLimit) {
+  Topology t = make_topo(0.72e-6, 10e9, 5e-6, 25e9, 1, 20e9);
+  t.intra.msg.eager_limit_bytes = 8192;
+  t.intra.msg.rendezvous_latency_s = 3.34e-6;
+  auto sr = [&](Bytes n) { return cost(t, Collective::SendRecv, Algorithm::Direct, 1, 2, n).time_s; };
+  expect_rel(sr(8192), 0.72e-6 + 8192 / 10e9, "eager at the limit");
+  expect_rel(sr(8193), 3.34e-6 + 8193 / 10e9, "rendezvous above");
+  // Ring allreduce of 8 ranks: messages n/8; 32 KiB -> 4 KiB messages (eager), 128 KiB -> 16 KiB.
+  const double p = 8;
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, 1, 8, 32768).latency_s, 2 * (p - 1) * 0.72e-6, "eager");
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, 1, 8, 131072).latency_s, 2 * (p - 1) * 3.34e-6,
+             "rendezvous");
+}
+
+TEST(ClosedFormTerms, MessageOverheadOfDirect) {
+  Topology t = make_topo(0.7e-6, 10e9, 5e-6, 25e9, 1, 20e9);
+  const Bytes n = 8 * 1024;
+  const double before = cost(t, Collective::AllGather, Algorithm::Direct, 1, 8, n).time_s;
+  t.intra.msg.message_overhead_s = 0.4e-6;
+  // Each rank posts 7 messages: the last leaves 6 overheads after the first.
+  expect_rel(cost(t, Collective::AllGather, Algorithm::Direct, 1, 8, n).time_s - before, 6 * 0.4e-6, "direct + 6 o");
+  expect_rel(cost(t, Collective::AllToAll, Algorithm::Direct, 1, 8, n).time_s -
+                 cost(make_topo(0.7e-6, 10e9, 5e-6, 25e9, 1, 20e9), Collective::AllToAll, Algorithm::Direct, 1, 8, n).time_s,
+             6 * 0.4e-6, "alltoall direct + 6 o");
+  // One message per round: unchanged.
+  expect_rel(cost(t, Collective::AllGather, Algorithm::Ring, 1, 8, n).time_s,
+             cost(make_topo(0.7e-6, 10e9, 5e-6, 25e9, 1, 20e9), Collective::AllGather, Algorithm::Ring, 1, 8, n).time_s,
+             "ring unchanged");
+}
+
 }  // namespace
 }  // namespace commsim

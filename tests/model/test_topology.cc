@@ -313,5 +313,55 @@ TEST(TopologyPresets, UnknownNameListsPresets) {
   EXPECT_THROW(load_topology("/nonexistent-commsim-file.yaml"), Error);
 }
 
+TEST(TopologyMessageTerms, OptionalFieldsParseAndDefaultOff) {
+  const std::string base = R"(
+name: h
+ranks_per_node: 8
+device: { name: CPU, memory_bandwidth: 20 GB/s }
+network: { kind: tcp, nics_per_node: 1, nic_bandwidth: 10 Gb/s, latency: 30 us, eager_limit: 64 KiB, rendezvous_latency: 60 us, message_overhead: 2 us }
+)";
+  const Topology t = parse_topology(base + R"(intra_node: { fabric: shared-memory, bandwidth: 13.2 GB/s, latency: 0.7 us,
+  node_bandwidth: 33 GB/s, eager_limit: 8 KiB, rendezvous_latency: 3.3 us, message_overhead: 0.4 us }
+)",
+                                    "inline");
+  EXPECT_NEAR(t.intra.node_bw_Bps, 33e9, 1);
+  EXPECT_EQ(t.intra.msg.eager_limit_bytes, 8192u);
+  EXPECT_NEAR(t.intra.msg.rendezvous_latency_s, 3.3e-6, 1e-15);
+  EXPECT_NEAR(t.intra.msg.message_overhead_s, 0.4e-6, 1e-15);
+  EXPECT_NEAR(t.intra.message_latency_s(8192), 0.7e-6, 1e-15);
+  EXPECT_NEAR(t.intra.message_latency_s(8193), 3.3e-6, 1e-15);
+  EXPECT_EQ(t.network.msg.eager_limit_bytes, 65536u);
+  EXPECT_NEAR(t.network.msg.message_overhead_s, 2e-6, 1e-15);
+  const Topology plain =
+      parse_topology(base + "intra_node: { fabric: shared-memory, bandwidth: 13.2 GB/s, latency: 0.7 us }\n", "inline");
+  EXPECT_EQ(plain.intra.node_bw_Bps, 0.0);
+  EXPECT_EQ(plain.intra.msg.eager_limit_bytes, 0u);
+  EXPECT_EQ(plain.intra.msg.message_overhead_s, 0.0);
+  EXPECT_NEAR(plain.intra.message_latency_s(1e9), 0.7e-6, 1e-15);
+}
+
+TEST(TopologyMessageTerms, BadValuesNameTheField) {
+  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
+                           "  latency: 1 us\n";
+  auto error_of = [&](const std::string& extra) {
+    try {
+      parse_topology(head + extra, "bad.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("  eager_limit: 8 KiB\n").find("bad.yaml:9: intra_node.rendezvous_latency"), std::string::npos)
+      << error_of("  eager_limit: 8 KiB\n");
+  EXPECT_NE(error_of("  rendezvous_latency: 3 us\n").find("intra_node.eager_limit"), std::string::npos);
+  EXPECT_NE(error_of("  node_bandwidth: 0 GB/s\n").find("bad.yaml:9: intra_node.node_bandwidth"), std::string::npos)
+      << error_of("  node_bandwidth: 0 GB/s\n");
+  EXPECT_NE(error_of("  message_overhead: 3 parsecs\n").find("bad.yaml:9: intra_node.message_overhead"),
+            std::string::npos);
+  EXPECT_NE(error_of("  eager_limit: 0 B\n  rendezvous_latency: 3 us\n").find("intra_node.eager_limit"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace commsim
