@@ -359,13 +359,15 @@ Pipe tree_pipe(const Env& e, Collective c) {
   return P;
 }
 
-// Pipelined chain in rank order (broadcast from rank 0 down the chain, reduce up it to rank 0):
-// p - nodes intra-node hops and nodes - 1 network hops; one tier: T = (p - 1 + k - 1)(a + (n/k) b)
-// for broadcast and (p - 1 + k - 1)(a + (n/k)(b + g)) for reduce.
+// Pipelined chain along the ring (src/collectives/ring.cc), root 0: broadcast runs 0 -> 1 -> ... ->
+// p-1 (p - nodes intra-node hops, nodes - 1 network hops); reduce runs 1 -> 2 -> ... -> p-1 -> 0,
+// so with G > 1 its last hop also crosses the network (p - 1 - nodes intra-node hops, nodes network
+// hops). One tier: T = (p - 1 + k - 1)(a + (n/k) b) for broadcast and
+// (p - 1 + k - 1)(a + (n/k)(b + g)) for reduce.
 Pipe chain_pipe(const Env& e, bool reduces) {
   Pipe P;
-  P.ph[0].S_i = e.p - e.N;
-  P.ph[0].S_n = e.N - 1;
+  P.ph[0].S_n = e.N == 1 ? 0 : reduces && e.G > 1 ? e.N : e.N - 1;
+  P.ph[0].S_i = e.p - 1 - P.ph[0].S_n;
   P.ph[0].si = intra_stage(e, 1, reduces ? e.g : 0, 1, static_cast<double>(e.G));
   if (e.N > 1) P.ph[0].sn = net_stage(e, e.b_flow_1, reduces ? e.g : 0, 1);
   P.ss_i = P.ph[0].si;

@@ -407,8 +407,8 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
   // S_i t_i + S_n t_n + (k-1) max(t_i, t_n), t_X = a_X + (n/k)(b_X + g_X), per phase. The tree has
   // ceil(lg G) intra and ceil(lg N) network stages (broadcast: one more for p a power of two);
   // allreduce overlaps its reduce and broadcast phases: fill both (n/k per stage, g going up), then
-  // k - 1 steady steps moving 2n/k and combining n/k. The chain has p - N intra and N - 1 network
-  // stages. A network stage is one flow: one NIC.
+  // k - 1 steady steps moving 2n/k and combining n/k. The reduce chain has N network stages
+  // (N - 1 with G = 1) and the rest intra. A network stage is one flow: one NIC.
   // The second topology has slow intra-node messages but a slower network bandwidth, so which stage
   // is the slowest depends on the chunk size (the kink of the max).
   struct Params {
@@ -445,7 +445,8 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
           int kb = tree_pipeline_chunks(t, Collective::Broadcast, N, G, nb);
           expect_rel(cost(t, Collective::Broadcast, Algorithm::Tree, N, G, nb).time_s, phase(Sib, Snb, n, kb, 0),
                      "tree bcast " + where);
-          const double ci = static_cast<double>(N) * G - N, cn = N - 1;
+          // The reduce chain ends at the root: with G > 1 its last hop crosses back to node 0.
+          const double cn = G > 1 ? N : N - 1, ci = static_cast<double>(N) * G - 1 - cn;
           int kc = ring_pipeline_chunks(t, Collective::Reduce, N, G, nb);
           expect_rel(cost(t, Collective::Reduce, Algorithm::Ring, N, G, nb).time_s, phase(ci, cn, n, kc, g),
                      "chain reduce " + where);
