@@ -256,10 +256,8 @@ cmd_start() {
     flock 8
     if ! ( load_state && owner_alive && [ "$OWNER_PID" != "$me" ] ); then break; fi
     flock -u 8
-    if [ $waited = 0 ]; then
-      load_state
-      log "the cluster of $(owner_text) is in use; waiting up to $wait_s s for it to stop"
-    fi
+    # (load_state only in subshells here: it would overwrite this start's own DIR and NODES)
+    [ $waited = 0 ] && log "the cluster of $(load_state; owner_text) is in use; waiting up to $wait_s s for it to stop"
     [ $waited -lt "$wait_s" ] || die "the cluster of $(load_state; owner_text) is still in use after $wait_s s"
     sleep 1
     waited=$((waited + 1))
