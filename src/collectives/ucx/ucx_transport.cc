@@ -343,7 +343,7 @@ std::size_t UcxTransport::post(int peer, void* buffer, std::uint64_t bytes, bool
   } else if (UCS_PTR_IS_ERR(req)) {
     complete(slot, UCS_PTR_STATUS(req), 0);
     fail_request();
-  } else {
+  } else if (!slot.done) {  // the callback may already have run (and freed the request)
     slot.request = req;
   }
   return index;
@@ -351,6 +351,7 @@ std::size_t UcxTransport::post(int peer, void* buffer, std::uint64_t bytes, bool
 
 void UcxTransport::complete(Slot& slot, int status, std::uint64_t received_bytes) {
   --outstanding_;
+  slot.done = true;
   completed_.push_back(slot.index);
   const bool failed = status != UCS_OK, short_or_long = slot.recv && received_bytes != slot.bytes;
   if (!error_.empty() || (!failed && !short_or_long)) return;  // the fast path builds no strings

@@ -66,8 +66,9 @@ class UcxTransport final : public Transport {
   bool wait_some(std::vector<std::size_t>& done) override;
   void wait_all() override;
 
-  // "UCX 1.13.1; to rank 1: posix/memory, cma/memory" style summary of what carries this rank's
-  // messages: the UCX version and, per distinct set of transports, the peers that use it.
+  // What carries this rank's messages, from UCX's own endpoint report: the UCX version and, per
+  // distinct set of transports (UCX's lanes), the peers reached with it, e.g.
+  // "UCX 1.13.1; cma/memory sysv/memory to rank 1; tcp/eth0 to ranks 2,3".
   std::string description() const;
 
  private:
@@ -79,6 +80,7 @@ class UcxTransport final : public Transport {
     bool recv = false;
     std::uint64_t bytes = 0;
     void* request = nullptr;  // UCP request while in flight; nullptr once complete
+    bool done = false;
   };
   friend struct UcxCallbacks;  // the UCP completion callbacks (ucx_transport.cc)
   void complete(Slot& slot, int status, std::uint64_t received_bytes);
