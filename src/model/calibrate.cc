@@ -544,28 +544,31 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
   out.beta_s_per_byte = fit_line(large, FitWeighting::Relative, what).beta_s_per_byte;
   const double beta = out.beta_s_per_byte;
   // Residual latency of every sample with beta fixed, and the squared relative error of a model.
+  // Judged on the sizes below beta_from_bytes, where latency decides the time (the large sizes'
+  // residuals are the bandwidth's, which no latency split changes).
   auto sse = [&](Bytes limit, double a1, double a2) {
     double e = 0;
     for (const TimedSize& s : samples) {
+      if (s.bytes >= beta_from_bytes) continue;
       const double pred = (s.bytes <= limit ? a1 : a2) + static_cast<double>(s.bytes) * beta;
       e += std::pow((pred - s.time_s) / s.time_s, 2);
     }
     return e;
   };
   ConstFit one;
-  for (const TimedSize& s : samples) one.add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+  for (const TimedSize& s : samples)
+    if (s.bytes < beta_from_bytes) one.add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
   out.latency_s = std::max(0.0, one.value());
   const double sse_one = sse(~Bytes{0}, out.latency_s, out.latency_s);
   double best = INFINITY;
   Bytes best_limit = 0;
   double best_a1 = 0, best_a2 = 0;
-  std::vector<Bytes> sizes(small_sizes.begin(), small_sizes.end());
-  for (Bytes b : large_sizes) sizes.push_back(b);
-  for (std::size_t i = 1; i + 1 < sizes.size(); ++i) {  // eager side: sizes[0..i-1] (at least one), rendezvous: the rest
+  const std::vector<Bytes> sizes(small_sizes.begin(), small_sizes.end());
+  for (std::size_t i = 1; i + 1 <= sizes.size(); ++i) {  // eager side: sizes[0..i-1], rendezvous: the rest
     const Bytes limit = sizes[i - 1];
     ConstFit lo, hi;
     for (const TimedSize& s : samples)
-      (s.bytes <= limit ? lo : hi).add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+      if (s.bytes < beta_from_bytes) (s.bytes <= limit ? lo : hi).add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
     const double a1 = std::max(0.0, lo.value()), a2 = std::max(0.0, hi.value());
     const double e = sse(limit, a1, a2);
     if (e < best) best = e, best_limit = limit, best_a1 = a1, best_a2 = a2;

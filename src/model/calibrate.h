@@ -141,9 +141,10 @@ std::string topology_yaml(const Topology& topo, const std::vector<std::string>& 
 // beta is fitted on the sizes of at least `beta_from_bytes` alone (where the bandwidth term
 // dominates, so a cache effect at the small sizes does not bend it), relative residuals; the two
 // latencies are then fitted with beta fixed, for every split between two measured sizes, and the
-// split with the smallest relative residuals wins. The switch is kept (switched = true) only when
-// it explains the data clearly better than one latency: the rendezvous latency is at least 1.5
-// times the eager one and the squared relative residuals drop by at least half. Needs at least two
+// split with the smallest relative residuals below beta_from_bytes wins (the latencies are fitted
+// and judged on those sizes, where latency decides the time). The switch is kept (switched = true)
+// only when it explains the data clearly better than one latency: the rendezvous latency is at
+// least 1.5 times the eager one and the squared relative residuals drop by at least half. Needs at least two
 // sizes of at least beta_from_bytes and two below; throws Error otherwise.
 struct ProtocolFit {
   Seconds latency_s = 0;             // eager (or only) latency

@@ -197,6 +197,13 @@ TEST(FitProtocol, RecoversEagerLimitAndRendezvousLatency) {
     EXPECT_NEAR(f.beta_s_per_byte, beta, 0.05 * beta) << seed;
     EXPECT_LT(f.median_abs_rel_residual, 0.05);
   }
+  // Large sizes far off the line (a loaded machine, caches) do not hide the switch.
+  std::vector<TimedSize> v;
+  for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 2)
+    v.push_back({b, ((b <= limit ? a1 : a2) + b * beta) * (b >= (Bytes{4} << 20) ? 30.0 : 1.0)});
+  const ProtocolFit loaded = fit_protocol(v);
+  EXPECT_TRUE(loaded.switched);
+  EXPECT_EQ(loaded.eager_limit_bytes, limit);
   // One latency throughout: no switch is invented.
   const ProtocolFit one = fit_protocol(line_samples(2e-6, beta, 0.03, 7));
   EXPECT_FALSE(one.switched);
