@@ -61,6 +61,17 @@ std::string pair_name(Collective c, Algorithm a) {
 
 }  // namespace
 
+BufferCounts buffer_counts(Collective c, std::uint64_t count, int nranks) {
+  const std::uint64_t p = static_cast<std::uint64_t>(nranks < 1 ? 1 : nranks);
+  const std::uint64_t block = count / p;  // allgather, reducescatter, alltoall: the remainder is dropped
+  switch (c) {
+    case Collective::AllGather: return {block, block * p};
+    case Collective::ReduceScatter: return {block * p, block};
+    case Collective::AllToAll: return {block * p, block * p};
+    default: return {count, count};
+  }
+}
+
 Schedule make_schedule(const ScheduleRequest& request) {
   const Collective c = request.collective;
   const Algorithm a = request.algorithm;
@@ -86,18 +97,7 @@ Schedule make_schedule(const ScheduleRequest& request) {
     throw Error(pair_name(c, a) + ": the placement holds " + std::to_string(request.placement->nranks) +
                 " ranks but the request has " + std::to_string(request.nranks));
 
-  const std::uint64_t p = static_cast<std::uint64_t>(request.nranks);
-  const std::uint64_t block = request.count / p;  // allgather, reducescatter, alltoall (remainder dropped)
-  std::uint64_t in = request.count, out = request.count;
-  if (c == C::AllGather) {
-    in = block;
-    out = block * p;
-  } else if (c == C::ReduceScatter) {
-    in = block * p;
-    out = block;
-  } else if (c == C::AllToAll) {
-    in = out = block * p;
-  }
+  const auto [in, out] = buffer_counts(c, request.count, request.nranks);
   ScheduleBuilder b(request, in, out);
   if (request.nranks == 1)
     b.copy(0, 0, span(BufferId::Input, 0, in), span(BufferId::Output, 0, out));

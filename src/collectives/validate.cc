@@ -14,26 +14,8 @@
 namespace commsim {
 namespace {
 
-const char* buffer_name(BufferId b) {
-  switch (b) {
-    case BufferId::Input: return "Input";
-    case BufferId::Output: return "Output";
-    case BufferId::Scratch: return "Scratch";
-  }
-  return "?";
-}
-
-std::uint64_t buffer_count(const Schedule& s, BufferId b) {
-  switch (b) {
-    case BufferId::Input: return s.input_count;
-    case BufferId::Output: return s.output_count;
-    case BufferId::Scratch: return s.scratch_count;
-  }
-  return 0;
-}
-
 std::string describe(const Span& sp) {
-  return std::string(buffer_name(sp.buffer)) + "[" + std::to_string(sp.offset) + ", +" + std::to_string(sp.count) + ")";
+  return std::string(to_string(sp.buffer)) + "[" + std::to_string(sp.offset) + ", +" + std::to_string(sp.count) + ")";
 }
 
 bool overlap(const Span& a, const Span& b) {
@@ -71,9 +53,9 @@ std::vector<MatchedTransfer> validate_schedule(const Schedule& s) {
         const std::string at = "schedule: rank " + std::to_string(rank) + " round " + std::to_string(r) + " op " +
                                std::to_string(o) + ": ";
         auto check = [&](const Span& sp, const char* role) {
-          const std::uint64_t size = buffer_count(s, sp.buffer);
+          const std::uint64_t size = s.count_of(sp.buffer);
           if (sp.offset > size || sp.count > size - sp.offset)
-            throw Error(at + role + " " + describe(sp) + " lies outside " + buffer_name(sp.buffer) + ", which holds " +
+            throw Error(at + role + " " + describe(sp) + " lies outside " + to_string(sp.buffer) + ", which holds " +
                         std::to_string(size) + " elements");
         };
         const bool reads = op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce;

@@ -29,6 +29,15 @@ namespace commsim {
 
 enum class BufferId : std::uint8_t { Input, Output, Scratch };
 
+inline const char* to_string(BufferId b) {
+  switch (b) {
+    case BufferId::Input: return "Input";
+    case BufferId::Output: return "Output";
+    case BufferId::Scratch: return "Scratch";
+  }
+  return "?";
+}
+
 // A range of elements of one buffer.
 struct Span {
   BufferId buffer = BufferId::Output;
@@ -72,6 +81,15 @@ struct Schedule {
   std::vector<RankProgram> ranks;  // [rank]
 
   std::uint64_t bytes(const Span& s) const { return s.count * elem_size; }
+  // Elements of buffer b on every rank.
+  std::uint64_t count_of(BufferId b) const {
+    switch (b) {
+      case BufferId::Input: return input_count;
+      case BufferId::Output: return output_count;
+      case BufferId::Scratch: return scratch_count;
+    }
+    return 0;
+  }
 };
 
 // Where an op sits: ranks[rank].rounds[round].ops[op].

@@ -21,6 +21,7 @@
 
 #ifdef COMMSIM_HAVE_NCCL
 #include "collectives/cuda/nccl_baselines.h"
+#include "collectives/generators.h"
 #endif
 
 namespace commsim {
@@ -238,13 +239,8 @@ class CudaBackend final : public Backend {
 
  private:
   std::pair<std::uint64_t, std::uint64_t> buffer_counts(const PointSetup& s) const {
-    const std::uint64_t p = static_cast<std::uint64_t>(ctx_.nranks), block = s.count / p;
-    switch (s.collective) {
-      case Collective::AllGather: return {block, block * p};
-      case Collective::ReduceScatter: return {block * p, block};
-      case Collective::AllToAll: return {block * p, block * p};
-      default: return {s.count, s.count};
-    }
+    const BufferCounts bc = commsim::buffer_counts(s.collective, s.count, ctx_.nranks);
+    return {bc.input, bc.output};
   }
 
   std::tuple<int, std::uint64_t, int> key() const {

@@ -88,7 +88,7 @@ class HostBackend final : public Backend {
     if (s.schedule)
       return (s.schedule->input_count + s.schedule->output_count) * elem +
              HostExecutor::extra_bytes_for(*s.schedule, ctx_.rank);
-    const BufferCounts bc = baseline_buffer_counts(s.collective, s.count, ctx_.nranks);
+    const BufferCounts bc = buffer_counts(s.collective, s.count, ctx_.nranks);
     // The library's reducing collectives keep a temporary buffer of about the message size.
     return (bc.input + bc.output + (reduces(s.collective) ? bc.input : 0)) * elem;
   }
@@ -105,7 +105,7 @@ class HostBackend final : public Backend {
       in_count_ = s.schedule->input_count;
       out_count_ = s.schedule->output_count;
     } else {
-      const BufferCounts bc = baseline_buffer_counts(s.collective, s.count, ctx_.nranks);
+      const BufferCounts bc = buffer_counts(s.collective, s.count, ctx_.nranks);
       in_count_ = bc.input;
       out_count_ = bc.output;
     }

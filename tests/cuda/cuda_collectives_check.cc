@@ -206,7 +206,7 @@ void check_nccl(const Options& o) {
       if (!applies(c, a)) continue;
       for (Protocol p : protocols) {
         NcclRequest r{c, a, p, dt, op, count, 0};
-        const auto [in_n, out_n] = NcclBaselines::buffer_counts(c, count, g_size);
+        const auto [in_n, out_n] = buffer_counts(c, count, g_size);
         const std::string forced = NcclBaselines::setting_for(r).describe();
         std::string what = std::string(to_string(c)) + " " + std::string(to_string(a));
         if (p != Protocol::None) {

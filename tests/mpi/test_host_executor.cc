@@ -132,7 +132,7 @@ TEST(MpiBaseline, EveryCollectiveIsExact) {
           if (root != 0 && c != Collective::Broadcast && c != Collective::Reduce) continue;
           MpiBaseline base(c, count, k.dtype, k.op, root, MPI_COMM_WORLD);
           const long long wrong = sum_over_ranks(
-              wrong_after(c, baseline_buffer_counts(c, count, p), k.dtype, k.op, root, [&](const void* in, void* out) {
+              wrong_after(c, buffer_counts(c, count, p), k.dtype, k.op, root, [&](const void* in, void* out) {
                 base.run(in, out);
                 base.finish_root_output(in, out);
               }));

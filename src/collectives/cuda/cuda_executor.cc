@@ -56,14 +56,6 @@ std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
   return (v + to - 1) / to * to;
 }
 
-const char* buffer_name(BufferId b) {
-  switch (b) {
-    case BufferId::Input: return "Input";
-    case BufferId::Output: return "Output";
-    case BufferId::Scratch: return "Scratch";
-  }
-  return "?";
-}
 
 template <typename T>
 T* upload(const std::vector<T>& v) {
@@ -166,7 +158,7 @@ void CudaExecutor::reserve(std::uint64_t input_bytes, std::uint64_t output_bytes
       cudaGetLastError();
       buf_[b] = Buffer{};
       throw Error("cannot allocate " + std::to_string(bytes) + " bytes of GPU memory for the " +
-                  buffer_name(static_cast<BufferId>(b)) + " buffer on " + where() +
+                  to_string(static_cast<BufferId>(b)) + " buffer on " + where() +
                   ": use smaller --sizes or fewer ranks per GPU");
     }
     buf_[b].bytes = bytes;
@@ -208,7 +200,7 @@ int CudaExecutor::prepare(const Schedule& s) {
     const auto b = static_cast<int>(sp.buffer);
     if (b < 0 || b > 2 || sp.offset > cap[b] || sp.count > cap[b] - sp.offset)
       throw Error(where_op(rank, round, op) + ": span [" + std::to_string(sp.offset) + ", +" +
-                  std::to_string(sp.count) + ") outside the " + buffer_name(sp.buffer) + " buffer of " +
+                  std::to_string(sp.count) + ") outside the " + to_string(sp.buffer) + " buffer of " +
                   std::to_string(cap[b]) + " elements");
   };
 

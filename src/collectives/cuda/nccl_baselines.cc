@@ -91,16 +91,6 @@ NcclSetting NcclBaselines::setting_for(const NcclRequest& r) {
   return s;
 }
 
-std::pair<std::uint64_t, std::uint64_t> NcclBaselines::buffer_counts(Collective c, std::uint64_t count, int nranks) {
-  const std::uint64_t p = static_cast<std::uint64_t>(nranks), block = count / p;
-  switch (c) {
-    case Collective::AllGather: return {block, block * p};
-    case Collective::ReduceScatter: return {block * p, block};
-    case Collective::AllToAll: return {block * p, block * p};
-    default: return {count, count};
-  }
-}
-
 NcclComm& NcclBaselines::comm_for(const NcclSetting& setting) {
   auto it = comms_.find(setting);
   if (it == comms_.end()) it = comms_.emplace(setting, std::make_unique<NcclComm>(comm_, setting, timeout_s_)).first;

@@ -47,12 +47,9 @@ class NcclBaselines {
   // The environment a request forces (empty for NCCL's own choice). Throws Error for an algorithm
   // that is not an NCCL baseline.
   static NcclSetting setting_for(const NcclRequest& request);
-  // Elements of each rank's input and output buffer for a request (generators.h).
-  static std::pair<std::uint64_t, std::uint64_t> buffer_counts(Collective c, std::uint64_t count, int nranks);
-
   // Enqueues the collective on `stream` (the first use of a setting creates its communicator:
   // collective over the MPI communicator). input/output: device buffers of at least
-  // buffer_counts() elements. Throws Error when NCCL refuses the request.
+  // buffer_counts() elements (collectives/generators.h). Throws Error when NCCL refuses the request.
   void enqueue(const NcclRequest& request, const void* input, void* output, Stream stream);
 
   // Starts the window picked() looks at.

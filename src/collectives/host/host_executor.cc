@@ -10,15 +10,6 @@
 namespace commsim {
 namespace {
 
-std::uint64_t buffer_count(const Schedule& s, BufferId b) {
-  switch (b) {
-    case BufferId::Input: return s.input_count;
-    case BufferId::Output: return s.output_count;
-    case BufferId::Scratch: return s.scratch_count;
-  }
-  return 0;
-}
-
 // Bytes of the receive buffer of one rank: the largest total of RecvReduce data in one round
 // (all of a round's receives are in flight at once).
 std::uint64_t recv_temp_bytes(const Schedule& s, int rank) {
@@ -61,7 +52,7 @@ HostExecutor::HostExecutor(const Schedule& schedule, DType dtype, RedOp op, Tran
   const std::uint64_t piece_limit = std::max<std::uint64_t>(limit / elem_size_, 1) * elem_size_;
 
   auto place_of = [&](const Span& span, const std::string& at) {
-    if (span.offset + span.count > buffer_count(schedule, span.buffer))
+    if (span.offset + span.count > schedule.count_of(span.buffer))
       throw Error("schedule " + std::string(to_string(schedule.algorithm)) + ": span out of range at " + at);
     return Place{span.buffer, span.offset * elem_size_};
   };

@@ -60,17 +60,6 @@ bool is_block_collective(Collective c) {
 
 }  // namespace
 
-BufferCounts baseline_buffer_counts(Collective c, std::uint64_t count, int nranks) {
-  const std::uint64_t p = static_cast<std::uint64_t>(nranks);
-  const std::uint64_t block = count / p;
-  switch (c) {
-    case Collective::AllGather: return {block, block * p};
-    case Collective::ReduceScatter: return {block * p, block};
-    case Collective::AllToAll: return {block * p, block * p};
-    default: return {count, count};
-  }
-}
-
 std::string mpi_baseline_unsupported(Collective c, std::uint64_t count, DType, RedOp, int nranks) {
   // MPI-3 counts are int; the per-call count is the block for the block collectives.
   const std::uint64_t per_call = is_block_collective(c) ? count / static_cast<std::uint64_t>(nranks) : count;

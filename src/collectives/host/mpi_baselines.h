@@ -12,16 +12,12 @@
 #include <string>
 
 #include "collectives/dtype.h"
+#include "collectives/generators.h"
 #include "model/collective.h"
 
 namespace commsim {
 
 // Element counts of Input and Output for `count` (generators.h meaning) on nranks ranks.
-struct BufferCounts {
-  std::uint64_t input = 0;
-  std::uint64_t output = 0;
-};
-BufferCounts baseline_buffer_counts(Collective c, std::uint64_t count, int nranks);
 
 // Empty when the baseline can run this point; otherwise why not (e.g. a count over MPI's int limit).
 std::string mpi_baseline_unsupported(Collective c, std::uint64_t count, DType dtype, RedOp op, int nranks);
@@ -34,7 +30,7 @@ class MpiBaseline {
   MpiBaseline(const MpiBaseline&) = delete;
   MpiBaseline& operator=(const MpiBaseline&) = delete;
 
-  // One call of the library collective. `input` and `output` hold baseline_buffer_counts(...)
+  // One call of the library collective. `input` and `output` hold buffer_counts(...)
   // elements. Broadcast: the root sends straight from its Input; its Output is not written (the
   // root's copy is not part of a broadcast), call finish_root_output() before checking it.
   void run(const void* input, void* output);
