@@ -18,28 +18,11 @@
 namespace commsim {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
+using test::slurp;
+using Result = test::CommandResult;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Result run(const std::string& args, const test::TempDir& dir) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string cmd = std::string("'") + COMMSIM_BIN + "' plan " + args + " >'" + out + "' 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+// Runs `commsim plan <args>`.
+Result run(const std::string& args, const test::TempDir& dir) { return test::run_binary(COMMSIM_BIN, "plan " + args, dir); }
 
 bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "runtime/point.h"
@@ -32,6 +37,32 @@ class TempDir {
 };
 
 inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What a command printed and its exit code (128 + N when killed by signal N).
+struct CommandResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs `BINARY ARGS` through the shell (args written as a user types them), stdout and stderr
+// captured in files of `dir`.
+inline CommandResult run_binary(const std::string& binary, const std::string& args, const TempDir& dir) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string cmd = "'" + binary + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
 
 // A measured host point with samples and a prediction.
 inline Point measured_point(Bytes bytes, Algorithm a = Algorithm::Ring) {
