@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # How accurate is the calibrated model on this machine? probe -> calibrate -> run -> report, then a
-# second round where gamma is refitted on the first run's reducing collectives and checked on a new
-# run (the refit never sees the points it is judged on).
+# second round where every term of the model is refitted on the first run's collectives
+# (`calibrate --refine all`) and checked on a new run (the refit never sees the points it is
+# judged on).
 #
 #   analysis/accuracy.sh [NRANKS] [OUTDIR]
 #
 # Environment: COMMSIM_BIN (default: build/src/runtime/commsim, else build-*/src/runtime/commsim),
 # SIZES (run sizes, default 1KiB:64MiB:x4), PROBE_SIZES (default 8B:64MiB), ITERS (default 10),
 # COLLECTIVES (default allreduce,allgather,reducescatter,broadcast), MPIEXEC_ARGS (extra mpiexec
-# arguments, e.g. "--bind-to core"). Prints the accuracy table of `commsim report` for each round.
+# arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma). Prints the accuracy table of `commsim report` for each round.
 set -euo pipefail
 np=${1:-2}
 out=${2:-accuracy-out}
@@ -44,8 +45,8 @@ echo "== report, round 1 (alpha/beta/gamma from the probe alone)"
 "$bin" report run1.h5 | tee report1.txt | sed -n '1,/^## Error per/p'
 grep "model picked" report1.txt || true
 
-echo "== calibrate again: gamma refitted on run1's reducing collectives"
-"$bin" calibrate portrait.h5 run1.h5 --refine gamma --out refined.yaml --force | sed -n '/## Collectives/,/## Written/p'
+echo "== calibrate again: every term refitted on run1's collectives"
+"$bin" calibrate portrait.h5 run1.h5 --refine "${REFINE:-all}" --out refined.yaml --force | sed -n '/## Collectives/,/## Written/p'
 echo "== run on the refined topology"
 run_sweep refined.yaml run2.h5
 echo "== report, round 2 (new measurements)"

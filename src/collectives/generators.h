@@ -37,13 +37,7 @@ struct ScheduleRequest {
   std::uint64_t pipeline_chunk_bytes = 0;
 };
 
-// Elements of each rank's Input and Output for a request of `count` elements (the nccl-tests
-// sizing above). Every executor and library baseline sizes its buffers with this.
-struct BufferCounts {
-  std::uint64_t input = 0;
-  std::uint64_t output = 0;
-};
-BufferCounts buffer_counts(Collective c, std::uint64_t count, int nranks);
+// buffer_counts (model/collective.h) sizes each rank's Input and Output for a request.
 
 // Builds the schedule of any hand-written algorithm. Throws Error when the algorithm does not
 // apply to the collective, nranks < 1, the root is out of range, or the placement does not match.

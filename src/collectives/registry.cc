@@ -61,17 +61,6 @@ std::string pair_name(Collective c, Algorithm a) {
 
 }  // namespace
 
-BufferCounts buffer_counts(Collective c, std::uint64_t count, int nranks) {
-  const std::uint64_t p = static_cast<std::uint64_t>(nranks < 1 ? 1 : nranks);
-  const std::uint64_t block = count / p;  // allgather, reducescatter, alltoall: the remainder is dropped
-  switch (c) {
-    case Collective::AllGather: return {block, block * p};
-    case Collective::ReduceScatter: return {block * p, block};
-    case Collective::AllToAll: return {block * p, block * p};
-    default: return {count, count};
-  }
-}
-
 Schedule make_schedule(const ScheduleRequest& request) {
   const Collective c = request.collective;
   const Algorithm a = request.algorithm;

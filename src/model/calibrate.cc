@@ -15,7 +15,7 @@
 namespace commsim {
 namespace {
 
-double weight_of(double measured, FitWeighting w) { return w == FitWeighting::Relative ? 1.0 / (measured * measured) : 1.0; }
+double weight_of(double measured, FitWeighting w) { return w == FitWeighting::Absolute ? 1.0 : 1.0 / (measured * measured); }
 
 void check_samples(const std::vector<TimedSize>& samples, const std::string& what) {
   for (const auto& s : samples)
@@ -111,18 +111,21 @@ double predict_sample(const Topology& topo, const CollectiveSample& s) {
 }
 
 // The smallest step that still changes a parameter measurably, and the floor it must stay above.
+int working_set_index(Param p) {
+  const int i = static_cast<int>(p) - static_cast<int>(Param::WorkingSet1) + 1;
+  return i >= 1 ? i : -1;
+}
+bool is_time_param(Param p) {
+  return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
+         p == Param::IntraMessageOverhead || p == Param::CallOverhead;
+}
 double param_floor(Param p) {
-  switch (p) {
-    case Param::IntraLatency:
-    case Param::NetLatency: return 0.0;
-    case Param::IntraBeta:
-    case Param::NetBeta:
-    case Param::Gamma: return kMinBetaSPerByte;
-  }
-  return 0.0;
+  if (is_time_param(p)) return 0.0;
+  if (working_set_index(p) > 0) return 0.02;  // a cache effect of 50x is beyond any machine
+  return kMinBetaSPerByte;
 }
 double param_step(Param p, double value) {
-  double typical = (p == Param::IntraLatency || p == Param::NetLatency) ? 1e-7 : 1e-12;
+  double typical = is_time_param(p) ? 1e-7 : working_set_index(p) > 0 ? 1.0 : 1e-12;
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
 }
 
@@ -241,8 +244,49 @@ std::string_view to_string(Param p) {
     case Param::NetLatency: return "network.latency";
     case Param::NetBeta: return "network.beta";
     case Param::Gamma: return "gamma";
+    case Param::IntraRendezvousLatency: return "intra.rendezvous_latency";
+    case Param::IntraMessageOverhead: return "intra.message_overhead";
+    case Param::CallOverhead: return "call_overhead";
+    case Param::WorkingSet1: return "working_set_scale[1]";
+    case Param::WorkingSet2: return "working_set_scale[2]";
+    case Param::WorkingSet3: return "working_set_scale[3]";
+    case Param::WorkingSet4: return "working_set_scale[4]";
+    case Param::WorkingSet5: return "working_set_scale[5]";
+    case Param::WorkingSet6: return "working_set_scale[6]";
   }
   return "?";
+}
+
+std::string_view field_of(Param p) {
+  switch (p) {
+    case Param::IntraLatency: return "intra_node.latency";
+    case Param::IntraBeta: return "intra_node.bandwidth";
+    case Param::NetLatency: return "network.latency";
+    case Param::NetBeta: return "network.nic_bandwidth";
+    case Param::Gamma: return "reduction.bandwidth";
+    case Param::IntraRendezvousLatency: return "intra_node.rendezvous_latency";
+    case Param::IntraMessageOverhead: return "intra_node.message_overhead";
+    case Param::CallOverhead: return "call_overhead";
+    default: return "working_set_scale";
+  }
+}
+
+std::vector<Param> add_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
+  std::vector<Param> params;
+  if (topo.working_set_scale.empty()) {
+    double largest = 0;
+    for (const auto& s : samples)
+      largest = std::max(largest, working_set_bytes(s.collective, s.bytes, s.nodes * s.ranks_per_node));
+    Bytes at = 256 * 1024;
+    topo.working_set_scale.push_back({at, 1.0});
+    while (static_cast<double>(at) * 4 <= largest && topo.working_set_scale.size() < 7) {
+      at *= 4;
+      topo.working_set_scale.push_back({at, 1.0});
+    }
+  }
+  for (std::size_t i = 1; i < topo.working_set_scale.size() && i <= 6; ++i)
+    params.push_back(static_cast<Param>(static_cast<int>(Param::WorkingSet1) + static_cast<int>(i) - 1));
+  return params;
 }
 
 double get_param(const Topology& topo, Param p) {
@@ -252,8 +296,14 @@ double get_param(const Topology& topo, Param p) {
     case Param::NetLatency: return topo.network.latency_s;
     case Param::NetBeta: return 1.0 / topo.network.nic_bw_Bps;
     case Param::Gamma: return 1.0 / topo.reduce_bw_Bps;
+    case Param::IntraRendezvousLatency: return topo.intra.msg.rendezvous_latency_s;
+    case Param::IntraMessageOverhead: return topo.intra.msg.message_overhead_s;
+    case Param::CallOverhead: return topo.call_overhead_s;
+    default: {
+      const auto i = static_cast<std::size_t>(working_set_index(p));
+      return i < topo.working_set_scale.size() ? topo.working_set_scale[i].scale : 1.0;
+    }
   }
-  return 0;
 }
 
 void set_param(Topology& topo, Param p, double value) {
@@ -263,6 +313,15 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::NetLatency: topo.network.latency_s = value; break;
     case Param::NetBeta: topo.network.nic_bw_Bps = 1.0 / value; break;
     case Param::Gamma: topo.reduce_bw_Bps = 1.0 / value; break;
+    case Param::IntraRendezvousLatency:
+      if (topo.intra.msg.eager_limit_bytes > 0) topo.intra.msg.rendezvous_latency_s = value;
+      break;
+    case Param::IntraMessageOverhead: topo.intra.msg.message_overhead_s = value; break;
+    case Param::CallOverhead: topo.call_overhead_s = value; break;
+    default: {
+      const auto i = static_cast<std::size_t>(working_set_index(p));
+      if (i < topo.working_set_scale.size()) topo.working_set_scale[i].scale = value;
+    }
   }
 }
 
@@ -296,7 +355,8 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   // step lands on the least-squares solution; further steps only matter where a closed form is
   // piecewise (pipelining depth chosen from alpha and beta) or a parameter hits its floor.
   Topology current = topo;
-  for (int iter = 0; iter < 30; ++iter) {
+  const int max_iterations = weighting == FitWeighting::Robust ? 60 : 30;
+  for (int iter = 0; iter < max_iterations; ++iter) {
     fit.iterations = iter + 1;
     Evaluation base = evaluate(current, samples);
     const std::size_t n = base.used.size(), m = free_params.size();
@@ -344,6 +404,8 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
       double meas = samples[base.used[k]].time_s;
       double w = weight_of(meas, weighting);
       double r = meas - base.predicted[k];
+      // Least absolute relative error by reweighting: w = 1 / (t^2 |r / t|), |r / t| at least 1%.
+      if (weighting == FitWeighting::Robust) w /= std::max(std::fabs(r) / meas, 0.01);
       for (std::size_t i = 0; i < mm; ++i) {
         double ji = jac[i][k] * scale[i];
         b[i] += w * ji * r;
@@ -479,6 +541,12 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   }
   y.line(0, "reduction", "", "reduction");
   y.line(2, "bandwidth", bw_text(t.reduce_bw_Bps), "reduction.bandwidth");
+  if (t.call_overhead_s > 0) y.line(0, "call_overhead", time_text(t.call_overhead_s), "call_overhead");
+  if (!t.working_set_scale.empty()) {
+    y.line(0, "working_set_scale", "", "working_set_scale");
+    for (const WorkingSetScale& w : t.working_set_scale)
+      y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
+  }
   if (t.nccl.present) {
     y.line(0, "nccl", "", "nccl");
     auto table = [&](const char* key, const double (&v)[2][3]) {

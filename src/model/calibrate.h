@@ -32,7 +32,11 @@ struct TimedSize {
 //  Absolute: ordinary least squares on seconds; large messages dominate.
 //  Relative: residuals divided by the measured time (weights 1/t^2), so every size counts alike;
 //            this minimises the relative error the report measures, and is the default.
-enum class FitWeighting : std::uint8_t { Absolute, Relative };
+//  Robust:   relative residuals, and a collective fit (refine_parameters) reweights them so that it
+//            minimises the sum of |relative error| (iteratively reweighted least squares): a few
+//            points far off the model (a noisy size, an algorithm the model gets wrong) do not pull
+//            every other point away. Line fits treat it as Relative.
+enum class FitWeighting : std::uint8_t { Absolute, Relative, Robust };
 
 // t = alpha_s + bytes * beta_s_per_byte, with its quality on the points it was fitted on.
 struct LineFit {
@@ -81,9 +85,28 @@ struct CollectiveSample {
 };
 
 // The model parameters a collective fit may adjust.
-enum class Param : std::uint8_t { IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma };
-inline constexpr int kParamCount = 5;
+//  - the tiers' alpha and beta, and gamma;
+//  - what the runtime adds per message and per call: the intra-node rendezvous latency (only with
+//    an eager_limit), the intra-node message_overhead, the call_overhead;
+//  - the working-set curve (Topology::working_set_scale): the factor at its 2nd..7th point (the
+//    first point stays at 1, so intra_node.bandwidth is the bandwidth of a working set that fits
+//    the caches). A point the topology does not have is held.
+enum class Param : std::uint8_t {
+  IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
+  IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
+  WorkingSet1, WorkingSet2, WorkingSet3, WorkingSet4, WorkingSet5, WorkingSet6,
+};
+inline constexpr int kParamCount = 14;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
+// The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
+// "call_overhead", "working_set_scale", ...).
+std::string_view field_of(Param p);
+
+// Gives `topo` a working-set curve for fitting, unless it has one: points at 256 KiB, 1 MiB, 4 MiB,
+// ... (x4) up to the largest working set among `samples` (beyond the last point its factor
+// holds), every factor 1.
+// Returns the parameters of the points after the first (WorkingSet1, ...).
+std::vector<Param> add_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples);
 
 // Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).

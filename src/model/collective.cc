@@ -147,4 +147,20 @@ double busbw_factor(Collective c, int nranks) {
   return 1.0;
 }
 
+BufferCounts buffer_counts(Collective c, std::uint64_t count, int nranks) {
+  const std::uint64_t p = static_cast<std::uint64_t>(nranks < 1 ? 1 : nranks);
+  const std::uint64_t block = count / p;  // allgather, reducescatter, alltoall: the remainder is dropped
+  switch (c) {
+    case Collective::AllGather: return {block, block * p};
+    case Collective::ReduceScatter: return {block * p, block};
+    case Collective::AllToAll: return {block * p, block * p};
+    default: return {count, count};
+  }
+}
+
+double working_set_bytes(Collective c, std::uint64_t bytes, int nranks) {
+  const BufferCounts b = buffer_counts(c, bytes, nranks);
+  return static_cast<double>(b.input + b.output);
+}
+
 }  // namespace commsim

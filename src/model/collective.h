@@ -65,4 +65,18 @@ bool reduces(Collective c);
 // nccl-tests bus-bandwidth factor: busbw = algbw * factor (doc/PERFORMANCE.md of nccl-tests).
 double busbw_factor(Collective c, int nranks);
 
+// Elements of each rank's Input and Output for a request of `count` elements, as nccl-tests sizes
+// them: allgather gathers count / p from each rank, reducescatter leaves count / p, alltoall moves
+// count / p to each rank (the remainder is dropped); the others use count for both. Every executor,
+// library baseline and the model size buffers with this.
+struct BufferCounts {
+  std::uint64_t input = 0;
+  std::uint64_t output = 0;
+};
+BufferCounts buffer_counts(Collective c, std::uint64_t count, int nranks);
+
+// Bytes of one rank's Input and Output for a collective of `bytes` (nccl-tests convention): the
+// working set whose fit in the caches sets the memory-bound bandwidths (see Topology::working_set_scale).
+double working_set_bytes(Collective c, std::uint64_t bytes, int nranks);
+
 }  // namespace commsim

@@ -853,7 +853,31 @@ bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p
   return why_no_model(topo, c, a, p) == nullptr;
 }
 
+namespace {
+// The topology as the query's working set sees it (model/topology.h, working_set_scale): `topo`
+// itself when it has no curve, else a scaled copy kept in `storage`.
+const Topology& for_working_set(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes,
+                                Topology& storage) {
+  if (topo.working_set_scale.empty()) return topo;
+  storage = at_working_set(topo, working_set_bytes(c, bytes, nodes * ranks_per_node));
+  return storage;
+}
+
+Cost closed_form_at(const Topology& topo, const CostQuery& q);
+}  // namespace
+
 Cost closed_form(const Topology& topo, const CostQuery& q) {
+  Topology storage;
+  Cost c = closed_form_at(for_working_set(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes, storage), q);
+  if (topo.call_overhead_s > 0 && q.nodes * q.ranks_per_node > 1) {
+    c.latency_s += topo.call_overhead_s;
+    c.time_s += topo.call_overhead_s;
+  }
+  return c;
+}
+
+namespace {
+Cost closed_form_at(const Topology& topo, const CostQuery& q) {
   check_query(topo, q);
   const Env e = make_env(topo, q.nodes, q.ranks_per_node);
   const bool nccl_model = is_nccl_algorithm(q.algorithm) || q.protocol != Protocol::None;
@@ -892,11 +916,13 @@ Cost closed_form(const Topology& topo, const CostQuery& q) {
   }
   return to_cost(best, best_a, best_p);
 }
+}  // namespace
 
 int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
   if (c != Collective::AllReduce && c != Collective::Broadcast && c != Collective::Reduce) return 1;
   check_query(topo, CostQuery{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes});
-  Env e = make_env(topo, nodes, ranks_per_node);
+  Topology storage;
+  Env e = make_env(for_working_set(topo, c, nodes, ranks_per_node, bytes, storage), nodes, ranks_per_node);
   if (e.p == 1) return 1;
   return best_chunks(tree_pipe(e, c), static_cast<double>(bytes));
 }
@@ -904,7 +930,8 @@ int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
   if (c != Collective::Broadcast && c != Collective::Reduce) return 1;
   check_query(topo, CostQuery{c, Algorithm::Ring, Protocol::None, nodes, ranks_per_node, bytes});
-  Env e = make_env(topo, nodes, ranks_per_node);
+  Topology storage;
+  Env e = make_env(for_working_set(topo, c, nodes, ranks_per_node, bytes, storage), nodes, ranks_per_node);
   if (e.p == 1) return 1;
   return best_chunks(chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes));
 }

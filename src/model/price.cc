@@ -18,7 +18,9 @@
 // transfer takes at least (node's intra bytes of the round) / node_bandwidth); a message longer
 // than a tier's eager_limit pays its rendezvous_latency instead of its latency; a round that posts
 // q sends delays each of its transfers by (q - 1) * message_overhead of the transfer's tier (the
-// CPU posts them one after another; the round ends with the last).
+// CPU posts them one after another; the round ends with the last); call_overhead is added once to
+// the time of a schedule of more than one rank; working_set_scale scales the memory-bound
+// bandwidths by the working set of the schedule's Input and Output.
 #include "model/price.h"
 
 #include <algorithm>
@@ -183,12 +185,18 @@ PriceBreakdown price_schedule(const Schedule& s, const Topology& topo, const Pla
   if (placement.nranks != s.nranks)
     throw Error("price_schedule: the placement has " + std::to_string(placement.nranks) +
                 " ranks but the schedule has " + std::to_string(s.nranks));
-  Pricer pricer(s, topo, placement);
+  // Memory-bound bandwidths at this schedule's working set (Topology::working_set_scale).
+  Topology storage;
+  if (!topo.working_set_scale.empty())
+    storage = at_working_set(topo, static_cast<double>((s.input_count + s.output_count) * s.elem_size));
+  Pricer pricer(s, topo.working_set_scale.empty() ? topo : storage, placement);
   const std::vector<MatchedTransfer> transfers =
       match_transfers(s, [&](const OpRef& at, const Op& op) { pricer.local_op(at, op); });
   pricer.set_transfers(transfers);
   walk_schedule(s, transfers, pricer);
-  return pricer.result();
+  PriceBreakdown out = pricer.result();
+  if (s.nranks > 1) out.time_s += topo.call_overhead_s;  // Topology::call_overhead_s
+  return out;
 }
 
 }  // namespace commsim

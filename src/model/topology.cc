@@ -291,7 +291,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   Topology t;
   MapReader top(ctx, root, "",
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
-                 "network", "reduction", "max_nodes", "nccl", "calibrated", "transports"});
+                 "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
+                 "working_set_scale"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -398,6 +399,26 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     }
     t.nccl.present = true;
   }
+  if (auto v = top.optional("call_overhead")) t.call_overhead_s = read_time(ctx, *v, "call_overhead");
+  if (auto ws = top.optional("working_set_scale")) {
+    if (!ws->IsSequence())
+      fail(ctx, ws->Mark(), "working_set_scale",
+           "expected a list of { working_set: BYTES, scale: FACTOR } in ascending working_set, got " + node_kind(*ws));
+    for (std::size_t i = 0; i < ws->size(); ++i) {
+      const std::string path = "working_set_scale[" + std::to_string(i) + "]";
+      MapReader e(ctx, (*ws)[i], path, {"working_set", "scale"});
+      WorkingSetScale point;
+      point.working_set = read_bytes(ctx, e.require("working_set"), path + ".working_set");
+      const YAML::Node sv = e.require("scale");
+      point.scale = read_number(ctx, sv, path + ".scale");
+      if (!(point.scale > 0)) fail(ctx, sv.Mark(), path + ".scale", "must be more than 0 (a factor on bandwidth)");
+      if (point.working_set == 0 ||
+          (!t.working_set_scale.empty() && point.working_set <= t.working_set_scale.back().working_set))
+        fail(ctx, e.require("working_set").Mark(), path + ".working_set",
+             "working sets must be more than 0 bytes and ascending");
+      t.working_set_scale.push_back(point);
+    }
+  }
   if (auto cal = top.optional("calibrated")) {
     MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
     read_calibrated(c, t.calibrated);
@@ -460,6 +481,29 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin)
 Topology load_topology(const std::string& path) {
   Topology t = parse_topology(read_file_text(path), path);
   t.source_path = path;
+  return t;
+}
+
+double Topology::scale_at(double working_set) const {
+  const auto& w = working_set_scale;
+  if (w.empty()) return 1.0;
+  if (working_set <= static_cast<double>(w.front().working_set)) return w.front().scale;
+  if (working_set >= static_cast<double>(w.back().working_set)) return w.back().scale;
+  std::size_t i = 1;
+  while (static_cast<double>(w[i].working_set) < working_set) ++i;
+  const double x0 = std::log(static_cast<double>(w[i - 1].working_set)), x1 = std::log(static_cast<double>(w[i].working_set));
+  const double f = (std::log(working_set) - x0) / (x1 - x0);
+  return w[i - 1].scale + f * (w[i].scale - w[i - 1].scale);
+}
+
+Topology at_working_set(const Topology& topology, double working_set) {
+  Topology t = topology;
+  const double f = topology.scale_at(working_set);
+  if (f == 1.0) return t;
+  t.intra.bw_Bps *= f;
+  t.intra.node_bw_Bps *= f;
+  t.reduce_bw_Bps *= f;
+  t.memory_bw_Bps *= f;
   return t;
 }
 

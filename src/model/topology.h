@@ -89,6 +89,12 @@ struct TransportOverride {
   std::optional<BytesPerSecond> nic_bw_Bps;    // network.nic_bandwidth
 };
 
+// One point of the working-set curve (Topology::working_set_scale).
+struct WorkingSetScale {
+  Bytes working_set = 0;  // bytes of one rank's Input and Output (working_set_bytes in model/collective.h)
+  double scale = 1.0;     // factor on the memory-bound bandwidths at that working set
+};
+
 struct Topology {
   std::string name;          // from the file's `name`
   std::string description;
@@ -107,12 +113,29 @@ struct Topology {
   Network network;           // between nodes
   BytesPerSecond reduce_bw_Bps = 0;  // bytes reduced per second by one rank (gamma = 1 / this)
 
+  // Optional runtime and memory-hierarchy terms (off by default; `commsim calibrate --refine`
+  // fits them to measured collectives):
+  //  - call_overhead_s: what every collective call costs besides its rounds (ranks leave the
+  //    barrier before it at different times, the call sets itself up);
+  //  - working_set_scale: host memory is faster while a rank's buffers fit its caches. The points
+  //    (ascending working sets) give a factor on intra_node.bandwidth, node_bandwidth,
+  //    reduction.bandwidth and device.memory_bandwidth, interpolated linearly in log(working set)
+  //    and held constant beyond the first and last point. Empty: no scaling.
+  Seconds call_overhead_s = 0;
+  std::vector<WorkingSetScale> working_set_scale;
+
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
   std::vector<TransportOverride> transports;  // per-transport tier values, in file order
 
   Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
+  // The factor of working_set_scale at `working_set` bytes (1 without the curve).
+  double scale_at(double working_set) const;
 };
+
+// `topology` as a collective whose ranks each hold `working_set` bytes sees it: the memory-bound
+// bandwidths multiplied by scale_at(working_set). The same topology when there is no curve.
+Topology at_working_set(const Topology& topology, double working_set);
 
 // Reads and validates a topology file. Throws Error("FILE:LINE: FIELD: what is wrong") for an
 // unknown key, a missing field, a wrong type, a non-positive bandwidth, an unknown unit, or a

@@ -29,7 +29,7 @@ struct Options {
   std::string base;
   std::string name;
   std::string refine = "auto";
-  std::string weighting = "relative";
+  std::string weighting = "robust";
   bool force = false;
 };
 
@@ -191,10 +191,12 @@ int cmd_calibrate(int argc, char** argv) {
        "topology whose unmeasured parts are kept (name or path; default local-cpu for host probes)")               //
       ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")                 //
       ("refine", po::value(&o.refine)->default_value(o.refine),
-       "with run files: none, gamma (fit gamma to reducing collectives), all (alpha, beta, gamma of every tier "
-       "to the collectives); auto = gamma when run files are given")                                              //
+       "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
+       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous latency, and the "
+       "working-set curve of the caches); auto = gamma when run files are given")                                              //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
-       "least squares on relative (default) or absolute residuals")                                                //
+       "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
+       "relative (least squares on relative residuals) or absolute (on seconds)")                                                //
       ("force", po::bool_switch(&o.force), "overwrite an existing --out file");
   cli.positional("inputs", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
@@ -207,8 +209,10 @@ int cmd_calibrate(int argc, char** argv) {
     weighting = FitWeighting::Relative;
   else if (o.weighting == "absolute")
     weighting = FitWeighting::Absolute;
+  else if (o.weighting == "robust")
+    weighting = FitWeighting::Robust;
   else
-    throw Error("--weighting '" + o.weighting + "': use relative or absolute");
+    throw Error("--weighting '" + o.weighting + "': use robust, relative or absolute");
   if (o.refine != "auto" && o.refine != "none" && o.refine != "gamma" && o.refine != "all")
     throw Error("--refine '" + o.refine + "': use auto, none, gamma or all");
 
@@ -372,9 +376,15 @@ int cmd_calibrate(int argc, char** argv) {
   if (refine != "none") {
     if (samples.empty())
       throw Error("--refine " + refine + " needs run files with measured hand-written collectives");
-    std::vector<Param> params = refine == "gamma" ? std::vector<Param>{Param::Gamma}
-                                                  : std::vector<Param>{Param::IntraLatency, Param::IntraBeta,
-                                                                       Param::NetLatency, Param::NetBeta, Param::Gamma};
+    std::vector<Param> params{Param::Gamma};
+    if (refine == "all") {
+      // Every term: the tiers' alpha and beta, gamma, what the runtime adds per message and per
+      // call, and the working-set curve (caches), all against the same collectives.
+      params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
+                Param::NetLatency, Param::NetBeta, Param::Gamma};
+      if (topo.intra.msg.eager_limit_bytes > 0) params.push_back(Param::IntraRendezvousLatency);
+      for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
+    }
     const Topology before_refine = topo;
     ParamFit fit = refine == "gamma" ? fit_gamma(topo, samples, weighting) : refine_parameters(topo, samples, params, weighting);
     out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "
@@ -388,11 +398,7 @@ int cmd_calibrate(int argc, char** argv) {
     std::string what = std::to_string(fit.samples) + " collective points of " + std::to_string(run_files.size()) +
                        " run file(s)";
     for (Param p : fit.fitted) {
-      const char* field = p == Param::Gamma          ? "reduction.bandwidth"
-                          : p == Param::IntraBeta    ? "intra_node.bandwidth"
-                          : p == Param::IntraLatency ? "intra_node.latency"
-                          : p == Param::NetBeta      ? "network.nic_bandwidth"
-                                                     : "network.latency";
+      const std::string field(field_of(p));
       std::erase_if(comments, [&](const auto& c) { return c.first == field; });
       comments.push_back({field, from(what)});
     }

@@ -8,6 +8,7 @@
 #include "runtime/command.h"
 #include "runtime/report_tables.h"
 #include "runtime/results_file.h"
+#include "runtime/sweep.h"
 
 namespace commsim {
 
@@ -17,22 +18,28 @@ int cmd_report(int argc, char** argv) {
   std::string table = "groups";
   std::size_t outliers = 10;
   bool points_too = false;
+  std::string topology_name;
   CommandLine cli("report",
                   "How far the model is from the measurement: relative error per point; median and geometric-mean "
                   "|error| per collective x algorithm x size band (< 64 KiB, 64 KiB - 16 MiB, >= 16 MiB); whether the "
                   "model's fastest hand-written algorithm was the measured fastest; predicted vs measured crossover "
                   "sizes; the worst outliers; failed or missing points. Reads results files of `commsim run` "
-                  "(several are combined).",
+                  "(several are combined). With --topology, every point is first predicted again on that topology: "
+                  "how a calibrated topology does on measurements already taken.",
                   "commsim report run.h5\n"
                   "commsim report a.h5 b.h5 --format json > verdict.json\n"
-                  "commsim report run.h5 --format csv --table winners");
+                  "commsim report run.h5 --format csv --table winners\n"
+                  "commsim report run.h5 --topology mycluster.yaml");
   cli.options().add_options()                                                                             //
       ("files", po::value(&files)->multitoken(), "results files (.h5)")                                     //
       ("format", po::value(&format)->default_value(format), "table, csv or json")                          //
       ("table", po::value(&table)->default_value(table),
        "with --format csv, which table: groups, points, winners, crossovers, outliers, failed")            //
       ("outliers", po::value(&outliers)->default_value(outliers), "how many of the worst points to list")  //
-      ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)");
+      ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)")  //
+      ("topology", po::value(&topology_name),
+       "predict every point again on this topology (preset name or YAML file) instead of the prediction stored "
+       "with it; ranks are placed evenly on each point's nodes");
   cli.positional("files", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
   if (files.empty()) throw Error("give at least one results file: commsim report run.h5");
@@ -48,6 +55,11 @@ int cmd_report(int argc, char** argv) {
     points.insert(points.end(), c.points.begin(), c.points.end());
     for (const auto& run : c.runs)
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
+  }
+  if (!topology_name.empty()) {
+    const Topology topology = load_topology(resolve_topology_path(topology_name));
+    repredict(points, topology);
+    notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
   }
   Report r = build_report(points, outliers);
   r.files = files;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -53,6 +55,79 @@ std::optional<Choice> fastest(const Topology& topo, Collective c, const Placemen
 
 }  // namespace
 
+bool predict_row(Point& row, const Topology& base_topology, const Placement& placement,
+                 std::uint64_t pipeline_chunk_bytes_override, ScheduleRequest* request, Schedule* schedule) {
+  // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
+  // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
+  const Topology topology = with_transport(base_topology, row.transport);
+  const Collective c = row.collective;
+  const Algorithm a = row.algorithm;
+  const int nranks = placement.nranks;
+  const CostQuery query{c, a, row.protocol, placement.nnodes, placement.max_ranks_per_node(), row.bytes};
+  row.predicted_us = kNaN;
+  row.predicted_busbw_gbps = kNaN;
+  if (is_hand_written(a)) {
+    const auto dtype = parse_dtype(row.dtype);
+    const std::uint32_t elem = dtype ? dtype_size(*dtype) : 4;
+    const std::uint64_t chunk = pipeline_chunk_bytes_override > 0 ? pipeline_chunk_bytes_override
+                                                                  : pipeline_chunk_bytes(topology, query);
+    ScheduleRequest req{c, a, nranks, row.count, elem, row.root, &placement, chunk};
+    Schedule built = make_schedule(req);
+    const double t_s = price_schedule(built, topology, placement).time_s;
+    row.predicted_us = t_s * 1e6;
+    row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, t_s);
+    if (request) *request = req;
+    if (schedule) *schedule = std::move(built);
+    return true;
+  }
+  if (a == Algorithm::Mpi) {
+    // A library chooses its own algorithm: predict the one the model would choose.
+    const std::vector<Algorithm> all_hand_written(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+    const auto choice = fastest(topology, c, placement, row.bytes, all_hand_written);
+    if (choice) {
+      row.predicted_us = choice->cost.time_s * 1e6;
+      row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, choice->cost.time_s);
+      row.note = "predicted: closed form of " + std::string(to_string(choice->candidate.algorithm)) +
+                 ", the model's fastest";
+    }
+  } else if (has_closed_form(topology, c, a, row.protocol)) {
+    const Cost cost = closed_form(topology, query);
+    row.predicted_us = cost.time_s * 1e6;
+    row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, cost.time_s);
+    row.note = "predicted: NCCL's model, " + std::string(to_string(cost.algorithm)) + " " +
+               std::string(to_string(cost.protocol));
+  }
+  return false;
+}
+
+void repredict(std::vector<Point>& points, const Topology& topology) {
+  std::map<Collective, std::vector<Algorithm>> algs;
+  for (const Point& p : points)
+    if (is_hand_written(p.algorithm)) {
+      auto& v = algs[p.collective];
+      if (std::find(v.begin(), v.end(), p.algorithm) == v.end()) v.push_back(p.algorithm);
+    }
+  for (Point& p : points) {
+    if (p.nodes < 1 || p.ranks < p.nodes || p.ranks % p.nodes != 0) continue;
+    const Placement placement = Placement::uniform(p.nodes, p.ranks / p.nodes);
+    const std::string note = p.note;
+    try {
+      predict_row(p, topology, placement, 0, nullptr, nullptr);
+      const auto winner = fastest(with_transport(topology, p.transport), p.collective, placement, p.bytes, algs[p.collective]);
+      p.predicted_winner = winner ? std::string(to_string(winner->candidate.algorithm)) : std::string();
+    } catch (const Error& e) {
+      p.predicted_us = kNaN;
+      p.note = e.what();
+      continue;
+    }
+    if (std::isfinite(p.predicted_us) && p.measured_median_us > 0)
+      p.rel_error = (p.predicted_us - p.measured_median_us) / p.measured_median_us;
+    else
+      p.rel_error = kNaN;
+    if (is_hand_written(p.algorithm)) p.note = note;
+  }
+}
+
 std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
                                      const Topology& base_topology, const Placement& placement,
@@ -60,12 +135,10 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
   // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
   // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
   const Topology topology = with_transport(base_topology, backend.transport());
-  const Topology mpi_topology = with_transport(base_topology, "mpi");
   const std::uint32_t elem = dtype_size(settings.dtype);
   const int nranks = placement.nranks;
   std::vector<PlannedPoint> plan;
   for (const auto& [c, algs] : pairs) {
-    std::vector<Algorithm> all_hand_written(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
     std::set<std::uint64_t> seen_counts;
     for (Bytes requested : sizes) {
       const std::uint64_t count = element_count(c, requested, elem, nranks);
@@ -96,32 +169,8 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
           Schedule schedule;
           try {
-            const CostQuery query{c, a, protocol, placement.nnodes, placement.max_ranks_per_node(), bytes};
-            if (is_hand_written(a)) {
-              const std::uint64_t chunk = settings.pipeline_chunk_bytes > 0 ? settings.pipeline_chunk_bytes
-                                                                            : pipeline_chunk_bytes(topology, query);
-              pp.request = ScheduleRequest{c, a, nranks, count, elem, settings.root, &placement, chunk};
-              schedule = make_schedule(pp.request);
+            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, &pp.request, &schedule))
               setup.schedule = &schedule;
-              const double t_s = price_schedule(schedule, topology, placement).time_s;
-              row.predicted_us = t_s * 1e6;
-              row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, t_s);
-            } else if (a == Algorithm::Mpi) {
-              // A library chooses its own algorithm: predict the one the model would choose.
-              const auto choice = fastest(mpi_topology, c, placement, bytes, all_hand_written);
-              if (choice) {
-                row.predicted_us = choice->cost.time_s * 1e6;
-                row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, choice->cost.time_s);
-                row.note = "predicted: closed form of " + std::string(to_string(choice->candidate.algorithm)) +
-                           ", the model's fastest";
-              }
-            } else if (has_closed_form(topology, c, a, protocol)) {
-              const Cost cost = closed_form(topology, query);
-              row.predicted_us = cost.time_s * 1e6;
-              row.predicted_busbw_gbps = predicted_busbw_gbps(c, bytes, nranks, cost.time_s);
-              row.note = "predicted: NCCL's model, " + std::string(to_string(cost.algorithm)) + " " +
-                         std::string(to_string(cost.protocol));
-            }
           } catch (const Error& e) {
             row.note = e.what();
             pp.runnable = false;

@@ -57,6 +57,21 @@ std::string point_label(const Point& p);
 // reducescatter and alltoall rounded down to a multiple of nranks.
 std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, int nranks);
 
+// The model's prediction of one row, from its collective, algorithm, transport, protocol, dtype,
+// bytes, count and root, on `topology` (the row's transport's values applied) with `placement`:
+// sets predicted_us, predicted_busbw_gbps and, for baselines, the note saying what was predicted.
+// Hand-written algorithms: the schedule priced (with the pipeline chunk of the closed form unless
+// pipeline_chunk_bytes > 0), returned through request and schedule (either may be null), and true.
+// Throws Error when the schedule cannot be built.
+bool predict_row(Point& row, const Topology& topology, const Placement& placement, std::uint64_t pipeline_chunk_bytes,
+                 ScheduleRequest* request, Schedule* schedule);
+
+// Every point predicted again on `topology` (a calibrated one, say): predicted_us,
+// predicted_busbw_gbps, rel_error and predicted_winner (among the hand-written algorithms the
+// points hold for that collective), with the ranks placed evenly on the point's nodes. A point
+// that cannot be predicted keeps no prediction and says why in its note.
+void repredict(std::vector<Point>& points, const Topology& topology);
+
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
 // same element count are kept once). Predictions: a hand-written algorithm's schedule priced on
 // the topology with the real placement (price_schedule); `mpi`: the closed form of the fastest

@@ -40,4 +40,34 @@ grep -q "## Winners" report.txt
 "$bin" report run.h5 --format json > report.json
 grep -q '"compared": [1-9]' report.json
 "$bin" report run.h5 --format csv --table winners | head -1 | grep -q "^collective,backend,nodes,ranks,bytes"
+
+# Every term refitted on the run: the overheads and the working-set curve are written, the file loads.
+"$bin" calibrate portrait.h5 run.h5 --refine all --out all.yaml | tee refine_all.txt
+grep -q "call_overhead" refine_all.txt
+grep -q "held-out check" refine_all.txt
+grep -q "^working_set_scale:" all.yaml
+"$bin" predict --topology all.yaml --collectives allreduce --algorithms ring --sizes 1MiB > predict_all.txt
+
+# report --topology: predicted again on the topology of the run, every point's prediction is the one
+# stored with it; on the refitted topology they change.
+"$bin" report run.h5 --format csv --table points | cut -d, -f1-9 > stored.csv
+"$bin" report run.h5 --topology fitted.yaml --format csv --table points | cut -d, -f1-9 > again.csv
+python3 - stored.csv again.csv <<'PY'
+import csv, sys
+a = list(csv.DictReader(open(sys.argv[1])))
+b = list(csv.DictReader(open(sys.argv[2])))
+assert len(a) == len(b) and a, (len(a), len(b))
+for x, y in zip(a, b):
+    p, q = float(x["predicted_us"]), float(y["predicted_us"])
+    assert abs(p - q) <= 1e-6 * p, (x, y)
+print(f"report --topology: {len(a)} predictions reproduced")
+PY
+"$bin" report run.h5 --topology all.yaml | tee report_all.txt
+grep -q "predictions recomputed on topology 'all'" report_all.txt
+if cmp -s <("$bin" report run.h5 --topology all.yaml --format csv --table points) \
+          <("$bin" report run.h5 --format csv --table points); then
+  echo "report --topology all.yaml changed nothing"; exit 1
+fi
+if "$bin" report run.h5 --topology no-such-topology 2>err.txt; then echo "accepted a missing topology"; exit 1; fi
+grep -q "no-such-topology" err.txt
 echo "e2e calibrate: passed"

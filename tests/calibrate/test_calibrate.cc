@@ -260,5 +260,64 @@ TEST(TopologyYaml, WritesTheMessageTermsBack) {
   EXPECT_NEAR(back.network.msg.message_overhead_s, 2e-6, 1e-15);
 }
 
+// --refine all: the per-message and per-call terms and the working-set curve come back from
+// collectives the model generated, and the written file carries them.
+TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.call_overhead_s = 1.5e-6;
+  truth.intra.msg.message_overhead_s = 0.3e-6;
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 4);
+  // Direct allgather posts several messages per round: it is what shows the message overhead.
+  for (int ranks : {4, 8})
+    for (Bytes b = 1024; b <= (Bytes{64} << 20); b *= 4)
+      samples.push_back({Collective::AllGather, Algorithm::Direct, 1, ranks, b, 0.0});
+  Topology start = truth;
+  start.call_overhead_s = 0;
+  start.intra.msg.message_overhead_s = 0;
+  const std::vector<Param> curve = add_working_set_points(start, samples);
+  ASSERT_GE(curve.size(), 4u);  // 256 KiB .. 256 MiB (allreduce 64 MiB: 128 MiB of buffers)
+  truth.working_set_scale = start.working_set_scale;
+  for (std::size_t i = 1; i < truth.working_set_scale.size(); ++i)
+    truth.working_set_scale[i].scale = std::pow(0.8, static_cast<double>(i));
+  for (auto& smp : samples)
+    smp.time_s = closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes}).time_s;
+  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
+                               Param::Gamma};
+  params.insert(params.end(), curve.begin(), curve.end());
+  for (FitWeighting w : {FitWeighting::Relative, FitWeighting::Robust}) {
+    const ParamFit f = refine_parameters(start, samples, params, w);
+    EXPECT_NEAR(f.topology.call_overhead_s, 1.5e-6, 0.02e-6);
+    EXPECT_NEAR(f.topology.intra.msg.message_overhead_s, 0.3e-6, 0.01e-6);
+    EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
+    EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.01 * truth.intra.bw_Bps);
+    for (std::size_t i = 1; i < truth.working_set_scale.size(); ++i)
+      EXPECT_NEAR(f.topology.working_set_scale[i].scale, truth.working_set_scale[i].scale, 0.01) << i;
+    EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+    const Topology back = parse_topology(topology_yaml(f.topology, {}, {}, nullptr, false), "written");
+    EXPECT_NEAR(back.call_overhead_s, f.topology.call_overhead_s, 1e-15);
+    ASSERT_EQ(back.working_set_scale.size(), f.topology.working_set_scale.size());
+    for (std::size_t i = 0; i < back.working_set_scale.size(); ++i) {
+      EXPECT_EQ(back.working_set_scale[i].working_set, f.topology.working_set_scale[i].working_set);
+      EXPECT_NEAR(back.working_set_scale[i].scale, f.topology.working_set_scale[i].scale, 1e-8);
+    }
+  }
+}
+
+// Robust weighting: a few points far off the model do not move the fit; least squares does move.
+TEST(RefineParameters, RobustWeightingIgnoresAFewOutliers) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 5);
+  for (std::size_t i = 0; i < samples.size(); i += 10) samples[i].time_s *= 3.0;  // one point in ten, 3x slower
+  Topology start = truth;
+  start.intra.bw_Bps = 2e9;
+  const ParamFit robust = refine_parameters(start, samples, {Param::IntraBeta}, FitWeighting::Robust);
+  const ParamFit plain = refine_parameters(start, samples, {Param::IntraBeta}, FitWeighting::Relative);
+  const double robust_off = std::fabs(robust.topology.intra.bw_Bps / truth.intra.bw_Bps - 1);
+  const double plain_off = std::fabs(plain.topology.intra.bw_Bps / truth.intra.bw_Bps - 1);
+  EXPECT_LT(robust_off, 0.005);
+  EXPECT_GT(plain_off, 0.02);
+  EXPECT_LT(robust.median_abs_rel_error_after, 0.01);
+}
+
 }  // namespace
 }  // namespace commsim

@@ -373,6 +373,36 @@ TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
     }
 }
 
+// call_overhead and working_set_scale: priced schedules and closed forms apply them alike, and the
+// curve changes the bandwidth terms by its factor at the collective's working set.
+TEST(PriceEqualsClosedForm, CallOverheadAndWorkingSetCurve) {
+  const Topology plain = uniform();
+  Topology t = plain;
+  t.call_overhead_s = 1.7e-6;
+  t.working_set_scale = {{256 * 1024, 1.0}, {4 << 20, 0.8}, {64 << 20, 0.5}};
+  using C = Collective;
+  using A = Algorithm;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllGather, A::Direct},
+                                                  {C::ReduceScatter, A::Ring},
+                                                  {C::AllReduce, A::RecursiveDoubling},
+                                                  {C::AllGather, A::Bruck}})
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20}) {
+      const int p = 8;
+      const CostQuery q{c, a, Protocol::None, 1, p, bytes};
+      const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
+      const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
+      EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
+      // Against the plain topology: the call overhead once, the bandwidth terms divided by the factor.
+      const Cost base = closed_form(plain, q);
+      const double f = t.scale_at(working_set_bytes(c, bytes, p));
+      const double expected = base.latency_s + (base.bandwidth_s + base.reduction_s) / f + 1.7e-6;
+      EXPECT_NEAR(closed, expected, 1e-9 * expected) << name(c, a, p, bytes) << " factor " << f;
+    }
+  // One rank: nothing to communicate, no call overhead either.
+  EXPECT_EQ(closed_form(t, {C::AllReduce, A::Ring, Protocol::None, 1, 1, 1 << 20}).time_s, 0.0);
+}
+
 // A guard against the simulation growing slow: the bound is loose (CPU time of this process, which
 // a busy machine inflates); on an idle core pricing this schedule takes well under a second.
 TEST(Price, ThousandRankRingAllreduceIsFast) {

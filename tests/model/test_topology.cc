@@ -363,5 +363,50 @@ TEST(TopologyMessageTerms, BadValuesNameTheField) {
             std::string::npos);
 }
 
+TEST(TopologyRuntimeTerms, CallOverheadAndWorkingSetCurve) {
+  const std::string base = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node: { fabric: shared-memory, bandwidth: 10 GB/s, latency: 1 us }\n";
+  const Topology plain = parse_topology(base, "inline");
+  EXPECT_EQ(plain.call_overhead_s, 0.0);
+  EXPECT_TRUE(plain.working_set_scale.empty());
+  EXPECT_EQ(plain.scale_at(1e12), 1.0);
+  const Topology t = parse_topology(base + R"(call_overhead: 1.5 us
+working_set_scale:
+  - { working_set: 1MiB, scale: 1 }
+  - { working_set: 4MiB, scale: 0.8 }
+  - { working_set: 64MiB, scale: 0.4 }
+)", "inline");
+  EXPECT_NEAR(t.call_overhead_s, 1.5e-6, 1e-15);
+  ASSERT_EQ(t.working_set_scale.size(), 3u);
+  EXPECT_EQ(t.scale_at(1024), 1.0);                      // below the first point: its factor
+  EXPECT_NEAR(t.scale_at(2 << 20), 0.9, 1e-12);          // halfway in log between 1 and 4 MiB
+  EXPECT_NEAR(t.scale_at(16 << 20), 0.6, 1e-12);         // halfway in log between 4 and 64 MiB
+  EXPECT_EQ(t.scale_at(1e12), 0.4);                      // beyond the last point: its factor
+  const Topology big = at_working_set(t, 64 << 20);
+  EXPECT_NEAR(big.intra.bw_Bps, 4e9, 1);
+  EXPECT_NEAR(big.memory_bw_Bps, 8e9, 1);
+  EXPECT_NEAR(big.reduce_bw_Bps, t.reduce_bw_Bps * 0.4, 1);
+  EXPECT_EQ(big.network.nic_bw_Bps, t.network.nic_bw_Bps);
+
+  auto error_of = [&](const std::string& extra) {
+    try {
+      parse_topology(base + extra, "bad.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("call_overhead: 3 parsecs\n").find("bad.yaml:6: call_overhead"), std::string::npos)
+      << error_of("call_overhead: 3 parsecs\n");
+  EXPECT_NE(error_of("working_set_scale: 0.5\n").find("working_set_scale"), std::string::npos);
+  const std::string descending = "working_set_scale:\n  - { working_set: 4MiB, scale: 1 }\n  - { working_set: 1MiB, scale: 0.5 }\n";
+  EXPECT_NE(error_of(descending).find("bad.yaml:8: working_set_scale[1].working_set"), std::string::npos)
+      << error_of(descending);
+  EXPECT_NE(error_of("working_set_scale:\n  - { working_set: 4MiB, scale: 0 }\n").find("working_set_scale[0].scale"),
+            std::string::npos);
+  EXPECT_NE(error_of("working_set_scale:\n  - { working_set: 4MiB, factor: 1 }\n").find("unknown key"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace commsim
