@@ -113,11 +113,11 @@ double predict_sample(const Topology& topo, const CollectiveSample& s) {
 // The smallest step that still changes a parameter measurably, and the floor it must stay above.
 int working_set_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::WorkingSet1) + 1;
-  return i >= 1 ? i : -1;
+  return i >= 1 && i <= 6 ? i : -1;
 }
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
-         p == Param::IntraMessageOverhead || p == Param::CallOverhead;
+         p == Param::IntraMessageOverhead || p == Param::CallOverhead || p == Param::IntraRendezvousOverhead;
 }
 double param_floor(Param p) {
   if (is_time_param(p)) return 0.0;
@@ -247,6 +247,7 @@ std::string_view to_string(Param p) {
     case Param::IntraRendezvousLatency: return "intra.rendezvous_latency";
     case Param::IntraMessageOverhead: return "intra.message_overhead";
     case Param::CallOverhead: return "call_overhead";
+    case Param::IntraRendezvousOverhead: return "intra.rendezvous_overhead";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -267,6 +268,7 @@ std::string_view field_of(Param p) {
     case Param::IntraRendezvousLatency: return "intra_node.rendezvous_latency";
     case Param::IntraMessageOverhead: return "intra_node.message_overhead";
     case Param::CallOverhead: return "call_overhead";
+    case Param::IntraRendezvousOverhead: return "intra_node.rendezvous_overhead";
     default: return "working_set_scale";
   }
 }
@@ -299,6 +301,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraRendezvousLatency: return topo.intra.msg.rendezvous_latency_s;
     case Param::IntraMessageOverhead: return topo.intra.msg.message_overhead_s;
     case Param::CallOverhead: return topo.call_overhead_s;
+    case Param::IntraRendezvousOverhead: return topo.intra.msg.overhead_s(INFINITY);
     default: {
       const auto i = static_cast<std::size_t>(working_set_index(p));
       return i < topo.working_set_scale.size() ? topo.working_set_scale[i].scale : 1.0;
@@ -318,6 +321,9 @@ void set_param(Topology& topo, Param p, double value) {
       break;
     case Param::IntraMessageOverhead: topo.intra.msg.message_overhead_s = value; break;
     case Param::CallOverhead: topo.call_overhead_s = value; break;
+    case Param::IntraRendezvousOverhead:
+      if (topo.intra.msg.eager_limit_bytes > 0) topo.intra.msg.rendezvous_overhead_s = value;
+      break;
     default: {
       const auto i = static_cast<std::size_t>(working_set_index(p));
       if (i < topo.working_set_scale.size()) topo.working_set_scale[i].scale = value;
@@ -494,6 +500,8 @@ void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
   }
   if (m.message_overhead_s > 0)
     y.line(2, "message_overhead", time_text(m.message_overhead_s), tier + ".message_overhead");
+  if (m.rendezvous_overhead_s && m.eager_limit_bytes > 0)
+    y.line(2, "rendezvous_overhead", time_text(*m.rendezvous_overhead_s), tier + ".rendezvous_overhead");
 }
 
 }  // namespace

@@ -86,8 +86,8 @@ struct CollectiveSample {
 
 // The model parameters a collective fit may adjust.
 //  - the tiers' alpha and beta, and gamma;
-//  - what the runtime adds per message and per call: the intra-node rendezvous latency (only with
-//    an eager_limit), the intra-node message_overhead, the call_overhead;
+//  - what the runtime adds per message and per call: the intra-node rendezvous latency and
+//    rendezvous overhead (only with an eager_limit), the intra-node message_overhead, the call_overhead;
 //  - the working-set curve (Topology::working_set_scale): the factor at its 2nd..7th point (the
 //    first point stays at 1, so intra_node.bandwidth is the bandwidth of a working set that fits
 //    the caches). A point the topology does not have is held.
@@ -95,8 +95,9 @@ enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
   WorkingSet1, WorkingSet2, WorkingSet3, WorkingSet4, WorkingSet5, WorkingSet6,
+  IntraRendezvousOverhead,
 };
-inline constexpr int kParamCount = 14;
+inline constexpr int kParamCount = 15;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).

@@ -24,7 +24,7 @@
 //  - eager_limit / rendezvous_latency (per tier): a message above the limit pays the rendezvous
 //    latency instead of the tier's latency;
 //  - message_overhead (per tier): a round that posts q messages at once (direct) pays
-//    (q - 1) * message_overhead on top.
+//    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit).
 #include "model/cost.h"
 
 #include <algorithm>
@@ -77,6 +77,7 @@ struct Env {
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
   double eager_i = INFINITY, rdv_i = 0, eager_n = INFINITY, rdv_n = 0;  // eager limits (B), rendezvous latencies (s)
   double o_i = 0, o_n = 0;                       // message_overhead per tier, s
+  double ro_i = 0, ro_n = 0;                     // the same above the eager limit (rendezvous_overhead)
 
   // Precomputed for the common flow counts (only when nodes > 1).
   double b_flow_1 = 0, b_flow_G = 0;
@@ -87,6 +88,9 @@ struct Env {
   // Latency of one message of m bytes on each tier.
   double lat_i(double m) const { return m > eager_i ? rdv_i : a_i; }
   double lat_n(double m) const { return m > eager_n ? rdv_n : a_n; }
+  // Posting overhead of one more message of m bytes on each tier.
+  double ovh_i(double m) const { return m > eager_i ? ro_i : o_i; }
+  double ovh_n(double m) const { return m > eager_n ? ro_n : o_n; }
 };
 
 Env make_env(const Topology& t, int nodes, int ranks_per_node) {
@@ -112,6 +116,8 @@ Env make_env(const Topology& t, int nodes, int ranks_per_node) {
   }
   e.o_i = t.intra.msg.message_overhead_s;
   e.o_n = t.network.msg.message_overhead_s;
+  e.ro_i = t.intra.msg.rendezvous_overhead_s.value_or(e.o_i);
+  e.ro_n = t.network.msg.rendezvous_overhead_s.value_or(e.o_n);
   if (e.N > 1) {
     const double G = static_cast<double>(e.G);
     e.b_flow_1 = e.b_flow(1);
@@ -206,12 +212,12 @@ Parts direct(const Env& e, double block, bool reduced) {
   Parts in, out;
   const double posted_before = static_cast<double>(e.p - 2);  // messages a rank posts before its last
   if (e.G > 1)
-    in = {e.lat_i(block) + posted_before * e.o_i,
+    in = {e.lat_i(block) + posted_before * e.ovh_i(block),
           static_cast<double>(e.G - 1) * block * e.b_in(static_cast<double>(e.G)), 0};
   if (e.N > 1) {
     double outside = static_cast<double>(e.p - e.G);
     double rate = std::min(e.node_bw / static_cast<double>(e.G), outside * e.nic_bw);
-    out = {e.lat_n(block) + posted_before * e.o_n, outside * block / rate, 0};
+    out = {e.lat_n(block) + posted_before * e.ovh_n(block), outside * block / rate, 0};
   }
   Parts t = slower(in, out);
   if (reduced) t.red = static_cast<double>(e.p - 1) * block * e.g;

@@ -17,7 +17,8 @@
 // that all ranks of a node move inside it in rounds of the same index (as the NICs above: a
 // transfer takes at least (node's intra bytes of the round) / node_bandwidth); a message longer
 // than a tier's eager_limit pays its rendezvous_latency instead of its latency; a round that posts
-// q sends delays each of its transfers by (q - 1) * message_overhead of the transfer's tier (the
+// q sends delays each of its transfers by (q - 1) * message_overhead of the transfer's tier
+// (rendezvous_overhead above the eager limit) (the
 // CPU posts them one after another; the round ends with the last); call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output.
@@ -158,11 +159,11 @@ class Pricer : public ScheduleVisitor {
       double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
         bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][t.send.round] * node_intra_s_per_byte_);
-      return topo_.intra.message_latency_s(bytes) + posted_before * topo_.intra.msg.message_overhead_s + bw_s;
+      return topo_.intra.message_latency_s(bytes) + posted_before * topo_.intra.msg.overhead_s(bytes) + bw_s;
     }
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][t.send.round],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][t.recv.round]);
-    return topo_.network.message_latency_s(bytes) + posted_before * topo_.network.msg.message_overhead_s +
+    return topo_.network.message_latency_s(bytes) + posted_before * topo_.network.msg.overhead_s(bytes) +
            std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 

@@ -250,6 +250,12 @@ void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& p
   }
   if (auto v = r.optional("message_overhead"))
     out.message_overhead_s = read_time(ctx, *v, child_path(path, "message_overhead"));
+  if (auto v = r.optional("rendezvous_overhead")) {
+    if (!limit)
+      fail(ctx, v->Mark(), child_path(path, "rendezvous_overhead"),
+           "needs eager_limit and rendezvous_latency (it is the overhead of messages above the eager limit)");
+    out.rendezvous_overhead_s = read_time(ctx, *v, child_path(path, "rendezvous_overhead"));
+  }
 }
 
 // transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }
@@ -319,7 +325,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   {
     MapReader intra(ctx, top.require("intra_node"), "intra_node",
                     {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
-                     "message_overhead"});
+                     "message_overhead", "rendezvous_overhead"});
     t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
     t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
                                     "intra_node.bandwidth");
@@ -340,7 +346,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     YAML::Node net_node = top.require("network", "use { kind: none } for a single-node topology");
     MapReader net(ctx, net_node, "network",
                   {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription", "eager_limit",
-                   "rendezvous_latency", "message_overhead"});
+                   "rendezvous_latency", "message_overhead", "rendezvous_overhead"});
     YAML::Node kind_node = net.require("kind");
     t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
     if (auto f = net.optional("fabric"))

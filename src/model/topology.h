@@ -17,11 +17,20 @@ namespace commsim {
 //    handshake before the data moves) instead of the tier's latency (0 = no switch);
 //  - message_overhead_s: what each additional message a rank posts in the same round adds (the CPU
 //    posts them one after another), so posting q messages at once costs (q - 1) * message_overhead_s
-//    before the last one leaves.
+//    before the last one leaves;
+//  - rendezvous_overhead_s: the same for messages above the eager limit, whose handshakes the CPUs
+//    also handle one after another (unset: message_overhead_s).
 struct MessageCosts {
   Bytes eager_limit_bytes = 0;       // 0: every message pays the tier's latency
   Seconds rendezvous_latency_s = 0;  // used above eager_limit_bytes
   Seconds message_overhead_s = 0;    // per additional message posted in one round
+  std::optional<Seconds> rendezvous_overhead_s;  // per additional message above eager_limit_bytes
+  // The posting overhead of one more message of `bytes` bytes.
+  Seconds overhead_s(double bytes) const {
+    return rendezvous_overhead_s && eager_limit_bytes > 0 && bytes > static_cast<double>(eager_limit_bytes)
+               ? *rendezvous_overhead_s
+               : message_overhead_s;
+  }
   // The per-message latency of a message of `bytes` bytes, given the tier's (eager) latency.
   Seconds latency_s(Seconds eager_latency_s, double bytes) const {
     return eager_limit_bytes > 0 && bytes > static_cast<double>(eager_limit_bytes) ? rendezvous_latency_s

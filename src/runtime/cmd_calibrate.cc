@@ -382,7 +382,10 @@ int cmd_calibrate(int argc, char** argv) {
       // call, and the working-set curve (caches), all against the same collectives.
       params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                 Param::NetLatency, Param::NetBeta, Param::Gamma};
-      if (topo.intra.msg.eager_limit_bytes > 0) params.push_back(Param::IntraRendezvousLatency);
+      if (topo.intra.msg.eager_limit_bytes > 0) {
+        params.push_back(Param::IntraRendezvousLatency);
+        params.push_back(Param::IntraRendezvousOverhead);
+      }
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
     }
     const Topology before_refine = topo;

@@ -2,6 +2,7 @@
 // crossovers, outliers, failed points). The tables are built by runtime/report_tables.h.
 #include <algorithm>
 #include <iostream>
+#include <memory>
 
 #include "model/error.h"
 #include "runtime/cli_common.h"
@@ -50,15 +51,30 @@ int cmd_report(int argc, char** argv) {
 
   std::vector<Point> points;
   std::vector<std::string> notes;
+  std::vector<std::unique_ptr<Topology>> run_topologies;  // the topology each run was predicted on
+  std::vector<const Topology*> run_topology_of_point;
   for (const auto& f : files) {
     ResultsContents c = read_results(f, false);
     points.insert(points.end(), c.points.begin(), c.points.end());
+    std::vector<const Topology*> of_run;
+    for (const auto& run : c.runs) {
+      try {
+        run_topologies.push_back(std::make_unique<Topology>(parse_topology(run.topology_text, f)));
+        of_run.push_back(run_topologies.back().get());
+      } catch (const Error&) {
+        of_run.push_back(nullptr);  // an old or hand-edited file: the new topology's chunks are used
+      }
+    }
+    for (std::size_t i = 0; i < c.points.size(); ++i) {
+      const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
+      run_topology_of_point.push_back(r >= 0 && r < static_cast<int>(of_run.size()) ? of_run[r] : nullptr);
+    }
     for (const auto& run : c.runs)
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
   }
   if (!topology_name.empty()) {
     const Topology topology = load_topology(resolve_topology_path(topology_name));
-    repredict(points, topology);
+    repredict(points, topology, run_topology_of_point);
     notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
   }
   Report r = build_report(points, outliers);

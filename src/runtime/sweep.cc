@@ -100,7 +100,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
   return false;
 }
 
-void repredict(std::vector<Point>& points, const Topology& topology) {
+void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology) {
   std::map<Collective, std::vector<Algorithm>> algs;
   for (const Point& p : points)
     if (is_hand_written(p.algorithm)) {
@@ -112,7 +112,14 @@ void repredict(std::vector<Point>& points, const Topology& topology) {
     const Placement placement = Placement::uniform(p.nodes, p.ranks / p.nodes);
     const std::string note = p.note;
     try {
-      predict_row(p, topology, placement, 0, nullptr, nullptr);
+      // The pipelined algorithms ran with the chunk their run's topology chose: price that schedule.
+      std::uint64_t chunk = 0;
+      const std::size_t i = static_cast<std::size_t>(&p - points.data());
+      if (i < run_topology.size() && run_topology[i] != nullptr && is_hand_written(p.algorithm))
+        chunk = pipeline_chunk_bytes(with_transport(*run_topology[i], p.transport),
+                                     {p.collective, p.algorithm, p.protocol, placement.nnodes,
+                                      placement.max_ranks_per_node(), p.bytes});
+      predict_row(p, topology, placement, chunk, nullptr, nullptr);
       const auto winner = fastest(with_transport(topology, p.transport), p.collective, placement, p.bytes, algs[p.collective]);
       p.predicted_winner = winner ? std::string(to_string(winner->candidate.algorithm)) : std::string();
     } catch (const Error& e) {

@@ -68,9 +68,12 @@ bool predict_row(Point& row, const Topology& topology, const Placement& placemen
 
 // Every point predicted again on `topology` (a calibrated one, say): predicted_us,
 // predicted_busbw_gbps, rel_error and predicted_winner (among the hand-written algorithms the
-// points hold for that collective), with the ranks placed evenly on the point's nodes. A point
-// that cannot be predicted keeps no prediction and says why in its note.
-void repredict(std::vector<Point>& points, const Topology& topology);
+// points hold for that collective), with the ranks placed evenly on the point's nodes. The
+// pipelined algorithms are priced with the chunk they ran with: the one the closed form chose on
+// the topology of the point's run (run_topology, parallel to points; null or missing: `topology`'s
+// own choice). A point that cannot be predicted keeps no prediction and says why in its note.
+void repredict(std::vector<Point>& points, const Topology& topology,
+               const std::vector<const Topology*>& run_topology = {});
 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
 // same element count are kept once). Predictions: a hand-written algorithm's schedule priced on

@@ -248,13 +248,16 @@ TEST(FitMessageOverhead, RecoversFromAStreamOfEight) {
 TEST(TopologyYaml, WritesTheMessageTermsBack) {
   Topology t = parse_topology(kHostTopology, "inline");
   t.intra.node_bw_Bps = 33e9;
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6};
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6};
   t.network.msg = {65536, 40e-6, 2e-6};
   const Topology back = parse_topology(topology_yaml(t, {}, {}, nullptr, false), "written");
   EXPECT_NEAR(back.intra.node_bw_Bps, 33e9, 1);
   EXPECT_EQ(back.intra.msg.eager_limit_bytes, 8192u);
   EXPECT_NEAR(back.intra.msg.rendezvous_latency_s, 3.3e-6, 1e-15);
   EXPECT_NEAR(back.intra.msg.message_overhead_s, 0.4e-6, 1e-15);
+  ASSERT_TRUE(back.intra.msg.rendezvous_overhead_s.has_value());
+  EXPECT_NEAR(*back.intra.msg.rendezvous_overhead_s, 1.2e-6, 1e-15);
+  EXPECT_FALSE(back.network.msg.rendezvous_overhead_s.has_value());
   EXPECT_EQ(back.network.msg.eager_limit_bytes, 65536u);
   EXPECT_NEAR(back.network.msg.rendezvous_latency_s, 40e-6, 1e-15);
   EXPECT_NEAR(back.network.msg.message_overhead_s, 2e-6, 1e-15);

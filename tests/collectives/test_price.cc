@@ -354,7 +354,7 @@ TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
 TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
   Topology t = uniform();
   t.intra.node_bw_Bps = 33e9;  // eight ranks share 33 GB/s: 4.1 GB/s each, below 10 GB/s
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6};
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.1e-6};
   using C = Collective;
   using A = Algorithm;
   for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},

@@ -661,6 +661,15 @@ TEST(ClosedFormTerms, MessageOverheadOfDirect) {
   expect_rel(cost(t, Collective::AllToAll, Algorithm::Direct, 1, 8, n).time_s -
                  cost(make_topo(0.7e-6, 10e9, 5e-6, 25e9, 1, 20e9), Collective::AllToAll, Algorithm::Direct, 1, 8, n).time_s,
              6 * 0.4e-6, "alltoall direct + 6 o");
+  // Above the eager limit the rendezvous overhead applies instead (8 KiB / 8 = 1 KiB per message).
+  t.intra.msg.eager_limit_bytes = 512;
+  t.intra.msg.rendezvous_latency_s = 0.7e-6;
+  const double with_o = cost(t, Collective::AllGather, Algorithm::Direct, 1, 8, n).time_s;
+  t.intra.msg.rendezvous_overhead_s = 1.5e-6;
+  expect_rel(cost(t, Collective::AllGather, Algorithm::Direct, 1, 8, n).time_s - with_o, 6 * (1.5e-6 - 0.4e-6),
+             "direct + 6 rendezvous overheads");
+  t.intra.msg.eager_limit_bytes = 0;
+  t.intra.msg.rendezvous_overhead_s.reset();
   // One message per round: unchanged.
   expect_rel(cost(t, Collective::AllGather, Algorithm::Ring, 1, 8, n).time_s,
              cost(make_topo(0.7e-6, 10e9, 5e-6, 25e9, 1, 20e9), Collective::AllGather, Algorithm::Ring, 1, 8, n).time_s,

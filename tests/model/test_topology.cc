@@ -321,7 +321,8 @@ device: { name: CPU, memory_bandwidth: 20 GB/s }
 network: { kind: tcp, nics_per_node: 1, nic_bandwidth: 10 Gb/s, latency: 30 us, eager_limit: 64 KiB, rendezvous_latency: 60 us, message_overhead: 2 us }
 )";
   const Topology t = parse_topology(base + R"(intra_node: { fabric: shared-memory, bandwidth: 13.2 GB/s, latency: 0.7 us,
-  node_bandwidth: 33 GB/s, eager_limit: 8 KiB, rendezvous_latency: 3.3 us, message_overhead: 0.4 us }
+  node_bandwidth: 33 GB/s, eager_limit: 8 KiB, rendezvous_latency: 3.3 us, message_overhead: 0.4 us,
+  rendezvous_overhead: 1.2 us }
 )",
                                     "inline");
   EXPECT_NEAR(t.intra.node_bw_Bps, 33e9, 1);
@@ -330,6 +331,9 @@ network: { kind: tcp, nics_per_node: 1, nic_bandwidth: 10 Gb/s, latency: 30 us, 
   EXPECT_NEAR(t.intra.msg.message_overhead_s, 0.4e-6, 1e-15);
   EXPECT_NEAR(t.intra.message_latency_s(8192), 0.7e-6, 1e-15);
   EXPECT_NEAR(t.intra.message_latency_s(8193), 3.3e-6, 1e-15);
+  EXPECT_NEAR(t.intra.msg.overhead_s(8192), 0.4e-6, 1e-15);
+  EXPECT_NEAR(t.intra.msg.overhead_s(8193), 1.2e-6, 1e-15);
+  EXPECT_NEAR(t.network.msg.overhead_s(1e9), 2e-6, 1e-15);  // no rendezvous_overhead: message_overhead
   EXPECT_EQ(t.network.msg.eager_limit_bytes, 65536u);
   EXPECT_NEAR(t.network.msg.message_overhead_s, 2e-6, 1e-15);
   const Topology plain =
@@ -361,6 +365,9 @@ TEST(TopologyMessageTerms, BadValuesNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of("  eager_limit: 0 B\n  rendezvous_latency: 3 us\n").find("intra_node.eager_limit"),
             std::string::npos);
+  EXPECT_NE(error_of("  rendezvous_overhead: 1 us\n").find("bad.yaml:9: intra_node.rendezvous_overhead: needs eager_limit"),
+            std::string::npos)
+      << error_of("  rendezvous_overhead: 1 us\n");
 }
 
 TEST(TopologyRuntimeTerms, CallOverheadAndWorkingSetCurve) {
