@@ -9,7 +9,8 @@
 # Environment: COMMSIM_BIN (default: build/src/runtime/commsim, else build-*/src/runtime/commsim),
 # SIZES (run sizes, default 1KiB:64MiB:x4), PROBE_SIZES (default 8B:64MiB), ITERS (default 10),
 # COLLECTIVES (default allreduce,allgather,reducescatter,broadcast), MPIEXEC_ARGS (extra mpiexec
-# arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma). Prints the accuracy table of `commsim report` for each round.
+# arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma).
+# Prints the accuracy table of `commsim report` for each round.
 set -euo pipefail
 np=${1:-2}
 out=${2:-accuracy-out}
