@@ -93,19 +93,22 @@ struct Env {
   double ovh_n(double m) const { return m > eager_n ? ro_n : o_n; }
 };
 
-Env make_env(const Topology& t, int nodes, int ranks_per_node) {
+// `bytes` of collective c set the working set that scales the memory-bound bandwidths
+// (Topology::working_set_scale); without a curve they do not matter.
+Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
+  const double f = t.working_set_scale.empty() ? 1.0 : t.scale_at(working_set_bytes(c, bytes, nodes * ranks_per_node));
   Env e;
   e.N = nodes;
   e.G = ranks_per_node;
   e.p = e.N * e.G;
   e.a_i = t.intra.latency_s;
-  e.b_i = 1.0 / t.intra.bw_Bps;
+  e.b_i = 1.0 / (t.intra.bw_Bps * f);
   e.a_n = t.network.latency_s;
-  e.intra_bw = t.intra.bw_Bps;
+  e.intra_bw = t.intra.bw_Bps * f;
   e.nic_bw = t.network.nic_bw_Bps;
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
-  e.g = 1.0 / t.reduce_bw_Bps;
-  e.node_intra_bw = t.intra.node_bw_Bps;
+  e.g = 1.0 / (t.reduce_bw_Bps * f);
+  e.node_intra_bw = t.intra.node_bw_Bps * f;
   if (t.intra.msg.eager_limit_bytes > 0) {
     e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
     e.rdv_i = t.intra.msg.rendezvous_latency_s;
@@ -842,12 +845,13 @@ void check_query(const Topology& t, const CostQuery& q) {
   if (const char* why = why_no_model(t, q.collective, q.algorithm, q.protocol)) throw_query(t, q, why);
 }
 
-Cost to_cost(const Parts& x, Algorithm a, Protocol p) {
+// call_s (the topology's call overhead) counts with the latency terms.
+Cost to_cost(const Parts& x, Algorithm a, Protocol p, Seconds call_s = 0) {
   Cost c;
-  c.latency_s = x.lat;
+  c.latency_s = x.lat + call_s;
   c.bandwidth_s = x.bw;
   c.reduction_s = x.red;
-  c.time_s = x.lat + x.bw + x.red;
+  c.time_s = c.latency_s + x.bw + x.red;
   c.algorithm = a;
   c.protocol = p;
   return c;
@@ -859,33 +863,9 @@ bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p
   return why_no_model(topo, c, a, p) == nullptr;
 }
 
-namespace {
-// The topology as the query's working set sees it (model/topology.h, working_set_scale): `topo`
-// itself when it has no curve, else a scaled copy kept in `storage`.
-const Topology& for_working_set(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes,
-                                Topology& storage) {
-  if (topo.working_set_scale.empty()) return topo;
-  storage = at_working_set(topo, working_set_bytes(c, bytes, nodes * ranks_per_node));
-  return storage;
-}
-
-Cost closed_form_at(const Topology& topo, const CostQuery& q);
-}  // namespace
-
 Cost closed_form(const Topology& topo, const CostQuery& q) {
-  Topology storage;
-  Cost c = closed_form_at(for_working_set(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes, storage), q);
-  if (topo.call_overhead_s > 0 && q.nodes * q.ranks_per_node > 1) {
-    c.latency_s += topo.call_overhead_s;
-    c.time_s += topo.call_overhead_s;
-  }
-  return c;
-}
-
-namespace {
-Cost closed_form_at(const Topology& topo, const CostQuery& q) {
   check_query(topo, q);
-  const Env e = make_env(topo, q.nodes, q.ranks_per_node);
+  const Env e = make_env(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes);
   const bool nccl_model = is_nccl_algorithm(q.algorithm) || q.protocol != Protocol::None;
   if (e.p == 1) {
     // One rank: nothing to communicate.
@@ -893,7 +873,8 @@ Cost closed_form_at(const Topology& topo, const CostQuery& q) {
     Protocol p = nccl_model && q.protocol == Protocol::None ? Protocol::Simple : q.protocol;
     return to_cost(Parts{}, a, p);
   }
-  if (!nccl_model) return to_cost(hand_written(e, q.collective, q.algorithm, q.bytes), q.algorithm, q.protocol);
+  const Seconds call_s = topo.call_overhead_s;  // once per call of more than one rank
+  if (!nccl_model) return to_cost(hand_written(e, q.collective, q.algorithm, q.bytes), q.algorithm, q.protocol, call_s);
 
   // NCCL's model: the requested protocol, or the fastest of LL / LL128 / Simple; Algorithm::Nccl
   // also chooses between ring and (allreduce only) tree.
@@ -920,15 +901,13 @@ Cost closed_form_at(const Topology& topo, const CostQuery& q) {
       }
     }
   }
-  return to_cost(best, best_a, best_p);
+  return to_cost(best, best_a, best_p, call_s);
 }
-}  // namespace
 
 int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
   if (c != Collective::AllReduce && c != Collective::Broadcast && c != Collective::Reduce) return 1;
   check_query(topo, CostQuery{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes});
-  Topology storage;
-  Env e = make_env(for_working_set(topo, c, nodes, ranks_per_node, bytes, storage), nodes, ranks_per_node);
+  Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
   return best_chunks(tree_pipe(e, c), static_cast<double>(bytes));
 }
@@ -936,8 +915,7 @@ int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
   if (c != Collective::Broadcast && c != Collective::Reduce) return 1;
   check_query(topo, CostQuery{c, Algorithm::Ring, Protocol::None, nodes, ranks_per_node, bytes});
-  Topology storage;
-  Env e = make_env(for_working_set(topo, c, nodes, ranks_per_node, bytes, storage), nodes, ranks_per_node);
+  Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
   return best_chunks(chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes));
 }

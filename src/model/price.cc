@@ -61,20 +61,21 @@ double per_byte(BytesPerSecond bw) {
 
 class Pricer : public ScheduleVisitor {
  public:
-  Pricer(const Schedule& s, const Topology& topo, const Placement& pl)
+  // f: the working-set factor on the memory-bound bandwidths (Topology::working_set_scale).
+  Pricer(const Schedule& s, const Topology& topo, const Placement& pl, double f)
       : s_(s),
         topo_(topo),
         pl_(pl),
         index_(s),
-        copy_s_per_byte_(per_byte(topo.memory_bw_Bps)),
-        gamma_(per_byte(topo.reduce_bw_Bps)),
-        intra_s_per_byte_(per_byte(topo.intra.bw_Bps)),
+        copy_s_per_byte_(per_byte(topo.memory_bw_Bps * f)),
+        gamma_(per_byte(topo.reduce_bw_Bps * f)),
+        intra_s_per_byte_(per_byte(topo.intra.bw_Bps * f)),
         nic_s_per_byte_(per_byte(topo.network.nic_bw_Bps)),
         node_s_per_byte_(topo.network.present() ? per_byte(topo.network.node_bw_Bps()) : 0.0),
         rounds_(index_.size()),
         node_out_(pl.nnodes),
         node_in_(pl.nnodes),
-        node_intra_s_per_byte_(per_byte(topo.intra.node_bw_Bps)),
+        node_intra_s_per_byte_(per_byte(topo.intra.node_bw_Bps * f)),
         node_intra_(topo.intra.node_bw_Bps > 0 ? pl.nnodes : 0) {}
 
   // Local ops run first in a round: copies at memory bandwidth, reductions at gamma.
@@ -186,11 +187,8 @@ PriceBreakdown price_schedule(const Schedule& s, const Topology& topo, const Pla
   if (placement.nranks != s.nranks)
     throw Error("price_schedule: the placement has " + std::to_string(placement.nranks) +
                 " ranks but the schedule has " + std::to_string(s.nranks));
-  // Memory-bound bandwidths at this schedule's working set (Topology::working_set_scale).
-  Topology storage;
-  if (!topo.working_set_scale.empty())
-    storage = at_working_set(topo, static_cast<double>((s.input_count + s.output_count) * s.elem_size));
-  Pricer pricer(s, topo.working_set_scale.empty() ? topo : storage, placement);
+  const double f = topo.scale_at(static_cast<double>((s.input_count + s.output_count) * s.elem_size));
+  Pricer pricer(s, topo, placement, f);
   const std::vector<MatchedTransfer> transfers =
       match_transfers(s, [&](const OpRef& at, const Op& op) { pricer.local_op(at, op); });
   pricer.set_transfers(transfers);

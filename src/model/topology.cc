@@ -502,17 +502,6 @@ double Topology::scale_at(double working_set) const {
   return w[i - 1].scale + f * (w[i].scale - w[i - 1].scale);
 }
 
-Topology at_working_set(const Topology& topology, double working_set) {
-  Topology t = topology;
-  const double f = topology.scale_at(working_set);
-  if (f == 1.0) return t;
-  t.intra.bw_Bps *= f;
-  t.intra.node_bw_Bps *= f;
-  t.reduce_bw_Bps *= f;
-  t.memory_bw_Bps *= f;
-  return t;
-}
-
 Topology with_transport(const Topology& topology, std::string_view transport) {
   Topology t = topology;
   for (const TransportOverride& o : topology.transports) {

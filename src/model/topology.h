@@ -142,9 +142,6 @@ struct Topology {
   double scale_at(double working_set) const;
 };
 
-// `topology` as a collective whose ranks each hold `working_set` bytes sees it: the memory-bound
-// bandwidths multiplied by scale_at(working_set). The same topology when there is no curve.
-Topology at_working_set(const Topology& topology, double working_set);
 
 // Reads and validates a topology file. Throws Error("FILE:LINE: FIELD: what is wrong") for an
 // unknown key, a missing field, a wrong type, a non-positive bandwidth, an unknown unit, or a

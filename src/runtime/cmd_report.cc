@@ -2,7 +2,8 @@
 // crossovers, outliers, failed points). The tables are built by runtime/report_tables.h.
 #include <algorithm>
 #include <iostream>
-#include <memory>
+#include <map>
+#include <optional>
 
 #include "model/error.h"
 #include "runtime/cli_common.h"
@@ -51,30 +52,34 @@ int cmd_report(int argc, char** argv) {
 
   std::vector<Point> points;
   std::vector<std::string> notes;
-  std::vector<std::unique_ptr<Topology>> run_topologies;  // the topology each run was predicted on
-  std::vector<const Topology*> run_topology_of_point;
+  std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
   for (const auto& f : files) {
     ResultsContents c = read_results(f, false);
     points.insert(points.end(), c.points.begin(), c.points.end());
-    std::vector<const Topology*> of_run;
-    for (const auto& run : c.runs) {
-      try {
-        run_topologies.push_back(std::make_unique<Topology>(parse_topology(run.topology_text, f)));
-        of_run.push_back(run_topologies.back().get());
-      } catch (const Error&) {
-        of_run.push_back(nullptr);  // an old or hand-edited file: the new topology's chunks are used
-      }
-    }
     for (std::size_t i = 0; i < c.points.size(); ++i) {
       const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
-      run_topology_of_point.push_back(r >= 0 && r < static_cast<int>(of_run.size()) ? of_run[r] : nullptr);
+      run_topology_text.push_back(r >= 0 && r < static_cast<int>(c.runs.size()) ? c.runs[r].topology_text : "");
     }
     for (const auto& run : c.runs)
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
   }
   if (!topology_name.empty()) {
     const Topology topology = load_topology(resolve_topology_path(topology_name));
-    repredict(points, topology, run_topology_of_point);
+    // Each distinct run topology once; one that does not parse (an old file) leaves the chunk of
+    // the pipelined algorithms to the new topology.
+    std::map<std::string, std::optional<Topology>> parsed;
+    std::vector<const Topology*> run_topology;
+    for (const std::string& text : run_topology_text) {
+      auto [it, added] = parsed.try_emplace(text);
+      if (added && !text.empty()) {
+        try {
+          it->second = parse_topology(text, "the run's topology");
+        } catch (const Error&) {
+        }
+      }
+      run_topology.push_back(it->second ? &*it->second : nullptr);
+    }
+    repredict(points, topology, run_topology);
     notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
   }
   Report r = build_report(points, outliers);

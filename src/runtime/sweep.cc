@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <cmath>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -101,20 +100,19 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
 }
 
 void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology) {
-  std::map<Collective, std::vector<Algorithm>> algs;
-  for (const Point& p : points)
-    if (is_hand_written(p.algorithm)) {
-      auto& v = algs[p.collective];
-      if (std::find(v.begin(), v.end(), p.algorithm) == v.end()) v.push_back(p.algorithm);
-    }
-  for (Point& p : points) {
-    if (p.nodes < 1 || p.ranks < p.nodes || p.ranks % p.nodes != 0) continue;
+  std::map<Collective, std::vector<Algorithm>> algs;  // the hand-written algorithms measured, per collective
+  for (const Point& p : points) {
+    auto& v = algs[p.collective];
+    if (is_hand_written(p.algorithm) && std::find(v.begin(), v.end(), p.algorithm) == v.end()) v.push_back(p.algorithm);
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    Point& p = points[i];
+    if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;
     const Placement placement = Placement::uniform(p.nodes, p.ranks / p.nodes);
-    const std::string note = p.note;
+    p.rel_error = kNaN;
     try {
       // The pipelined algorithms ran with the chunk their run's topology chose: price that schedule.
       std::uint64_t chunk = 0;
-      const std::size_t i = static_cast<std::size_t>(&p - points.data());
       if (i < run_topology.size() && run_topology[i] != nullptr && is_hand_written(p.algorithm))
         chunk = pipeline_chunk_bytes(with_transport(*run_topology[i], p.transport),
                                      {p.collective, p.algorithm, p.protocol, placement.nnodes,
@@ -127,11 +125,7 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
       p.note = e.what();
       continue;
     }
-    if (std::isfinite(p.predicted_us) && p.measured_median_us > 0)
-      p.rel_error = (p.predicted_us - p.measured_median_us) / p.measured_median_us;
-    else
-      p.rel_error = kNaN;
-    if (is_hand_written(p.algorithm)) p.note = note;
+    derive_bandwidths(p);
   }
 }
 

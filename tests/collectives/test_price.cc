@@ -401,6 +401,18 @@ TEST(PriceEqualsClosedForm, CallOverheadAndWorkingSetCurve) {
     }
   // One rank: nothing to communicate, no call overhead either.
   EXPECT_EQ(closed_form(t, {C::AllReduce, A::Ring, Protocol::None, 1, 1, 1 << 20}).time_s, 0.0);
+  // Local copies run at the memory bandwidth, which the curve scales as well (bruck on 6 ranks
+  // ends with a rotation copy).
+  Topology mem = uniform(20e9), mem_curve = uniform(20e9);
+  mem_curve.working_set_scale = t.working_set_scale;
+  const Bytes bytes = Bytes{48} << 20;
+  const Schedule s = make_schedule({C::AllGather, A::Bruck, 6, count_for(bytes), 4, 0, nullptr, 0});
+  const double copy = price_schedule(s, mem, Placement::uniform(1, 6)).copy_s;
+  const double copy_curve = price_schedule(s, mem_curve, Placement::uniform(1, 6)).copy_s;
+  ASSERT_GT(copy, 0.0);
+  const double f = t.scale_at(working_set_bytes(C::AllGather, bytes, 6));
+  EXPECT_LT(f, 1.0);
+  EXPECT_NEAR(copy_curve, copy / f, 1e-9 * copy / f);
 }
 
 // A guard against the simulation growing slow: the bound is loose (CPU time of this process, which
