@@ -313,6 +313,16 @@ TEST(TopologyPresets, UnknownNameListsPresets) {
   EXPECT_THROW(load_topology("/nonexistent-commsim-file.yaml"), Error);
 }
 
+// The message of parsing `text` as "bad.yaml", or "no error".
+std::string parse_error(const std::string& text) {
+  try {
+    parse_topology(text, "bad.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(TopologyMessageTerms, OptionalFieldsParseAndDefaultOff) {
   const std::string base = R"(
 name: h
@@ -348,14 +358,7 @@ TEST(TopologyMessageTerms, BadValuesNameTheField) {
   const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
                            "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
                            "  latency: 1 us\n";
-  auto error_of = [&](const std::string& extra) {
-    try {
-      parse_topology(head + extra, "bad.yaml");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [&](const std::string& extra) { return parse_error(head + extra); };
   EXPECT_NE(error_of("  eager_limit: 8 KiB\n").find("bad.yaml:9: intra_node.rendezvous_latency"), std::string::npos)
       << error_of("  eager_limit: 8 KiB\n");
   EXPECT_NE(error_of("  rendezvous_latency: 3 us\n").find("intra_node.eager_limit"), std::string::npos);
@@ -390,14 +393,7 @@ working_set_scale:
   EXPECT_NEAR(t.scale_at(16 << 20), 0.6, 1e-12);         // halfway in log between 4 and 64 MiB
   EXPECT_EQ(t.scale_at(1e12), 0.4);                      // beyond the last point: its factor
 
-  auto error_of = [&](const std::string& extra) {
-    try {
-      parse_topology(base + extra, "bad.yaml");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [&](const std::string& extra) { return parse_error(base + extra); };
   EXPECT_NE(error_of("call_overhead: 3 parsecs\n").find("bad.yaml:6: call_overhead"), std::string::npos)
       << error_of("call_overhead: 3 parsecs\n");
   EXPECT_NE(error_of("working_set_scale: 0.5\n").find("working_set_scale"), std::string::npos);

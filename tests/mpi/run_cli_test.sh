@@ -5,14 +5,8 @@
 set -u
 case_name=$1
 np=$2
-work="${WORKDIR:?}/${case_name}-np${np}"
-rm -rf "$work" && mkdir -p "$work"
-cd "$work"
-
-fail() { echo "FAIL ($case_name, $np ranks): $*" >&2; exit 1; }
-mpirun_commsim() { "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "$@"; }
-# Data lines of a CSV (the header is the first line).
-csv_points() { tail -n +2 "$1" | grep -c . ; }
+# shellcheck source=case_lib.sh
+source "$(dirname "$0")/case_lib.sh"
 # The commsim processes under a launcher (its children with Open MPI, grandchildren with MPICH's hydra).
 rank_pids() {
   local p

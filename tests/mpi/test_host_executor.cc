@@ -17,20 +17,13 @@
 #include "collectives/host/mpi_baselines.h"
 #include "collectives/host/mpi_transport.h"
 #include "collectives/reduce.h"
+#include "mpi_gtest.h"
 
 namespace commsim {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using test::world_rank;
+using test::world_size;
 
 long long sum_over_ranks(long long v) {
   long long total = 0;
@@ -156,18 +149,3 @@ TEST(HostExecutor, RefusesAScheduleForAnotherRankCount) {
 
 }  // namespace
 }  // namespace commsim
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints the test log; every rank runs and fails alike.
-  if (commsim::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}

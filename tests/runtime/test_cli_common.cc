@@ -5,18 +5,13 @@
 
 #include "model/error.h"
 #include "runtime/cli_common.h"
+#include "test_util.h"
 
 namespace commsim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
+
 
 const std::vector<Algorithm> kHand(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
 

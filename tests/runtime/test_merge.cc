@@ -17,6 +17,8 @@
 namespace commsim {
 namespace {
 
+using test::error_of;
+
 using test::TempDir;
 
 struct Outcome {
@@ -43,14 +45,6 @@ Outcome merge(std::vector<std::string> args) {
   return o;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 RunContext job_context(const std::string& job_id, int nodes, const std::string& started) {
   RunContext c = test::sample_context();

@@ -15,6 +15,8 @@
 namespace commsim {
 namespace {
 
+using test::error_of;
+
 using test::TempDir;
 
 // Equal, or both NaN.
@@ -56,14 +58,6 @@ void expect_same_point(const Point& a, const Point& b) {
   EXPECT_EQ(a.samples_us, b.samples_us);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(ResultsFile, RoundTripKeepsEveryFieldNaNAndSamples) {
   TempDir dir;

@@ -7,14 +7,27 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "model/error.h"
 #include "runtime/point.h"
 #include "runtime/run_context.h"
 
 namespace commsim::test {
+
+// The message of the Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 
 // A directory removed at the end of the test.
 class TempDir {

@@ -9,13 +9,8 @@
 set -u
 case_name=$1
 np=${2:-2}
-work="${WORKDIR:?}/${case_name}-np${np}"
-rm -rf "$work" && mkdir -p "$work"
-cd "$work"
-
-fail() { echo "FAIL ($case_name, $np ranks): $*" >&2; exit 1; }
-mpirun_commsim() { "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "$@"; }
-csv_points() { tail -n +2 "$1" | grep -c . ; }
+# shellcheck source=../mpi/case_lib.sh
+source "$(dirname "$0")/../mpi/case_lib.sh"
 
 # Prints "algorithm transport status" per row of a commsim CSV (columns found by name), then the
 # whole line, so notes (the last column, possibly quoted) can be checked with grep.

@@ -17,20 +17,13 @@
 #include "collectives/reduce.h"
 #include "collectives/ucx/ucx_transport.h"
 #include "model/error.h"
+#include "../mpi/mpi_gtest.h"
 
 namespace commsim {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using test::world_rank;
+using test::world_size;
 
 // The byte at `i` of message `k` from `src` to `dst`: differs between messages, pairs and offsets.
 unsigned char pattern(int src, int dst, int k, std::size_t i) {
@@ -227,18 +220,3 @@ TEST(UcxTransport, CudaMemoryNeedsAUcxWithCuda) {
 
 }  // namespace
 }  // namespace commsim
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints the test log; every rank runs and fails alike.
-  if (commsim::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
