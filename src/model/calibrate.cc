@@ -95,8 +95,10 @@ LineFit finish_line(const std::vector<TimedSize>& samples, double alpha, double 
   return fit;
 }
 
+}  // namespace
+
 // Closed-form time of one sample on a topology; NaN when the model cannot price it.
-double predict_sample(const Topology& topo, const CollectiveSample& s) {
+double predict_closed_form(const Topology& topo, const CollectiveSample& s) {
   CostQuery q;
   q.collective = s.collective;
   q.algorithm = s.algorithm;
@@ -109,6 +111,8 @@ double predict_sample(const Topology& topo, const CollectiveSample& s) {
     return std::numeric_limits<double>::quiet_NaN();
   }
 }
+
+namespace {
 
 // The smallest step that still changes a parameter measurably, and the floor it must stay above.
 int working_set_index(Param p) {
@@ -134,11 +138,11 @@ struct Evaluation {
   std::vector<double> predicted;
 };
 
-Evaluation evaluate(const Topology& topo, const std::vector<CollectiveSample>& samples) {
+Evaluation evaluate(const Topology& topo, const std::vector<CollectiveSample>& samples, const SamplePredictor& predict) {
   Evaluation e;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     if (!(samples[i].time_s > 0) || !is_hand_written(samples[i].algorithm)) continue;
-    double t = predict_sample(topo, samples[i]);
+    double t = predict(topo, samples[i]);
     if (!std::isfinite(t)) continue;
     e.used.push_back(i);
     e.predicted.push_back(t);
@@ -331,11 +335,12 @@ void set_param(Topology& topo, Param p, double value) {
   }
 }
 
-ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& samples, FitWeighting weighting) {
+ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& samples, FitWeighting weighting,
+                   const SamplePredictor& predict) {
   std::vector<CollectiveSample> reducing;
   for (const auto& s : samples)
     if (reduces(s.collective)) reducing.push_back(s);
-  ParamFit fit = refine_parameters(topo, reducing, {Param::Gamma}, weighting);
+  ParamFit fit = refine_parameters(topo, reducing, {Param::Gamma}, weighting, predict);
   if (fit.fitted.empty())
     throw Error("gamma fit: none of the " + std::to_string(samples.size()) +
                 " collective measurements has a reduction term (measure allreduce, reduce or reducescatter "
@@ -344,10 +349,10 @@ ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& sa
 }
 
 ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
-                           const std::vector<Param>& params, FitWeighting weighting) {
+                           const std::vector<Param>& params, FitWeighting weighting, const SamplePredictor& predict) {
   ParamFit fit;
   fit.topology = topo;
-  const Evaluation before = evaluate(topo, samples);
+  const Evaluation before = evaluate(topo, samples, predict);
   if (before.used.empty()) {
     fit.held = params;
     fill_quality(fit, samples, before, before);
@@ -364,7 +369,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   const int max_iterations = weighting == FitWeighting::Robust ? 60 : 30;
   for (int iter = 0; iter < max_iterations; ++iter) {
     fit.iterations = iter + 1;
-    Evaluation base = evaluate(current, samples);
+    Evaluation base = evaluate(current, samples, predict);
     const std::size_t n = base.used.size(), m = free_params.size();
     if (m == 0) break;
     // Jacobian columns by one-sided differences (exact for linear dependence).
@@ -375,7 +380,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
       double h = param_step(free_params[j], theta[j]);
       set_param(probe, free_params[j], theta[j] + h);
       for (std::size_t k = 0; k < n; ++k) {
-        double t = predict_sample(probe, samples[base.used[k]]);
+        double t = predict(probe, samples[base.used[k]]);
         jac[j][k] = std::isfinite(t) ? (t - base.predicted[k]) / h : 0.0;
         if (jac[j][k] != 0.0) informative[j] = true;
       }
@@ -440,7 +445,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   }
   fit.fitted = free_params;
   fit.topology = current;
-  fill_quality(fit, samples, before, evaluate(current, samples));
+  fill_quality(fit, samples, before, evaluate(current, samples, predict));
   return fit;
 }
 

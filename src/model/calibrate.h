@@ -7,11 +7,12 @@
 //  - point-to-point probes: (bytes, time) of one message on one tier, fitted as t = alpha + bytes*beta
 //    by least squares (fit_line), with a held-out check (held_out_check);
 //  - collective measurements: (collective, algorithm, nodes, ranks per node, bytes, time), fitted by
-//    adjusting the topology's parameters so the closed forms of model/cost.h match (fit_gamma,
-//    refine_parameters). For a fixed algorithm the closed forms are linear in alpha, beta and gamma,
-//    so the fit is a linear least-squares problem in those coefficients (solved by Gauss-Newton,
-//    which also copes with the few closed forms that are only piecewise linear).
+//    adjusting the topology's parameters so the predictions match (fit_gamma, refine_parameters):
+//    the closed forms of model/cost.h by default, or any SamplePredictor (`commsim calibrate`
+//    prices the schedules that ran). Gauss-Newton with one-sided differences: most terms enter
+//    linearly, so few steps are needed; the working-set factors and pipelining depths do not.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,7 +83,14 @@ struct CollectiveSample {
   int ranks_per_node = 1;
   Bytes bytes = 0;
   Seconds time_s = 0;  // measured (median)
+  std::size_t key = 0;  // the caller's own index, passed back to a SamplePredictor
 };
+
+// How a collective fit predicts one sample on a topology (seconds; NaN when it cannot). The
+// default, predict_closed_form, uses the closed forms of model/cost.h; `commsim calibrate` prices
+// the schedules that ran (model/price.h), so that the fit matches what `run` predicts.
+using SamplePredictor = std::function<double(const Topology&, const CollectiveSample&)>;
+double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 
 // The model parameters a collective fit may adjust.
 //  - the tiers' alpha and beta, and gamma;
@@ -119,10 +127,10 @@ struct ParamFit {
   std::vector<Param> fitted;      // parameters the data determined (others left as they were)
   std::vector<Param> held;        // parameters asked for that the data could not determine
   std::size_t samples = 0;        // samples used
-  std::size_t skipped = 0;        // samples the closed form could not price (not hand-written, ...)
+  std::size_t skipped = 0;        // samples the prediction could not price (not hand-written, ...)
   int iterations = 0;
-  double median_abs_rel_error_before = 0;  // of the closed form on the input topology
-  double median_abs_rel_error_after = 0;   // of the closed form on the fitted topology
+  double median_abs_rel_error_before = 0;  // of the prediction on the input topology
+  double median_abs_rel_error_after = 0;   // of the prediction on the fitted topology
   double r2 = 0;                           // on absolute times, after
   std::vector<double> rel_error;           // (predicted - measured) / measured after, per used sample
 };
@@ -131,13 +139,14 @@ struct ParamFit {
 // topology's alpha and beta: t - (alpha and beta terms) = gamma * (bytes reduced on the critical
 // path). Non-reducing samples are ignored. Throws Error when no reducing sample has a reduction term.
 ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& samples,
-                   FitWeighting weighting = FitWeighting::Relative);
+                   FitWeighting weighting = FitWeighting::Relative, const SamplePredictor& predict = predict_closed_form);
 
-// Fits the chosen parameters to all samples by weighted least squares on the closed forms.
-// Parameters stay positive (latencies >= 0). A parameter no sample depends on is left unchanged and
-// listed in `held`.
+// Fits the chosen parameters to all samples by weighted least squares on `predict` (the closed
+// forms by default). Parameters stay positive (latencies >= 0). A parameter no sample depends on is
+// left unchanged and listed in `held`.
 ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
-                           const std::vector<Param>& params, FitWeighting weighting = FitWeighting::Relative);
+                           const std::vector<Param>& params, FitWeighting weighting = FitWeighting::Relative,
+                           const SamplePredictor& predict = predict_closed_form);
 
 // What a calibration fitted, for the `calibrated:` record and the comments of the written file.
 struct CalibrationRecord {

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -13,7 +16,11 @@
 #include "model/collective.h"
 #include "model/cost.h"
 #include "model/error.h"
+#include "model/placement.h"
+#include "model/price.h"
 #include "model/topology.h"
+#include "collectives/dtype.h"
+#include "collectives/generators.h"
 #include "runtime/cli_common.h"
 #include "runtime/command.h"
 #include "runtime/probe_file.h"
@@ -153,15 +160,62 @@ void print_tier(std::ostream& out, const std::string& label, const TierFit& t) {
 }
 
 // Collective measurements usable by the fit: measured hand-written points with status ok.
+// Each sample's key is its index into `points`.
 std::vector<CollectiveSample> collective_samples(const std::vector<Point>& points) {
   std::vector<CollectiveSample> out;
-  for (const Point& p : points) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
     if (p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || !is_hand_written(p.algorithm)) continue;
-    if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;  // the closed forms assume equal nodes
-    out.push_back({p.collective, p.algorithm, p.nodes, p.ranks / p.nodes, p.bytes, p.measured_median_us * 1e-6});
+    if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;  // ranks placed evenly on the nodes
+    out.push_back({p.collective, p.algorithm, p.nodes, p.ranks / p.nodes, p.bytes, p.measured_median_us * 1e-6, i});
   }
   return out;
 }
+
+// Prices the schedule each measured point ran (the chunk of the pipelined algorithms from the
+// topology its run was predicted on), as `commsim run` predicts it: the collective fit then fits
+// exactly what the runs will be judged by. Schedules are built once; a fit only re-prices them.
+class SchedulePricer {
+ public:
+  SchedulePricer(const std::vector<Point>& points, const std::vector<std::string>& run_topology_text,
+                 const std::vector<CollectiveSample>& samples)
+      : schedules_(points.size()) {
+    std::map<std::string, std::optional<Topology>> parsed;
+    for (const CollectiveSample& s : samples) {
+      const Point& p = points[s.key];
+      auto [it, added] = parsed.try_emplace(run_topology_text[s.key]);
+      if (added) {
+        try {
+          it->second = parse_topology(it->first, "the run's topology");
+        } catch (const Error&) {
+        }
+      }
+      const Placement placement = Placement::uniform(s.nodes, s.ranks_per_node);
+      const auto dtype = parse_dtype(p.dtype);
+      const CostQuery q{p.collective, p.algorithm, Protocol::None, s.nodes, s.ranks_per_node, p.bytes};
+      try {
+        const Bytes chunk = it->second ? pipeline_chunk_bytes(with_transport(*it->second, p.transport), q) : 0;
+        schedules_[s.key] = Entry{make_schedule({p.collective, p.algorithm, p.ranks, p.count,
+                                                 dtype ? dtype_size(*dtype) : 4u, p.root, &placement, chunk}),
+                                  placement};
+      } catch (const Error&) {
+        // No schedule (an algorithm this build cannot generate for it): the sample is not fitted.
+      }
+    }
+  }
+  double operator()(const Topology& topo, const CollectiveSample& s) const {
+    const auto& e = schedules_[s.key];
+    if (!e) return std::numeric_limits<double>::quiet_NaN();
+    return price_schedule(e->schedule, topo, e->placement).time_s;
+  }
+
+ private:
+  struct Entry {
+    Schedule schedule;
+    Placement placement;
+  };
+  std::vector<std::optional<Entry>> schedules_;  // [point]
+};
 
 bool loader_accepts_calibrated_section(const std::string& yaml_text) {
   try {
@@ -218,13 +272,18 @@ int cmd_calibrate(int argc, char** argv) {
 
   std::vector<ProbeData> probes;
   std::vector<Point> points;
+  std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
   std::vector<std::string> run_files;
   for (const auto& f : o.inputs) {
     if (has_probe_group(f)) {
       probes.push_back(read_probe_group(f));
     } else {
-      auto pts = read_points(f);
-      points.insert(points.end(), pts.begin(), pts.end());
+      ResultsContents c = read_results(f, false);
+      for (std::size_t i = 0; i < c.points.size(); ++i) {
+        const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
+        run_topology_text.push_back(r >= 0 && r < static_cast<int>(c.runs.size()) ? c.runs[r].topology_text : "");
+      }
+      points.insert(points.end(), c.points.begin(), c.points.end());
       run_files.push_back(f);
     }
   }
@@ -370,7 +429,7 @@ int cmd_calibrate(int argc, char** argv) {
     comments.push_back({"reduction.bandwidth", from(reduce.source)});
   }
 
-  // Collective runs: gamma (or everything) fitted to the closed forms.
+  // Collective runs: gamma (or everything) fitted to the priced schedules that ran.
   std::vector<CollectiveSample> samples = collective_samples(points);
   std::string refine = o.refine == "auto" ? (samples.empty() ? "none" : "gamma") : o.refine;
   if (refine != "none") {
@@ -389,10 +448,16 @@ int cmd_calibrate(int argc, char** argv) {
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
     }
     const Topology before_refine = topo;
-    ParamFit fit = refine == "gamma" ? fit_gamma(topo, samples, weighting) : refine_parameters(topo, samples, params, weighting);
+    const SchedulePricer pricer(points, run_topology_text, samples);
+    const SamplePredictor predict = [&pricer](const Topology& t, const CollectiveSample& s) { return pricer(t, s); };
+    auto fit_on = [&](const std::vector<CollectiveSample>& on) {
+      return refine == "gamma" ? fit_gamma(before_refine, on, weighting, predict)
+                               : refine_parameters(before_refine, on, params, weighting, predict);
+    };
+    ParamFit fit = fit_on(samples);
     out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "
         << run_files.size() << " run file(s))\n";
-    out << "  median |error| of the closed forms: " << pct(fit.median_abs_rel_error_before) << " before, "
+    out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "
         << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n";
     for (Param p : fit.fitted)
       out << "  " << to_string(p) << ": " << fnum("%.6g", get_param(topo, p)) << " -> "
@@ -417,16 +482,10 @@ int cmd_calibrate(int argc, char** argv) {
     }
     if (!train.empty() && !test.empty()) {
       try {
-        ParamFit half = refine == "gamma" ? fit_gamma(before_refine, train, weighting)
-                                        : refine_parameters(before_refine, train, params, weighting);
+        const ParamFit half = fit_on(train);
         std::vector<double> errs;
-        for (const auto& s : test) {
-          CostQuery q{s.collective, s.algorithm, Protocol::None, s.nodes, s.ranks_per_node, s.bytes};
-          try {
-            errs.push_back((closed_form(half.topology, q).time_s - s.time_s) / s.time_s);
-          } catch (const Error&) {
-          }
-        }
+        for (const auto& s : test)
+          if (const double t = predict(half.topology, s); std::isfinite(t)) errs.push_back((t - s.time_s) / s.time_s);
         out << "  held-out check (fit on every other size, predict the rest): median |error| " << pct(median_abs(errs))
             << " on " << errs.size() << " points\n";
       } catch (const Error& e) {
