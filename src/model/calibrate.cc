@@ -119,17 +119,24 @@ int working_set_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::WorkingSet1) + 1;
   return i >= 1 && i <= 6 ? i : -1;
 }
+int local_op_index(Param p) {
+  const int i = static_cast<int>(p) - static_cast<int>(Param::LocalOp1) + 1;
+  return i >= 1 && i <= 5 ? i : -1;
+}
+bool is_scale_param(Param p) {
+  return working_set_index(p) > 0 || local_op_index(p) > 0;
+}
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
          p == Param::IntraMessageOverhead || p == Param::CallOverhead || p == Param::IntraRendezvousOverhead;
 }
 double param_floor(Param p) {
   if (is_time_param(p)) return 0.0;
-  if (working_set_index(p) > 0) return 0.02;  // a cache effect of 50x is beyond any machine
+  if (is_scale_param(p)) return 0.02;  // a cache effect of 50x is beyond any machine
   return kMinBetaSPerByte;
 }
 double param_step(Param p, double value) {
-  double typical = is_time_param(p) ? 1e-7 : working_set_index(p) > 0 ? 1.0 : 1e-12;
+  double typical = is_time_param(p) ? 1e-7 : is_scale_param(p) ? 1.0 : 1e-12;
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
 }
 
@@ -258,6 +265,11 @@ std::string_view to_string(Param p) {
     case Param::WorkingSet4: return "working_set_scale[4]";
     case Param::WorkingSet5: return "working_set_scale[5]";
     case Param::WorkingSet6: return "working_set_scale[6]";
+    case Param::LocalOp1: return "local_op_scale[1]";
+    case Param::LocalOp2: return "local_op_scale[2]";
+    case Param::LocalOp3: return "local_op_scale[3]";
+    case Param::LocalOp4: return "local_op_scale[4]";
+    case Param::LocalOp5: return "local_op_scale[5]";
   }
   return "?";
 }
@@ -273,7 +285,7 @@ std::string_view field_of(Param p) {
     case Param::IntraMessageOverhead: return "intra_node.message_overhead";
     case Param::CallOverhead: return "call_overhead";
     case Param::IntraRendezvousOverhead: return "intra_node.rendezvous_overhead";
-    default: return "working_set_scale";
+    default: return local_op_index(p) > 0 ? "local_op_scale" : "working_set_scale";
   }
 }
 
@@ -295,6 +307,23 @@ std::vector<Param> add_working_set_points(Topology& topo, const std::vector<Coll
   return params;
 }
 
+std::vector<Param> add_local_op_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
+  std::vector<Param> params;
+  if (topo.local_op_scale.empty()) {
+    double largest = 0;
+    for (const auto& s : samples) largest = std::max(largest, static_cast<double>(s.bytes));
+    Bytes at = 64 * 1024;
+    topo.local_op_scale.push_back({at, 1.0});
+    while (static_cast<double>(at) * 4 <= largest && topo.local_op_scale.size() < 6) {
+      at *= 4;
+      topo.local_op_scale.push_back({at, 1.0});
+    }
+  }
+  for (std::size_t i = 1; i < topo.local_op_scale.size() && i <= 5; ++i)
+    params.push_back(static_cast<Param>(static_cast<int>(Param::LocalOp1) + static_cast<int>(i) - 1));
+  return params;
+}
+
 double get_param(const Topology& topo, Param p) {
   switch (p) {
     case Param::IntraLatency: return topo.intra.latency_s;
@@ -307,6 +336,10 @@ double get_param(const Topology& topo, Param p) {
     case Param::CallOverhead: return topo.call_overhead_s;
     case Param::IntraRendezvousOverhead: return topo.intra.msg.overhead_s(INFINITY);
     default: {
+      if (local_op_index(p) > 0) {
+        const auto i = static_cast<std::size_t>(local_op_index(p));
+        return i < topo.local_op_scale.size() ? topo.local_op_scale[i].scale : 1.0;
+      }
       const auto i = static_cast<std::size_t>(working_set_index(p));
       return i < topo.working_set_scale.size() ? topo.working_set_scale[i].scale : 1.0;
     }
@@ -329,6 +362,11 @@ void set_param(Topology& topo, Param p, double value) {
       if (topo.intra.msg.eager_limit_bytes > 0) topo.intra.msg.rendezvous_overhead_s = value;
       break;
     default: {
+      if (local_op_index(p) > 0) {
+        const auto i = static_cast<std::size_t>(local_op_index(p));
+        if (i < topo.local_op_scale.size()) topo.local_op_scale[i].scale = value;
+        break;
+      }
       const auto i = static_cast<std::size_t>(working_set_index(p));
       if (i < topo.working_set_scale.size()) topo.working_set_scale[i].scale = value;
     }
@@ -560,6 +598,11 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     for (const WorkingSetScale& w : t.working_set_scale)
       y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
   }
+  if (!t.local_op_scale.empty()) {
+    y.line(0, "local_op_scale", "", "local_op_scale");
+    for (const LocalOpScale& w : t.local_op_scale)
+      y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
+  }
   if (t.nccl.present) {
     y.line(0, "nccl", "", "nccl");
     auto table = [&](const char* key, const double (&v)[2][3]) {
@@ -641,18 +684,33 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
     if (s.bytes < beta_from_bytes) one.add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
   out.latency_s = std::max(0.0, one.value());
   const double sse_one = sse(~Bytes{0}, out.latency_s, out.latency_s);
-  double best = INFINITY;
-  Bytes best_limit = 0;
-  double best_a1 = 0, best_a2 = 0;
+  // The switch is where the residual latency (time - bytes * beta, median per size) jumps the
+  // most from one measured size to the next, by ratio: a protocol switch is a step, while a
+  // per-byte cost that beta misses only makes the residual drift. Then one latency per side.
   const std::vector<Bytes> sizes(small_sizes.begin(), small_sizes.end());
-  for (std::size_t i = 1; i + 1 <= sizes.size(); ++i) {  // eager side: sizes[0..i-1], rendezvous: the rest
-    const Bytes limit = sizes[i - 1];
+  std::vector<double> residual;
+  for (Bytes b : sizes) {
+    std::vector<double> r;
+    for (const TimedSize& s : samples)
+      if (s.bytes == b) r.push_back(s.time_s - static_cast<double>(b) * beta);
+    std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
+    residual.push_back(r[r.size() / 2]);
+  }
+  double best_jump = 0;
+  Bytes best_limit = 0;
+  for (std::size_t i = 1; i < sizes.size(); ++i) {  // eager side: sizes[0..i-1], rendezvous: the rest
+    const double jump = residual[i - 1] > 0 ? residual[i] / residual[i - 1] : 0.0;
+    if (jump > best_jump) best_jump = jump, best_limit = sizes[i - 1];
+  }
+  double best = INFINITY, best_a1 = 0, best_a2 = 0;
+  if (best_limit > 0) {
     ConstFit lo, hi;
     for (const TimedSize& s : samples)
-      if (s.bytes < beta_from_bytes) (s.bytes <= limit ? lo : hi).add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
-    const double a1 = std::max(0.0, lo.value()), a2 = std::max(0.0, hi.value());
-    const double e = sse(limit, a1, a2);
-    if (e < best) best = e, best_limit = limit, best_a1 = a1, best_a2 = a2;
+      if (s.bytes < beta_from_bytes)
+        (s.bytes <= best_limit ? lo : hi).add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+    best_a1 = std::max(0.0, lo.value());
+    best_a2 = std::max(0.0, hi.value());
+    best = sse(best_limit, best_a1, best_a2);
   }
   if (best_limit > 0 && best_a2 >= 1.5 * best_a1 && best <= 0.5 * sse_one) {
     out.switched = true;

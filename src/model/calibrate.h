@@ -98,14 +98,18 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //    rendezvous overhead (only with an eager_limit), the intra-node message_overhead, the call_overhead;
 //  - the working-set curve (Topology::working_set_scale): the factor at its 2nd..7th point (the
 //    first point stays at 1, so intra_node.bandwidth is the bandwidth of a working set that fits
-//    the caches). A point the topology does not have is held.
+//    the caches). A point the topology does not have is held;
+//  - the local-operation curve (Topology::local_op_scale): the factor at its 2nd..6th point, the
+//    same way (reduction.bandwidth and device.memory_bandwidth are those of operations that fit
+//    the caches).
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
   WorkingSet1, WorkingSet2, WorkingSet3, WorkingSet4, WorkingSet5, WorkingSet6,
   IntraRendezvousOverhead,
+  LocalOp1, LocalOp2, LocalOp3, LocalOp4, LocalOp5,
 };
-inline constexpr int kParamCount = 15;
+inline constexpr int kParamCount = 20;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -116,6 +120,9 @@ std::string_view field_of(Param p);
 // holds), every factor 1.
 // Returns the parameters of the points after the first (WorkingSet1, ...).
 std::vector<Param> add_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples);
+// The same for the local-operation curve: points at 64 KiB, 256 KiB, ... (x4) up to the largest
+// message size among `samples` (six at most). Returns LocalOp1, ...
+std::vector<Param> add_local_op_points(Topology& topo, const std::vector<CollectiveSample>& samples);
 
 // Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).
@@ -172,10 +179,11 @@ std::string topology_yaml(const Topology& topo, const std::vector<std::string>& 
 // rendezvous):
 //   t = (bytes <= eager_limit ? latency : rendezvous_latency) + bytes * beta.
 // beta is fitted on the sizes of at least `beta_from_bytes` alone (where the bandwidth term
-// dominates, so a cache effect at the small sizes does not bend it), relative residuals; the two
-// latencies are then fitted with beta fixed, for every split between two measured sizes, and the
-// split with the smallest relative residuals below beta_from_bytes wins (the latencies are fitted
-// and judged on those sizes, where latency decides the time). The switch is kept (switched = true)
+// dominates, so a cache effect at the small sizes does not bend it), relative residuals. The
+// split is where the residual latency (time - bytes * beta, median per size, sizes below
+// beta_from_bytes) grows most, by ratio, from one measured size to the next: a protocol switch is
+// a step, a per-byte cost that beta misses a drift. The two latencies are then fitted with beta
+// fixed on the sizes below beta_from_bytes. The switch is kept (switched = true)
 // only when it explains the data clearly better than one latency: the rendezvous latency is at
 // least 1.5 times the eager one and the squared relative residuals drop by at least half. Needs at least two
 // sizes of at least beta_from_bytes and two below; throws Error otherwise.

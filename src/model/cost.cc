@@ -74,6 +74,7 @@ struct Env {
   double a_n = 0;                                // network latency, s
   double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
   double g = 0;                                  // s per byte reduced
+  const Topology* topo = nullptr;                // for local_op_scale
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
   double eager_i = INFINITY, rdv_i = 0, eager_n = INFINITY, rdv_n = 0;  // eager limits (B), rendezvous latencies (s)
   double o_i = 0, o_n = 0;                       // message_overhead per tier, s
@@ -88,6 +89,9 @@ struct Env {
   // Latency of one message of m bytes on each tier.
   double lat_i(double m) const { return m > eager_i ? rdv_i : a_i; }
   double lat_n(double m) const { return m > eager_n ? rdv_n : a_n; }
+  // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
+  // Topology::local_op_scale.
+  double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
   // Posting overhead of one more message of m bytes on each tier.
   double ovh_i(double m) const { return m > eager_i ? ro_i : o_i; }
   double ovh_n(double m) const { return m > eager_n ? ro_n : o_n; }
@@ -108,6 +112,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.nic_bw = t.network.nic_bw_Bps;
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
   e.g = 1.0 / (t.reduce_bw_Bps * f);
+  e.topo = &t;
   e.node_intra_bw = t.intra.node_bw_Bps * f;
   if (t.intra.msg.eager_limit_bytes > 0) {
     e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
@@ -153,7 +158,7 @@ Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_a
     s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all));
   else
     s = slower(intra(e, m), net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some)));
-  s.red = m_reduced * e.g;
+  s.red = e.red(m_reduced);
   return s;
 }
 // Every rank active (recursive doubling/halving): all G cross, or at most 2d per node (d on each side
@@ -184,7 +189,7 @@ Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
     s = net(e, m, e.b_flow_G);
   else
     s = slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
-  s.red = m_reduced * e.g;
+  s.red = e.red(m_reduced);
   return s;
 }
 // Pairwise exchange, steps d = 1..p-1, with the schedule's partners: rank ^ d when p is a power of
@@ -203,7 +208,7 @@ Parts shift_all_distances(const Env& e, double m, double m_reduced) {
     for (long long dist = 1; dist < e.G; ++dist)
       t += 2.0 * slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
   }
-  t.red = static_cast<double>(e.p - 1) * m_reduced * e.g;
+  t.red = static_cast<double>(e.p - 1) * e.red(m_reduced);
   return t;
 }
 
@@ -223,7 +228,7 @@ Parts direct(const Env& e, double block, bool reduced) {
     out = {e.lat_n(block) + posted_before * e.ovh_n(block), outside * block / rate, 0};
   }
   Parts t = slower(in, out);
-  if (reduced) t.red = static_cast<double>(e.p - 1) * block * e.g;
+  if (reduced) t.red = e.red(static_cast<double>(e.p - 1) * block);  // all in one round
   return t;
 }
 
@@ -263,20 +268,22 @@ Stage net_stage(const Env& e, double b, double g, double msg) {
   return {e.a_n, b, g, e.eager_n, e.rdv_n, msg};
 }
 
-Parts pipe_time(const Pipe& P, double n, double k) {
+Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   Parts t;
   double x = n / k;
+  // A stage's g is gamma times the bytes it reduces per byte of chunk: x g / e.g bytes a step.
+  auto red = [&](const Stage& s) { return s.g > 0 ? e.red(x * s.g / e.g) : 0.0; };
   for (int i = 0; i < P.nph; ++i) {
     const Phase& ph = P.ph[i];
-    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), x * ph.si.b, x * ph.si.g};
-    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), x * ph.sn.b, x * ph.sn.g};
+    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), x * ph.si.b, red(ph.si)};
+    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), x * ph.sn.b, red(ph.sn)};
   }
-  Parts pi{P.ss_i.at(x), x * P.ss_i.b, x * P.ss_i.g}, pn{P.ss_n.at(x), x * P.ss_n.b, x * P.ss_n.g};
+  Parts pi{P.ss_i.at(x), x * P.ss_i.b, red(P.ss_i)}, pn{P.ss_n.at(x), x * P.ss_n.b, red(P.ss_n)};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
   return t;
 }
 
-int best_chunks(const Pipe& P, double n) {
+int best_chunks(const Env& e, const Pipe& P, double n) {
   const double kmax = std::max(1.0, std::min(std::floor(n / kMinChunkBytes), static_cast<double>(1 << 30)));
   if (kmax <= 1 || !(P.has_i || P.has_n)) return 1;
   // Real-valued candidates: the stationary point of T with steady stage X the slowest
@@ -314,7 +321,7 @@ int best_chunks(const Pipe& P, double n) {
   if (std::isfinite(s0.limit) && s0.limit > 0) add(std::ceil(n * s0.msg / s0.limit));
   double best_k = 1, best_t = INFINITY;
   for (int i = 0; i < nc; ++i) {
-    double t = pipe_time(P, n, cand[i]).total();
+    double t = pipe_time(e, P, n, cand[i]).total();
     if (t < best_t || (t == best_t && cand[i] < best_k)) {
       best_t = t;
       best_k = cand[i];
@@ -323,8 +330,8 @@ int best_chunks(const Pipe& P, double n) {
   return static_cast<int>(best_k);
 }
 
-Parts run_pipe(const Pipe& P, double n) {
-  return pipe_time(P, n, best_chunks(P, n));
+Parts run_pipe(const Env& e, const Pipe& P, double n) {
+  return pipe_time(e, P, n, best_chunks(e, P, n));
 }
 
 // Double binary tree (Sanders, Speck & Traeff 2009; NCCL), as src/collectives/tree.cc builds it:
@@ -401,7 +408,7 @@ Parts ring(const Env& e, double steps, double bytes_total, double reduced_total)
   else
     step = slower(intra(e, m, static_cast<double>(e.G - 1)), net(e, m, e.b_flow_1));
   Parts t = steps * step;
-  t.red = reduced_total * e.g;
+  if (reduced_total > 0) t.red = reduced_total / m * e.red(m);  // steps that reduce, m bytes each
   return t;
 }
 
@@ -466,11 +473,11 @@ Parts allreduce_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
   Parts t;
   if (e.G > 1) t = 2 * (G - 1) * intra(e, n / G);
-  t.red = n * (G - 1) / G * e.g;
+  t.red = (G - 1) * e.red(n / G);
   if (e.N > 1) {
     double chunk = n / G;
     t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G);
-    t.red += chunk * (N - 1) / N * e.g;
+    t.red += (N - 1) * e.red(chunk / N);
   }
   return t;
 }
@@ -620,7 +627,7 @@ Parts node_binomial_whole(const Env& e, double n, bool reduced) {
     long long d = 1LL << s;
     t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))));
   }
-  if (reduced) t.red = static_cast<double>(K) * n * e.g;
+  if (reduced) t.red = static_cast<double>(K) * e.red(n);
   return t;
 }
 
@@ -641,7 +648,7 @@ Parts reduce_hier(const Env& e, double n) {
   if (e.N > 1) {
     const double K = static_cast<double>(ceil_lg(e.N));
     t += K * net(e, n, e.b_flow_1);
-    t.red += K * n * e.g;
+    t.red += K * e.red(n);
   }
   return t;
 }
@@ -682,7 +689,7 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
     case Collective::AllReduce:
       switch (a) {
         case A::Ring: return allreduce_ring(e, n);
-        case A::Tree: return run_pipe(tree_pipe(e, c), n);
+        case A::Tree: return run_pipe(e, tree_pipe(e, c), n);
         case A::RecursiveDoubling: return allreduce_rd(e, n);
         case A::Rabenseifner: return allreduce_rabenseifner(e, n);
         case A::Hierarchical: return allreduce_hier(e, n);
@@ -710,8 +717,8 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
       break;
     case Collective::Broadcast:
       switch (a) {
-        case A::Ring: return run_pipe(chain_pipe(e, false), n);
-        case A::Tree: return run_pipe(tree_pipe(e, c), n);
+        case A::Ring: return run_pipe(e, chain_pipe(e, false), n);
+        case A::Tree: return run_pipe(e, tree_pipe(e, c), n);
         case A::Binomial: return broadcast_binomial(e, n);
         case A::RecursiveDoubling: return broadcast_rd(e, n);
         case A::Hierarchical: return broadcast_hier(e, n);
@@ -720,8 +727,8 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
       break;
     case Collective::Reduce:
       switch (a) {
-        case A::Ring: return run_pipe(chain_pipe(e, true), n);
-        case A::Tree: return run_pipe(tree_pipe(e, c), n);
+        case A::Ring: return run_pipe(e, chain_pipe(e, true), n);
+        case A::Tree: return run_pipe(e, tree_pipe(e, c), n);
         case A::Binomial: return reduce_binomial(e, n);
         case A::Rabenseifner: return reduce_rabenseifner(e, n);
         case A::Hierarchical: return reduce_hier(e, n);
@@ -909,7 +916,7 @@ int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
   check_query(topo, CostQuery{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes});
   Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
-  return best_chunks(tree_pipe(e, c), static_cast<double>(bytes));
+  return best_chunks(e, tree_pipe(e, c), static_cast<double>(bytes));
 }
 
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
@@ -917,7 +924,7 @@ int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
   check_query(topo, CostQuery{c, Algorithm::Ring, Protocol::None, nodes, ranks_per_node, bytes});
   Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
-  return best_chunks(chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes));
+  return best_chunks(e, chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes));
 }
 
 Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q) {

@@ -21,7 +21,9 @@
 // (rendezvous_overhead above the eager limit) (the
 // CPU posts them one after another; the round ends with the last); call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
-// bandwidths by the working set of the schedule's Input and Output.
+// bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
+// copy and reduction rates by the bytes of each copy, of the local reductions of a round
+// (together), and of the reductions on arrival of a round (together).
 #include "model/price.h"
 
 #include <algorithm>
@@ -36,7 +38,9 @@ namespace {
 // Bytes a round sends and receives inside the node, and combines on arrival.
 struct RoundLoad {
   double out_intra = 0, in_intra = 0, combined = 0;
+  double reduced_locally = 0;  // bytes of the round's local reductions (before its transfers)
   double sends = 0;  // transfers the round posts
+  Seconds combine_s = 0;  // time to combine `combined` bytes (set once all transfers are known)
 };
 
 // Critical-path time, and the part of it spent in local copies.
@@ -83,10 +87,12 @@ class Pricer : public ScheduleVisitor {
     const double bytes = static_cast<double>(s_.bytes(op.dst));
     PathTime& t = rounds_[index_(at.rank, at.round)].post;  // the local ops' time, until the round starts
     if (op.kind == OpKind::Copy) {
-      t.t += bytes * copy_s_per_byte_;
-      t.copy += bytes * copy_s_per_byte_;
+      const double f = topo_.local_op_scale_at(bytes);
+      t.t += bytes * copy_s_per_byte_ / f;
+      t.copy += bytes * copy_s_per_byte_ / f;
     } else {
-      t.t += bytes * gamma_;
+      // Priced once all of the round's local reductions are known (set_transfers): one batch.
+      rounds_[index_(at.rank, at.round)].load.reduced_locally += bytes;
     }
   }
 
@@ -118,6 +124,11 @@ class Pricer : public ScheduleVisitor {
       out_.inter_bytes += bytes;
     }
     out_.messages = transfers.size();
+    for (RoundState& r : rounds_) {
+      if (r.load.combined > 0) r.load.combine_s = r.load.combined * gamma_ / topo_.local_op_scale_at(r.load.combined);
+      if (r.load.reduced_locally > 0)
+        r.post.t += r.load.reduced_locally * gamma_ / topo_.local_op_scale_at(r.load.reduced_locally);
+    }
   }
 
   void round_started(int rank, std::uint32_t round) override {
@@ -134,7 +145,7 @@ class Pricer : public ScheduleVisitor {
     start.take_later(receiver.post);
     const PathTime arrived{start.t + duration_s(t, sender.load, receiver.load), start.copy};
     sender.end.take_later(arrived);
-    const double combine_s = t.recv_kind == OpKind::RecvReduce ? receiver.load.combined * gamma_ : 0;
+    const double combine_s = t.recv_kind == OpKind::RecvReduce ? receiver.load.combine_s : 0;
     receiver.end.take_later({arrived.t + combine_s, arrived.copy});
   }
 

@@ -293,12 +293,35 @@ void read_transports(const MapReader& section, const Topology& t, std::vector<Tr
   }
 }
 
+// A curve of bandwidth factors: a list of { KEY: BYTES, scale: FACTOR } in ascending KEY.
+template <typename Point>
+void read_curve(const Ctx& ctx, const MapReader& top, const std::string& field, const std::string& key,
+                std::vector<Point>& out, Bytes Point::*member) {
+  const auto list = top.optional(field.c_str());
+  if (!list) return;
+  if (!list->IsSequence())
+    fail(ctx, list->Mark(), field,
+         "expected a list of { " + key + ": BYTES, scale: FACTOR } in ascending " + key + ", got " + node_kind(*list));
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string path = field + "[" + std::to_string(i) + "]";
+    MapReader e(ctx, (*list)[i], path, {key.c_str(), "scale"});
+    Point point;
+    point.*member = read_bytes(ctx, e.require(key.c_str()), path + "." + key);
+    const YAML::Node sv = e.require("scale");
+    point.scale = read_number(ctx, sv, path + ".scale");
+    if (!(point.scale > 0)) fail(ctx, sv.Mark(), path + ".scale", "must be more than 0 (a factor on bandwidth)");
+    if (point.*member == 0 || (!out.empty() && point.*member <= out.back().*member))
+      fail(ctx, e.require(key.c_str()).Mark(), path + "." + key, key + " must be more than 0 bytes and ascending");
+    out.push_back(point);
+  }
+}
+
 Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   Topology t;
   MapReader top(ctx, root, "",
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
                  "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
-                 "working_set_scale"});
+                 "working_set_scale", "local_op_scale"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -406,25 +429,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     t.nccl.present = true;
   }
   if (auto v = top.optional("call_overhead")) t.call_overhead_s = read_time(ctx, *v, "call_overhead");
-  if (auto ws = top.optional("working_set_scale")) {
-    if (!ws->IsSequence())
-      fail(ctx, ws->Mark(), "working_set_scale",
-           "expected a list of { working_set: BYTES, scale: FACTOR } in ascending working_set, got " + node_kind(*ws));
-    for (std::size_t i = 0; i < ws->size(); ++i) {
-      const std::string path = "working_set_scale[" + std::to_string(i) + "]";
-      MapReader e(ctx, (*ws)[i], path, {"working_set", "scale"});
-      WorkingSetScale point;
-      point.working_set = read_bytes(ctx, e.require("working_set"), path + ".working_set");
-      const YAML::Node sv = e.require("scale");
-      point.scale = read_number(ctx, sv, path + ".scale");
-      if (!(point.scale > 0)) fail(ctx, sv.Mark(), path + ".scale", "must be more than 0 (a factor on bandwidth)");
-      if (point.working_set == 0 ||
-          (!t.working_set_scale.empty() && point.working_set <= t.working_set_scale.back().working_set))
-        fail(ctx, e.require("working_set").Mark(), path + ".working_set",
-             "working sets must be more than 0 bytes and ascending");
-      t.working_set_scale.push_back(point);
-    }
-  }
+  read_curve(ctx, top, "working_set_scale", "working_set", t.working_set_scale, &WorkingSetScale::working_set);
+  read_curve(ctx, top, "local_op_scale", "bytes", t.local_op_scale, &LocalOpScale::bytes);
   if (auto cal = top.optional("calibrated")) {
     MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
     read_calibrated(c, t.calibrated);
@@ -490,16 +496,27 @@ Topology load_topology(const std::string& path) {
   return t;
 }
 
-double Topology::scale_at(double working_set) const {
-  const auto& w = working_set_scale;
+namespace {
+// Linear in log(x) between the points of a curve, held beyond its ends; 1 without points.
+template <typename Point>
+double curve_at(const std::vector<Point>& w, Bytes Point::*key, double x) {
   if (w.empty()) return 1.0;
-  if (working_set <= static_cast<double>(w.front().working_set)) return w.front().scale;
-  if (working_set >= static_cast<double>(w.back().working_set)) return w.back().scale;
+  if (x <= static_cast<double>(w.front().*key)) return w.front().scale;
+  if (x >= static_cast<double>(w.back().*key)) return w.back().scale;
   std::size_t i = 1;
-  while (static_cast<double>(w[i].working_set) < working_set) ++i;
-  const double x0 = std::log(static_cast<double>(w[i - 1].working_set)), x1 = std::log(static_cast<double>(w[i].working_set));
-  const double f = (std::log(working_set) - x0) / (x1 - x0);
+  while (static_cast<double>(w[i].*key) < x) ++i;
+  const double x0 = std::log(static_cast<double>(w[i - 1].*key)), x1 = std::log(static_cast<double>(w[i].*key));
+  const double f = (std::log(x) - x0) / (x1 - x0);
   return w[i - 1].scale + f * (w[i].scale - w[i - 1].scale);
+}
+}  // namespace
+
+double Topology::scale_at(double working_set) const {
+  return curve_at(working_set_scale, &WorkingSetScale::working_set, working_set);
+}
+
+double Topology::local_op_scale_at(double bytes) const {
+  return curve_at(local_op_scale, &LocalOpScale::bytes, bytes);
 }
 
 Topology with_transport(const Topology& topology, std::string_view transport) {

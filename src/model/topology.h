@@ -104,6 +104,12 @@ struct WorkingSetScale {
   double scale = 1.0;     // factor on the memory-bound bandwidths at that working set
 };
 
+// One point of the local-operation curve (Topology::local_op_scale).
+struct LocalOpScale {
+  Bytes bytes = 0;     // bytes one local operation touches (a copy, or the reductions of one round)
+  double scale = 1.0;  // factor on reduction.bandwidth and device.memory_bandwidth at that size
+};
+
 struct Topology {
   std::string name;          // from the file's `name`
   std::string description;
@@ -130,8 +136,14 @@ struct Topology {
   //    (ascending working sets) give a factor on intra_node.bandwidth, node_bandwidth,
   //    reduction.bandwidth and device.memory_bandwidth, interpolated linearly in log(working set)
   //    and held constant beyond the first and last point. Empty: no scaling.
+  //  - local_op_scale: a copy or a reduction runs faster while the bytes it touches stay in the
+  //    caches: the points (ascending sizes) give a factor on reduction.bandwidth and
+  //    device.memory_bandwidth by the bytes of one copy, or of the reductions a rank does in one
+  //    round (data received and combined in one round is cold once it outgrows the caches).
+  //    Interpolated and held like working_set_scale. Empty: no scaling.
   Seconds call_overhead_s = 0;
   std::vector<WorkingSetScale> working_set_scale;
+  std::vector<LocalOpScale> local_op_scale;
 
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
@@ -140,6 +152,8 @@ struct Topology {
   Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
   // The factor of working_set_scale at `working_set` bytes (1 without the curve).
   double scale_at(double working_set) const;
+  // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
+  double local_op_scale_at(double bytes) const;
 };
 
 

@@ -446,6 +446,7 @@ int cmd_calibrate(int argc, char** argv) {
         params.push_back(Param::IntraRendezvousOverhead);
       }
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
+      for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
     }
     const Topology before_refine = topo;
     const SchedulePricer pricer(points, run_topology_text, samples);

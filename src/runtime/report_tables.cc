@@ -109,7 +109,7 @@ std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std:
 Report build_report(const std::vector<Point>& points, std::size_t max_outliers) {
   Report r;
   r.points = points.size();
-  std::vector<double> small, large, all;
+  std::vector<double> small, large, all, sched_small, sched_large, lib_small, lib_large;
   std::map<std::tuple<std::string, std::string, std::string, int>, std::vector<double>> by_group;
   std::vector<const Point*> cmp;
   for (const Point& p : points) {
@@ -123,6 +123,10 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
     double e = rel_error_of(p);
     all.push_back(e);
     (p.bytes < kSmallBandLimit ? small : large).push_back(e);
+    if (is_hand_written(p.algorithm))
+      (p.bytes < kSmallBandLimit ? sched_small : sched_large).push_back(e);
+    else
+      (p.bytes < kSmallBandLimit ? lib_small : lib_large).push_back(e);
     by_group[{std::string(to_string(p.collective)), std::string(to_string(p.algorithm)), p.backend,
               static_cast<int>(band_of(p.bytes))}]
         .push_back(e);
@@ -131,6 +135,10 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
   r.all = error_stats(all);
   r.below_64KiB = error_stats(small);
   r.from_64KiB = error_stats(large);
+  r.schedules_below_64KiB = error_stats(sched_small);
+  r.schedules_from_64KiB = error_stats(sched_large);
+  r.library_below_64KiB = error_stats(lib_small);
+  r.library_from_64KiB = error_stats(lib_large);
   for (const auto& [key, errs] : by_group) {
     ErrorGroup g;
     std::tie(g.collective, g.algorithm, g.backend, std::ignore) = key;
@@ -243,6 +251,14 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   stats_line(out, "all sizes", r.all);
   stats_line(out, "below 64 KiB", r.below_64KiB);
   stats_line(out, "64 KiB and above", r.from_64KiB);
+  if (r.schedules_below_64KiB.n + r.schedules_from_64KiB.n > 0 && r.library_below_64KiB.n + r.library_from_64KiB.n > 0) {
+    out << "  hand-written schedules:\n";
+    stats_line(out, "  below 64 KiB", r.schedules_below_64KiB);
+    stats_line(out, "  64 KiB and above", r.schedules_from_64KiB);
+    out << "  library baselines (predicted as the model's fastest algorithm, or NCCL's model):\n";
+    stats_line(out, "  below 64 KiB", r.library_below_64KiB);
+    stats_line(out, "  64 KiB and above", r.library_from_64KiB);
+  }
 
   if (with_points) {
     out << "\n## Relative error per point\n";
@@ -318,7 +334,11 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
   for (std::size_t i = 0; i < r.run_notes.size(); ++i) out << (i ? ", " : "") << json_string(r.run_notes[i]);
   out << "],\n";
   out << "  \"summary\": {\"all\": " << stats_json(r.all) << ",\n    \"below_64KiB\": " << stats_json(r.below_64KiB)
-      << ",\n    \"from_64KiB\": " << stats_json(r.from_64KiB) << "},\n";
+      << ",\n    \"from_64KiB\": " << stats_json(r.from_64KiB)
+      << ",\n    \"schedules_below_64KiB\": " << stats_json(r.schedules_below_64KiB)
+      << ",\n    \"schedules_from_64KiB\": " << stats_json(r.schedules_from_64KiB)
+      << ",\n    \"library_below_64KiB\": " << stats_json(r.library_below_64KiB)
+      << ",\n    \"library_from_64KiB\": " << stats_json(r.library_from_64KiB) << "},\n";
   out << "  \"groups\": [";
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
     const auto& g = r.groups[i];

@@ -80,6 +80,10 @@ struct Report {
   std::size_t compared = 0;    // rows in the error tables
   ErrorStats below_64KiB, from_64KiB;  // all comparable points of each side of 64 KiB
   ErrorStats all;
+  // The same split by what was predicted: hand-written schedules (priced as they ran) and library
+  // baselines (MPI's, NCCL's own collectives: predicted by the model's fastest algorithm or NCCL's
+  // model, so their error also says how far the library is from that).
+  ErrorStats schedules_below_64KiB, schedules_from_64KiB, library_below_64KiB, library_from_64KiB;
   std::vector<ErrorGroup> groups;  // sorted by collective, algorithm, backend, band
   std::vector<WinnerCase> winners;
   std::size_t winner_agree = 0;

@@ -306,6 +306,38 @@ TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
   }
 }
 
+// --refine all: the local-operation curve comes back from reducing collectives generated with it
+// (alongside gamma, whose value is that of batches that fit the caches), and is written out.
+TEST(RefineParameters, RecoversTheLocalOperationCurve) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 4);
+  Topology start = truth;
+  const std::vector<Param> curve = add_local_op_points(start, samples);
+  ASSERT_GE(curve.size(), 4u);  // 64 KiB .. 64 MiB
+  EXPECT_EQ(start.local_op_scale.front().bytes, Bytes{64} * 1024);
+  truth.local_op_scale = start.local_op_scale;
+  for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
+    truth.local_op_scale[i].scale = std::pow(0.75, static_cast<double>(i));
+  for (auto& smp : samples)
+    smp.time_s = closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes}).time_s;
+  start.reduce_bw_Bps *= 2;
+  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
+  params.insert(params.end(), curve.begin(), curve.end());
+  const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 0.02 * truth.reduce_bw_Bps);
+  for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
+    EXPECT_NEAR(f.topology.local_op_scale[i].scale, truth.local_op_scale[i].scale, 0.02) << i;
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  const Topology back = parse_topology(topology_yaml(f.topology, {}, {}, nullptr, false), "written");
+  ASSERT_EQ(back.local_op_scale.size(), f.topology.local_op_scale.size());
+  for (std::size_t i = 0; i < back.local_op_scale.size(); ++i) {
+    EXPECT_EQ(back.local_op_scale[i].bytes, f.topology.local_op_scale[i].bytes);
+    EXPECT_NEAR(back.local_op_scale[i].scale, f.topology.local_op_scale[i].scale, 1e-8);
+  }
+  EXPECT_EQ(field_of(Param::LocalOp2), "local_op_scale");
+  EXPECT_EQ(to_string(Param::LocalOp2), "local_op_scale[2]");
+}
+
 // Robust weighting: a few points far off the model do not move the fit; least squares does move.
 TEST(RefineParameters, RobustWeightingIgnoresAFewOutliers) {
   Topology truth = parse_topology(kHostTopology, "test");

@@ -415,6 +415,57 @@ TEST(PriceEqualsClosedForm, CallOverheadAndWorkingSetCurve) {
   EXPECT_NEAR(copy_curve, copy / f, 1e-9 * copy / f);
 }
 
+// local_op_scale: the reductions of a round are priced at the factor of their batch, alike in
+// priced schedules and closed forms (one node, eight ranks), and a smaller factor for larger
+// batches makes recursive doubling (n bytes combined per round) lose more than ring (n/p).
+TEST(PriceEqualsClosedForm, LocalOperationCurve) {
+  const Topology plain = uniform();
+  Topology t = plain;
+  t.local_op_scale = {{64 * 1024, 1.0}, {1 << 20, 0.6}, {16 << 20, 0.3}};
+  using C = Collective;
+  using A = Algorithm;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllReduce, A::RecursiveDoubling},
+                                                  {C::AllReduce, A::Rabenseifner},
+                                                  {C::AllReduce, A::Hierarchical},
+                                                  {C::ReduceScatter, A::Ring},
+                                                  {C::ReduceScatter, A::Direct},
+                                                  {C::ReduceScatter, A::Pairwise},
+                                                  {C::ReduceScatter, A::RecursiveHalving},
+                                                  {C::Reduce, A::Binomial},
+                                                  {C::AllGather, A::Ring}})
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20}) {
+      const int p = 8;
+      const CostQuery q{c, a, Protocol::None, 1, p, bytes};
+      const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
+      const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
+      EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
+    }
+  // The factor at the batch: recursive doubling combines n bytes a round, ring n/p a step.
+  const Bytes n = Bytes{32} << 20;
+  const CostQuery rd{C::AllReduce, A::RecursiveDoubling, Protocol::None, 1, 8, n};
+  const CostQuery ring{C::AllReduce, A::Ring, Protocol::None, 1, 8, n};
+  EXPECT_NEAR(closed_form(t, rd).reduction_s, closed_form(plain, rd).reduction_s / t.local_op_scale_at(double(n)),
+              1e-9 * closed_form(t, rd).reduction_s);
+  EXPECT_NEAR(closed_form(t, ring).reduction_s, closed_form(plain, ring).reduction_s / t.local_op_scale_at(double(n / 8)),
+              1e-9 * closed_form(t, ring).reduction_s);
+  EXPECT_NEAR(t.local_op_scale_at(double(n)), 0.3, 1e-12);  // held beyond the last point
+  EXPECT_GT(t.local_op_scale_at(double(n / 8)), 0.3);
+  // The pipelined tree combines about one chunk a step: priced and closed form agree within 5%.
+  for (Bytes bytes : {Bytes{2} << 20, Bytes{32} << 20}) {
+    const CostQuery q{C::AllReduce, A::Tree, Protocol::None, 1, 8, bytes};
+    const Schedule s = make_schedule({C::AllReduce, A::Tree, 8, count_for(bytes), 4, 0, nullptr, pipeline_chunk_bytes(t, q)});
+    const double priced = price_schedule(s, t, Placement::uniform(1, 8)).time_s, closed = closed_form(t, q).time_s;
+    EXPECT_NEAR(priced, closed, 0.05 * closed) << "tree " << bytes;
+  }
+  // Copies too: bruck's rotation copy at the factor of its bytes.
+  Topology mem = uniform(20e9), mem_curve = uniform(20e9);
+  mem_curve.local_op_scale = t.local_op_scale;
+  const Schedule b = make_schedule({C::AllGather, A::Bruck, 6, count_for(Bytes{48} << 20), 4, 0, nullptr, 0});
+  const double copy = price_schedule(b, mem, Placement::uniform(1, 6)).copy_s;
+  EXPECT_GT(price_schedule(b, mem_curve, Placement::uniform(1, 6)).copy_s, copy / 0.6);
+}
+
 // A guard against the simulation growing slow: the bound is loose (CPU time of this process, which
 // a busy machine inflates); on an idle core pricing this schedule takes well under a second.
 TEST(Price, ThousandRankRingAllreduceIsFast) {

@@ -404,6 +404,19 @@ working_set_scale:
             std::string::npos);
   EXPECT_NE(error_of("working_set_scale:\n  - { working_set: 4MiB, factor: 1 }\n").find("unknown key"),
             std::string::npos);
+
+  // The local-operation curve reads the same way, keyed by bytes.
+  const Topology ops = parse_topology(base + "local_op_scale:\n  - { bytes: 64KiB, scale: 1 }\n  - { bytes: 16MiB, scale: 0.25 }\n",
+                                      "inline");
+  ASSERT_EQ(ops.local_op_scale.size(), 2u);
+  EXPECT_EQ(ops.local_op_scale[1].bytes, Bytes{16} << 20);
+  EXPECT_NEAR(ops.local_op_scale_at(1 << 20), 0.625, 1e-12);  // halfway in log between 64 KiB and 16 MiB
+  EXPECT_EQ(ops.local_op_scale_at(1e12), 0.25);
+  EXPECT_EQ(plain.local_op_scale_at(1e12), 1.0);
+  const std::string ops_descending = "local_op_scale:\n  - { bytes: 4MiB, scale: 1 }\n  - { bytes: 1MiB, scale: 0.5 }\n";
+  EXPECT_NE(error_of(ops_descending).find("bad.yaml:8: local_op_scale[1].bytes"), std::string::npos)
+      << error_of(ops_descending);
+  EXPECT_NE(error_of("local_op_scale:\n  - { working_set: 4MiB, scale: 1 }\n").find("unknown key"), std::string::npos);
 }
 
 }  // namespace
