@@ -53,4 +53,13 @@ run_sweep refined.yaml run2.h5
 echo "== report, round 2 (new measurements)"
 "$bin" report run2.h5 | tee report2.txt | sed -n '1,/^## Error per/p'
 grep "model picked" report2.txt || true
+# How well the machine repeats itself: the same points measured in round 1 and round 2 (the model
+# cannot be judged more closely than this).
+echo "== the machine's own spread: the same points in run1 and run2"
+{ "$bin" report run1.h5 --format csv --table points | sed 's/^/1,/'
+  "$bin" report run2.h5 --format csv --table points | sed 's/^/2,/'; } |
+  awk -F, '$2 != "collective" && $12 > 0 { k = $2 "," $3 "," $8 "," $9; if ($1 == 1) t[k] = $12; else if (k in t) print (log($12 / t[k]) < 0 ? -1 : 1) * log($12 / t[k]) }' |
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "  no point in both runs"; exit }
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+    printf "  %d points: median |log(run2 / run1)| %.1f%%\n", NR, 100 * m }' | tee spread.txt
 echo "== full reports: $out/report1.txt, $out/report2.txt"

@@ -17,9 +17,9 @@
 // that all ranks of a node move inside it in rounds of the same index (as the NICs above: a
 // transfer takes at least (node's intra bytes of the round) / node_bandwidth); a message longer
 // than a tier's eager_limit pays its rendezvous_latency instead of its latency; a round that posts
-// q sends delays each of its transfers by (q - 1) * message_overhead of the transfer's tier
-// (rendezvous_overhead above the eager limit) (the
-// CPU posts them one after another; the round ends with the last); call_overhead is added once to
+// several sends posts them one after another, so its i-th send (from 0, in the schedule's order)
+// starts i * message_overhead of the transfer's tier later (rendezvous_overhead above the eager
+// limit), and the round ends with the last; call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
@@ -108,6 +108,7 @@ class Pricer : public ScheduleVisitor {
       RoundLoad& ls = rounds_[index_(t.send.rank, t.send.round)].load;
       RoundLoad& lr = rounds_[index_(t.recv.rank, t.recv.round)].load;
       if (t.recv_kind == OpKind::RecvReduce) lr.combined += static_cast<double>(bytes);
+      posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
       ls.sends += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
         if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], t.send.round, static_cast<double>(bytes));
@@ -143,7 +144,7 @@ class Pricer : public ScheduleVisitor {
     RoundState& receiver = rounds_[index_(t.recv.rank, t.recv.round)];
     PathTime start = sender.post;
     start.take_later(receiver.post);
-    const PathTime arrived{start.t + duration_s(t, sender.load, receiver.load), start.copy};
+    const PathTime arrived{start.t + duration_s(t, posted_before_[i], sender.load, receiver.load), start.copy};
     sender.end.take_later(arrived);
     const double combine_s = t.recv_kind == OpKind::RecvReduce ? receiver.load.combine_s : 0;
     receiver.end.take_later({arrived.t + combine_s, arrived.copy});
@@ -164,9 +165,8 @@ class Pricer : public ScheduleVisitor {
   }
 
  private:
-  Seconds duration_s(const MatchedTransfer& t, const RoundLoad& ls, const RoundLoad& lr) const {
+  Seconds duration_s(const MatchedTransfer& t, double posted_before, const RoundLoad& ls, const RoundLoad& lr) const {
     const double bytes = static_cast<double>(t.count * s_.elem_size);
-    const double posted_before = std::max(0.0, ls.sends - 1);
     if (pl_.same_node(t.send.rank, t.recv.rank)) {
       double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
@@ -186,6 +186,7 @@ class Pricer : public ScheduleVisitor {
   const RoundIndex index_;
   const double copy_s_per_byte_, gamma_, intra_s_per_byte_, nic_s_per_byte_, node_s_per_byte_;
   std::vector<RoundState> rounds_;                       // [round]
+  std::vector<double> posted_before_;                    // [transfer]: sends its round posts before it
   std::vector<std::vector<double>> node_out_, node_in_;  // [node][round index]: network bytes
   const double node_intra_s_per_byte_;
   std::vector<std::vector<double>> node_intra_;  // [node][round index]: intra-node bytes (only with node_bandwidth)

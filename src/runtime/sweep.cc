@@ -38,18 +38,39 @@ double predicted_busbw_gbps(Collective c, Bytes bytes, int nranks, double time_s
   return static_cast<double>(bytes) / time_s / 1e9 * busbw_factor(c, nranks);
 }
 
-// The model's fastest hand-written algorithm among `algs` for c at `bytes` (closed forms).
-std::optional<Choice> fastest(const Topology& topo, Collective c, const Placement& placement, Bytes bytes,
-                              const std::vector<Algorithm>& algs) {
-  std::vector<Candidate> candidates;
-  for (Algorithm a : algs)
-    if (is_hand_written(a) && applies(c, a)) candidates.push_back({a, Protocol::None});
-  if (candidates.empty()) return std::nullopt;
-  try {
-    return best_candidate(topo, c, placement.nnodes, placement.max_ranks_per_node(), bytes, candidates);
-  } catch (const Error&) {
-    return std::nullopt;  // e.g. an algorithm the closed forms do not cover for this rank count
+// The model's fastest hand-written algorithm among `algs` for c at `bytes`: each schedule priced
+// as `run` predicts it (model/price.h), with its own pipeline chunk on `topology` unless
+// `chunk_override` is given. Algorithms that do not apply, or whose schedule cannot be built for
+// this rank count, are skipped.
+struct PricedChoice {
+  Algorithm algorithm = Algorithm::Ring;
+  Seconds time_s = 0;
+};
+std::optional<PricedChoice> fastest(const Topology& topology, Collective c, const Placement& placement,
+                                    std::uint64_t count, std::uint32_t elem, int root, const std::vector<Algorithm>& algs,
+                                    std::uint64_t chunk_override = 0) {
+  std::optional<PricedChoice> best;
+  const Bytes bytes = count * elem;
+  for (Algorithm a : algs) {
+    if (!is_hand_written(a) || !applies(c, a)) continue;
+    try {
+      const std::uint64_t chunk =
+          chunk_override > 0 ? chunk_override
+                             : pipeline_chunk_bytes(topology, {c, a, Protocol::None, placement.nnodes,
+                                                               placement.max_ranks_per_node(), bytes});
+      const Schedule s = make_schedule({c, a, placement.nranks, count, elem, root, &placement, chunk});
+      const Seconds t = price_schedule(s, topology, placement).time_s;
+      if (!best || t < best->time_s) best = PricedChoice{a, t};
+    } catch (const Error&) {
+      continue;  // e.g. an algorithm that needs a power-of-two rank count
+    }
   }
+  return best;
+}
+
+std::uint32_t elem_size_of(const std::string& dtype) {
+  const auto d = parse_dtype(dtype);
+  return d ? dtype_size(*d) : 4;
 }
 
 }  // namespace
@@ -66,8 +87,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
   row.predicted_us = kNaN;
   row.predicted_busbw_gbps = kNaN;
   if (is_hand_written(a)) {
-    const auto dtype = parse_dtype(row.dtype);
-    const std::uint32_t elem = dtype ? dtype_size(*dtype) : 4;
+    const std::uint32_t elem = elem_size_of(row.dtype);
     const std::uint64_t chunk = pipeline_chunk_bytes_override > 0 ? pipeline_chunk_bytes_override
                                                                   : pipeline_chunk_bytes(topology, query);
     ScheduleRequest req{c, a, nranks, row.count, elem, row.root, &placement, chunk};
@@ -80,14 +100,14 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
     return true;
   }
   if (a == Algorithm::Mpi) {
-    // A library chooses its own algorithm: predict the one the model would choose.
+    // A library chooses its own algorithm: predict the one the model would choose, priced as
+    // the hand-written schedules are.
     const std::vector<Algorithm> all_hand_written(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
-    const auto choice = fastest(topology, c, placement, row.bytes, all_hand_written);
+    const auto choice = fastest(topology, c, placement, row.count, elem_size_of(row.dtype), row.root, all_hand_written);
     if (choice) {
-      row.predicted_us = choice->cost.time_s * 1e6;
-      row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, choice->cost.time_s);
-      row.note = "predicted: closed form of " + std::string(to_string(choice->candidate.algorithm)) +
-                 ", the model's fastest";
+      row.predicted_us = choice->time_s * 1e6;
+      row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, choice->time_s);
+      row.note = "predicted: " + std::string(to_string(choice->algorithm)) + ", the model's fastest schedule";
     }
   } else if (has_closed_form(topology, c, a, row.protocol)) {
     const Cost cost = closed_form(topology, query);
@@ -105,6 +125,7 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
     auto& v = algs[p.collective];
     if (is_hand_written(p.algorithm) && std::find(v.begin(), v.end(), p.algorithm) == v.end()) v.push_back(p.algorithm);
   }
+  std::map<std::tuple<Collective, int, int, std::uint64_t, std::string, int, std::string>, std::string> winners;
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
     if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;
@@ -118,8 +139,15 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
                                      {p.collective, p.algorithm, p.protocol, placement.nnodes,
                                       placement.max_ranks_per_node(), p.bytes});
       predict_row(p, topology, placement, chunk, nullptr, nullptr);
-      const auto winner = fastest(with_transport(topology, p.transport), p.collective, placement, p.bytes, algs[p.collective]);
-      p.predicted_winner = winner ? std::string(to_string(winner->candidate.algorithm)) : std::string();
+      // The model's winner among the algorithms measured, each schedule priced on this topology.
+      const auto key = std::make_tuple(p.collective, p.nodes, p.ranks, p.count, p.dtype, p.root, p.transport);
+      auto w = winners.find(key);
+      if (w == winners.end()) {
+        const auto winner = fastest(with_transport(topology, p.transport), p.collective, placement, p.count,
+                                    elem_size_of(p.dtype), p.root, algs[p.collective]);
+        w = winners.emplace(key, winner ? std::string(to_string(winner->algorithm)) : std::string()).first;
+      }
+      p.predicted_winner = w->second;
     } catch (const Error& e) {
       p.predicted_us = kNaN;
       p.note = e.what();
@@ -145,7 +173,7 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
       const std::uint64_t count = element_count(c, requested, elem, nranks);
       if (!seen_counts.insert(count).second) continue;
       const Bytes bytes = count * elem;
-      const auto winner = fastest(topology, c, placement, bytes, algs);
+      const auto winner = fastest(topology, c, placement, count, elem, settings.root, algs, settings.pipeline_chunk_bytes);
       for (Algorithm a : algs) {
         const bool nccl = a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
         for (Protocol protocol : nccl ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
@@ -165,7 +193,7 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           row.root = settings.root;
           row.iters = settings.iters;
           row.status = "skipped";
-          if (winner) row.predicted_winner = std::string(to_string(winner->candidate.algorithm));
+          if (winner) row.predicted_winner = std::string(to_string(winner->algorithm));
 
           PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
           Schedule schedule;
