@@ -255,6 +255,7 @@ std::string_view to_string(Param p) {
     case Param::NetLatency: return "network.latency";
     case Param::NetBeta: return "network.beta";
     case Param::Gamma: return "gamma";
+    case Param::MemoryBeta: return "memory.beta";
     case Param::IntraRendezvousLatency: return "intra.rendezvous_latency";
     case Param::IntraMessageOverhead: return "intra.message_overhead";
     case Param::CallOverhead: return "call_overhead";
@@ -281,6 +282,7 @@ std::string_view field_of(Param p) {
     case Param::NetLatency: return "network.latency";
     case Param::NetBeta: return "network.nic_bandwidth";
     case Param::Gamma: return "reduction.bandwidth";
+    case Param::MemoryBeta: return "device.memory_bandwidth";
     case Param::IntraRendezvousLatency: return "intra_node.rendezvous_latency";
     case Param::IntraMessageOverhead: return "intra_node.message_overhead";
     case Param::CallOverhead: return "call_overhead";
@@ -331,6 +333,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::NetLatency: return topo.network.latency_s;
     case Param::NetBeta: return 1.0 / topo.network.nic_bw_Bps;
     case Param::Gamma: return 1.0 / topo.reduce_bw_Bps;
+    case Param::MemoryBeta: return 1.0 / topo.memory_bw_Bps;
     case Param::IntraRendezvousLatency: return topo.intra.msg.rendezvous_latency_s;
     case Param::IntraMessageOverhead: return topo.intra.msg.message_overhead_s;
     case Param::CallOverhead: return topo.call_overhead_s;
@@ -353,6 +356,7 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::NetLatency: topo.network.latency_s = value; break;
     case Param::NetBeta: topo.network.nic_bw_Bps = 1.0 / value; break;
     case Param::Gamma: topo.reduce_bw_Bps = 1.0 / value; break;
+    case Param::MemoryBeta: topo.memory_bw_Bps = 1.0 / value; break;
     case Param::IntraRendezvousLatency:
       if (topo.intra.msg.eager_limit_bytes > 0) topo.intra.msg.rendezvous_latency_s = value;
       break;

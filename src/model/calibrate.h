@@ -93,7 +93,7 @@ using SamplePredictor = std::function<double(const Topology&, const CollectiveSa
 double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 
 // The model parameters a collective fit may adjust.
-//  - the tiers' alpha and beta, and gamma;
+//  - the tiers' alpha and beta, gamma, and the local copy rate (1 / device.memory_bandwidth);
 //  - what the runtime adds per message and per call: the intra-node rendezvous latency and
 //    rendezvous overhead (only with an eager_limit), the intra-node message_overhead, the call_overhead;
 //  - the working-set curve (Topology::working_set_scale): the factor at its 2nd..7th point (the
@@ -108,8 +108,9 @@ enum class Param : std::uint8_t {
   WorkingSet1, WorkingSet2, WorkingSet3, WorkingSet4, WorkingSet5, WorkingSet6,
   IntraRendezvousOverhead,
   LocalOp1, LocalOp2, LocalOp3, LocalOp4, LocalOp5,
+  MemoryBeta,
 };
-inline constexpr int kParamCount = 20;
+inline constexpr int kParamCount = 21;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).

@@ -437,10 +437,11 @@ int cmd_calibrate(int argc, char** argv) {
       throw Error("--refine " + refine + " needs run files with measured hand-written collectives");
     std::vector<Param> params{Param::Gamma};
     if (refine == "all") {
-      // Every term: the tiers' alpha and beta, gamma, what the runtime adds per message and per
-      // call, and the working-set curve (caches), all against the same collectives.
+      // Every term: the tiers' alpha and beta, gamma, the copy rate, what the runtime adds per
+      // message and per call, and the two cache curves (working set, local operation), all
+      // against the same collectives.
       params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
-                Param::NetLatency, Param::NetBeta, Param::Gamma};
+                Param::NetLatency, Param::NetBeta, Param::Gamma, Param::MemoryBeta};
       if (topo.intra.msg.eager_limit_bytes > 0) {
         params.push_back(Param::IntraRendezvousLatency);
         params.push_back(Param::IntraRendezvousOverhead);
