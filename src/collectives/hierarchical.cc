@@ -92,6 +92,7 @@ void hierarchical_broadcast(ScheduleBuilder& b) {
   const int root = b.request().root;
   const Span in = span(BufferId::Input, 0, b.count()), out = span(BufferId::Output, 0, b.count());
   binomial_broadcast(b, g.column[g.local_of[root]], g.node_of[root], in, out);
+  b.align(iota_ranks(b.nranks()));  // every node's broadcast starts after the column's
   for (const auto& ranks : g.node) binomial_broadcast(b, ranks, g.local_of[root], out, out);
 }
 

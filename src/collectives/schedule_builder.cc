@@ -35,6 +35,7 @@ Round& ScheduleBuilder::round(int rank, std::size_t step) {
   const std::size_t index = cursor_[rank] + step;
   if (rounds.size() <= index) rounds.resize(index + 1);
   Round& round = rounds[index];
+  round.step = static_cast<std::uint32_t>(index);  // kept when finish() drops the empty rounds
   if (round.ops.capacity() == 0) round.ops.reserve(2);  // most rounds hold two or three ops
   return round;
 }

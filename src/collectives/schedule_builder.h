@@ -80,6 +80,14 @@ class ScheduleBuilder {
   void advance(const std::vector<int>& ranks, std::size_t steps) {
     for (int r : ranks) advance(r, steps);
   }
+  // Moves every rank of `ranks` to the latest cursor among them, so that a phase that follows
+  // starts in the same round everywhere (the model prices rounds of the same index as
+  // concurrent; ranks with nothing to do get empty rounds, which cost nothing).
+  void align(const std::vector<int>& ranks) {
+    std::size_t latest = 0;
+    for (int r : ranks) latest = std::max(latest, cursor_[r]);
+    for (int r : ranks) cursor_[r] = latest;
+  }
 
   Schedule finish();
 

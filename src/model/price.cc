@@ -8,13 +8,13 @@
 // time in which a fair share would move them all; the same holds for the receiving rank's round,
 // and the larger of the two counts. Across nodes, one transfer is one flow, which a NIC serves at
 // nic_bw_Bps at most, and the network transfers that the ranks of a node post in rounds of the
-// same index share the node's NICs (node_bw_Bps()), sending and receiving: ranks of a node run
-// their rounds in step in every algorithm here, so equal round indices stand in for "at the same
-// time". Likewise the receives of a round that combine on arrival (RecvReduce) share the rank's
+// same step (Round::step: the schedule's time step, which a rank idle in earlier steps reaches
+// with fewer rounds) share the node's NICs (node_bw_Bps()), sending and receiving: equal steps
+// stand in for "at the same time". Likewise the receives of a round that combine on arrival (RecvReduce) share the rank's
 // reduction rate: each one ends (bytes they all combine) * gamma after it arrives.
 //
 // Optional terms of the topology (all off by default): intra_node.node_bandwidth caps the bytes
-// that all ranks of a node move inside it in rounds of the same index (as the NICs above: a
+// that all ranks of a node move inside it in rounds of the same step (as the NICs above: a
 // transfer takes at least (node's intra bytes of the round) / node_bandwidth); a message longer
 // than a tier's eager_limit pays its rendezvous_latency instead of its latency; a round that posts
 // several sends posts them one after another, so its i-th send (from 0, in the schedule's order)
@@ -111,7 +111,7 @@ class Pricer : public ScheduleVisitor {
       posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
       ls.sends += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
-        if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], t.send.round, static_cast<double>(bytes));
+        if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), static_cast<double>(bytes));
         ls.out_intra += static_cast<double>(bytes);
         lr.in_intra += static_cast<double>(bytes);
         out_.intra_bytes += bytes;
@@ -120,8 +120,8 @@ class Pricer : public ScheduleVisitor {
       if (!topo_.network.present())
         throw Error("price_schedule: ranks " + std::to_string(t.send.rank) + " and " + std::to_string(t.recv.rank) +
                     " are on different nodes but topology '" + topo_.name + "' has no network (nics_per_node is 0)");
-      add_at(node_out_[pl_.node_of_rank[t.send.rank]], t.send.round, static_cast<double>(bytes));
-      add_at(node_in_[pl_.node_of_rank[t.recv.rank]], t.recv.round, static_cast<double>(bytes));
+      add_at(node_out_[pl_.node_of_rank[t.send.rank]], step_of(t.send), static_cast<double>(bytes));
+      add_at(node_in_[pl_.node_of_rank[t.recv.rank]], step_of(t.recv), static_cast<double>(bytes));
       out_.inter_bytes += bytes;
     }
     out_.messages = transfers.size();
@@ -165,16 +165,22 @@ class Pricer : public ScheduleVisitor {
   }
 
  private:
+  // The time step of a transfer's round (Round::step): what the node-wide sharing counts by.
+  std::size_t step_of(const OpRef& at) const {
+    const std::uint32_t step = s_.ranks[at.rank].rounds[at.round].step;
+    return step == Round::kStepIsIndex ? at.round : step;
+  }
+
   Seconds duration_s(const MatchedTransfer& t, double posted_before, const RoundLoad& ls, const RoundLoad& lr) const {
     const double bytes = static_cast<double>(t.count * s_.elem_size);
     if (pl_.same_node(t.send.rank, t.recv.rank)) {
       double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
-        bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][t.send.round] * node_intra_s_per_byte_);
+        bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][step_of(t.send)] * node_intra_s_per_byte_);
       return topo_.intra.message_latency_s(bytes) + posted_before * topo_.intra.msg.overhead_s(bytes) + bw_s;
     }
-    const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][t.send.round],
-                                       node_in_[pl_.node_of_rank[t.recv.rank]][t.recv.round]);
+    const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][step_of(t.send)],
+                                       node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
     return topo_.network.message_latency_s(bytes) + posted_before * topo_.network.msg.overhead_s(bytes) +
            std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }

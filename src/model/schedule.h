@@ -62,6 +62,11 @@ struct Op {
 
 struct Round {
   std::vector<Op> ops;
+  // The time step the round belongs to: rounds of the same step run at the same time on every
+  // rank (ranks idle in a step have no round for it, so a rank's round index can be smaller than
+  // its step). kStepIsIndex: the round's index in its rank's program.
+  static constexpr std::uint32_t kStepIsIndex = 0xffffffffu;
+  std::uint32_t step = kStepIsIndex;
 };
 
 struct RankProgram {

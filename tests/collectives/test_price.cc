@@ -466,6 +466,33 @@ TEST(PriceEqualsClosedForm, LocalOperationCurve) {
   EXPECT_GT(price_schedule(b, mem_curve, Placement::uniform(1, 6)).copy_s, copy / 0.6);
 }
 
+// The node-wide sharing counts transfers by time step (Round::step), not by round index: in a
+// binomial broadcast a rank idle in the first steps has fewer rounds than steps, and its sends
+// share the node with those of the same step. Hierarchical broadcast on one node is binomial
+// broadcast with the root's copy first: both end with the root's copy after three sends (8 ranks).
+TEST(PriceEqualsClosedForm, NodeSharingCountsTimeSteps) {
+  Topology t = uniform();
+  t.intra.node_bw_Bps = 12e9;  // 8 ranks: below 10 GB/s each once two or more send at once
+  using C = Collective;
+  using A = Algorithm;
+  const int p = 8;
+  const Placement pl = Placement::uniform(1, p);
+  const Bytes bytes = Bytes{16} << 20;
+  const Schedule bin = make_schedule({C::Broadcast, A::Binomial, p, count_for(bytes), 4, 0, &pl, 0});
+  // Rank 1 receives in step 2 (the root sends to 4, then 2, then 1): one round, step 2.
+  ASSERT_EQ(bin.ranks[1].rounds.size(), 1u);
+  EXPECT_EQ(bin.ranks[1].rounds[0].step, 2u);
+  const double priced = price_schedule(bin, t, pl).time_s;
+  const double closed = closed_form(t, {C::Broadcast, A::Binomial, Protocol::None, 1, p, bytes}).time_s;
+  EXPECT_NEAR(priced, closed, 1e-9 * closed);
+  Topology with_copies = t;
+  with_copies.memory_bw_Bps = 20e9;
+  const Schedule hier = make_schedule({C::Broadcast, A::Hierarchical, p, count_for(bytes), 4, 0, &pl, 0});
+  const Schedule bin2 = make_schedule({C::Broadcast, A::Binomial, p, count_for(bytes), 4, 0, &pl, 0});
+  EXPECT_NEAR(price_schedule(hier, with_copies, pl).time_s, price_schedule(bin2, with_copies, pl).time_s,
+              1e-9 * price_schedule(bin2, with_copies, pl).time_s);
+}
+
 // A guard against the simulation growing slow: the bound is loose (CPU time of this process, which
 // a busy machine inflates); on an idle core pricing this schedule takes well under a second.
 TEST(Price, ThousandRankRingAllreduceIsFast) {
