@@ -157,6 +157,19 @@ Evaluation evaluate(const Topology& topo, const std::vector<CollectiveSample>& s
   return e;
 }
 
+// What the fit minimises over the samples an evaluation priced: sum of |r| / t (Robust) or of
+// w r^2. Infinite when a sample of `reference` could not be priced (the step is then refused).
+double objective(const Evaluation& e, const std::vector<CollectiveSample>& samples, FitWeighting weighting,
+                 std::size_t reference) {
+  if (e.used.size() < reference) return INFINITY;
+  double sum = 0;
+  for (std::size_t k = 0; k < e.used.size(); ++k) {
+    const double meas = samples[e.used[k]].time_s, r = meas - e.predicted[k];
+    sum += weighting == FitWeighting::Robust ? std::fabs(r) / meas : weight_of(meas, weighting) * r * r;
+  }
+  return sum;
+}
+
 void fill_quality(ParamFit& fit, const std::vector<CollectiveSample>& samples, const Evaluation& before,
                   const Evaluation& after) {
   std::vector<double> rel_before, measured, predicted;
@@ -291,39 +304,39 @@ std::string_view field_of(Param p) {
   }
 }
 
-std::vector<Param> add_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
-  std::vector<Param> params;
-  if (topo.working_set_scale.empty()) {
-    double largest = 0;
-    for (const auto& s : samples)
-      largest = std::max(largest, working_set_bytes(s.collective, s.bytes, s.nodes * s.ranks_per_node));
-    Bytes at = 256 * 1024;
-    topo.working_set_scale.push_back({at, 1.0});
-    while (static_cast<double>(at) * 4 <= largest && topo.working_set_scale.size() < 7) {
+namespace {
+// A curve to fit: unless it has points, points at `first`, 4x, 16x, ... up to `largest` (at most
+// max_free + 1), each factor 1. Returns the parameters of the points after the first
+// (first_param, first_param + 1, ...), which the fit adjusts; the first stays at 1.
+template <typename Point>
+std::vector<Param> add_curve_points(std::vector<Point>& curve, Bytes first, double largest, int max_free,
+                                    Param first_param) {
+  if (curve.empty()) {
+    Bytes at = first;
+    curve.push_back({at, 1.0});
+    while (static_cast<double>(at) * 4 <= largest && curve.size() < static_cast<std::size_t>(max_free) + 1) {
       at *= 4;
-      topo.working_set_scale.push_back({at, 1.0});
+      curve.push_back({at, 1.0});
     }
   }
-  for (std::size_t i = 1; i < topo.working_set_scale.size() && i <= 6; ++i)
-    params.push_back(static_cast<Param>(static_cast<int>(Param::WorkingSet1) + static_cast<int>(i) - 1));
+  std::vector<Param> params;
+  for (std::size_t i = 1; i < curve.size() && i <= static_cast<std::size_t>(max_free); ++i)
+    params.push_back(static_cast<Param>(static_cast<int>(first_param) + static_cast<int>(i) - 1));
   return params;
+}
+}  // namespace
+
+std::vector<Param> add_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
+  double largest = 0;
+  for (const auto& s : samples)
+    largest = std::max(largest, working_set_bytes(s.collective, s.bytes, s.nodes * s.ranks_per_node));
+  return add_curve_points(topo.working_set_scale, 256 * 1024, largest, 6, Param::WorkingSet1);
 }
 
 std::vector<Param> add_local_op_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
-  std::vector<Param> params;
-  if (topo.local_op_scale.empty()) {
-    double largest = 0;
-    for (const auto& s : samples) largest = std::max(largest, static_cast<double>(s.bytes));
-    Bytes at = 64 * 1024;
-    topo.local_op_scale.push_back({at, 1.0});
-    while (static_cast<double>(at) * 4 <= largest && topo.local_op_scale.size() < 6) {
-      at *= 4;
-      topo.local_op_scale.push_back({at, 1.0});
-    }
-  }
-  for (std::size_t i = 1; i < topo.local_op_scale.size() && i <= 5; ++i)
-    params.push_back(static_cast<Param>(static_cast<int>(Param::LocalOp1) + static_cast<int>(i) - 1));
-  return params;
+  double largest = 0;
+  for (const auto& s : samples) largest = std::max(largest, static_cast<double>(s.bytes));
+  return add_curve_points(topo.local_op_scale, 64 * 1024, largest, 5, Param::LocalOp1);
 }
 
 double get_param(const Topology& topo, Param p) {
@@ -404,14 +417,19 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   std::vector<double> theta;
   for (Param p : free_params) theta.push_back(get_param(topo, p));
 
-  // Gauss-Newton: the closed forms are linear in the parameters for a fixed algorithm, so the first
-  // step lands on the least-squares solution; further steps only matter where a closed form is
-  // piecewise (pipelining depth chosen from alpha and beta) or a parameter hits its floor.
+  // Gauss-Newton with Levenberg-Marquardt damping: the models are nearly linear in the parameters
+  // for a fixed algorithm, so undamped steps usually land close to the solution; a step is kept
+  // only when it lowers the objective (otherwise the damping grows and the step shrinks toward
+  // gradient descent), so parameters that trade off against each other (gamma and the
+  // local-operation curve) cannot wander off along a flat valley.
   Topology current = topo;
   const int max_iterations = weighting == FitWeighting::Robust ? 60 : 30;
+  double damping = 0;  // lambda, relative to the diagonal
+  Evaluation base = before;
+  double current_objective = objective(base, samples, weighting, 0);
+  const std::size_t reference = base.used.size();
   for (int iter = 0; iter < max_iterations; ++iter) {
     fit.iterations = iter + 1;
-    Evaluation base = evaluate(current, samples, predict);
     const std::size_t n = base.used.size(), m = free_params.size();
     if (m == 0) break;
     // Jacobian columns by one-sided differences (exact for linear dependence).
@@ -465,25 +483,42 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
         for (std::size_t j = 0; j < mm; ++j) a[i][j] += w * ji * jac[j][k] * scale[j];
       }
     }
-    std::vector<double> step;
-    if (!solve_dense(a, b, step)) {
-      // Columns that move together (e.g. two latencies always summed): a tiny ridge picks the
-      // smallest change.
-      for (std::size_t i = 0; i < mm; ++i) a[i][i] += 1e-9 * std::max(a[i][i], 1e-300);
-      if (!solve_dense(a, b, step)) break;
-    }
+    bool accepted = false;
     double max_change = 0;
-    for (std::size_t j = 0; j < mm; ++j) {
-      double next = theta[j] + step[j] * scale[j];
-      double floor = param_floor(free_params[j]);
-      // Below the floor: latencies stop at 0; a beta or gamma moves at most 10x down per step, so a
-      // parameter pushed out by one bad step can come back.
-      if (next < floor || (floor > 0 && next < theta[j] * 0.1)) next = floor > 0 ? std::max(floor, theta[j] * 0.1) : 0.0;
-      max_change = std::max(max_change, std::fabs(next - theta[j]) / scale[j]);
-      theta[j] = next;
-      set_param(current, free_params[j], next);
+    for (int attempt = 0; attempt < 12 && !accepted; ++attempt) {
+      std::vector<std::vector<double>> damped = a;
+      // A tiny ridge always: columns that move together (two latencies always summed) then take
+      // the smallest change.
+      for (std::size_t i = 0; i < mm; ++i) damped[i][i] += (damping + 1e-9) * std::max(a[i][i], 1e-300);
+      std::vector<double> step;
+      if (!solve_dense(damped, b, step)) break;
+      Topology candidate = current;
+      std::vector<double> next_theta = theta;
+      max_change = 0;
+      for (std::size_t j = 0; j < mm; ++j) {
+        double next = theta[j] + step[j] * scale[j];
+        double floor = param_floor(free_params[j]);
+        // Below the floor: latencies stop at 0; a beta or gamma moves at most 10x down per step.
+        if (next < floor || (floor > 0 && next < theta[j] * 0.1)) next = floor > 0 ? std::max(floor, theta[j] * 0.1) : 0.0;
+        max_change = std::max(max_change, std::fabs(next - theta[j]) / scale[j]);
+        next_theta[j] = next;
+        set_param(candidate, free_params[j], next);
+      }
+      if (max_change < 1e-9) break;
+      Evaluation tried = evaluate(candidate, samples, predict);
+      const double tried_objective = objective(tried, samples, weighting, reference);
+      if (tried_objective < current_objective) {
+        accepted = true;
+        current = std::move(candidate);
+        theta = std::move(next_theta);
+        base = std::move(tried);
+        current_objective = tried_objective;
+        damping = damping / 4;
+      } else {
+        damping = damping == 0 ? 1e-3 : damping * 8;
+      }
     }
-    if (max_change < 1e-9) break;
+    if (!accepted || max_change < 1e-9) break;
   }
   fit.fitted = free_params;
   fit.topology = current;

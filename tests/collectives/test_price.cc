@@ -59,6 +59,15 @@ std::string name(Collective c, Algorithm a, int p, Bytes bytes) {
          " bytes=" + std::to_string(bytes);
 }
 
+// Priced schedule and closed form of an unpipelined algorithm on one node of p ranks, on `t`:
+// equal to within 1e-9.
+void expect_price_equals_closed_form(const Topology& t, Collective c, Algorithm a, int p, Bytes bytes) {
+  const CostQuery q{c, a, Protocol::None, 1, p, bytes};
+  const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
+  const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
+  EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
+}
+
 bool pow2(int p) {
   return (p & (p - 1)) == 0;
 }
@@ -364,13 +373,7 @@ TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
                                                   {C::AllReduce, A::RecursiveDoubling},
                                                   {C::AllGather, A::Bruck},
                                                   {C::SendRecv, A::Direct}})
-    for (Bytes bytes : {Bytes{8} * 1024, Bytes{8} * 65536 * 4}) {
-      const int p = 8;
-      const CostQuery q{c, a, Protocol::None, 1, p, bytes};
-      const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
-      const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
-      EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
-    }
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{8} * 65536 * 4}) expect_price_equals_closed_form(t, c, a, 8, bytes);
 }
 
 // call_overhead and working_set_scale: priced schedules and closed forms apply them alike, and the
@@ -390,9 +393,8 @@ TEST(PriceEqualsClosedForm, CallOverheadAndWorkingSetCurve) {
     for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20}) {
       const int p = 8;
       const CostQuery q{c, a, Protocol::None, 1, p, bytes};
-      const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
-      const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
-      EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
+      expect_price_equals_closed_form(t, c, a, p, bytes);
+      const double closed = closed_form(t, q).time_s;
       // Against the plain topology: the call overhead once, the bandwidth terms divided by the factor.
       const Cost base = closed_form(plain, q);
       const double f = t.scale_at(working_set_bytes(c, bytes, p));
@@ -434,13 +436,8 @@ TEST(PriceEqualsClosedForm, LocalOperationCurve) {
                                                   {C::ReduceScatter, A::RecursiveHalving},
                                                   {C::Reduce, A::Binomial},
                                                   {C::AllGather, A::Ring}})
-    for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20}) {
-      const int p = 8;
-      const CostQuery q{c, a, Protocol::None, 1, p, bytes};
-      const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, nullptr, 0});
-      const double priced = price_schedule(s, t, Placement::uniform(1, p)).time_s, closed = closed_form(t, q).time_s;
-      EXPECT_NEAR(priced, closed, 1e-9 * closed) << name(c, a, p, bytes);
-    }
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20})
+      expect_price_equals_closed_form(t, c, a, 8, bytes);
   // The factor at the batch: recursive doubling combines n bytes a round, ring n/p a step.
   const Bytes n = Bytes{32} << 20;
   const CostQuery rd{C::AllReduce, A::RecursiveDoubling, Protocol::None, 1, 8, n};
