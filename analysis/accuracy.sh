@@ -9,7 +9,9 @@
 # Environment: COMMSIM_BIN (default: build/src/runtime/commsim, else build-*/src/runtime/commsim),
 # SIZES (run sizes, default 1KiB:64MiB:x4), PROBE_SIZES (default 8B:64MiB), ITERS (default 10),
 # COLLECTIVES (default allreduce,allgather,reducescatter,broadcast), MPIEXEC_ARGS (extra mpiexec
-# arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma).
+# arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma),
+# BACKEND (host, the default, or cuda: one GPU per rank), BASE (the topology calibrate starts
+# from, e.g. h200-node for GPU ranks; default: calibrate's own choice).
 # Prints the accuracy table of `commsim report` for each round.
 set -euo pipefail
 np=${1:-2}
@@ -26,6 +28,9 @@ sizes=${SIZES:-1KiB:64MiB:x4}
 probe_sizes=${PROBE_SIZES:-8B:64MiB}
 iters=${ITERS:-10}
 collectives=${COLLECTIVES:-allreduce,allgather,reducescatter,broadcast}
+backend=${BACKEND:-host}
+base=()
+[ -n "${BASE:-}" ] && base=(--base "$BASE")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # shellcheck disable=SC2206
 mpirun=(mpiexec --oversubscribe -np "$np" ${MPIEXEC_ARGS:-})
@@ -35,9 +40,9 @@ cd "$out"
 echo "== probe ($np ranks)"
 "${mpirun[@]}" "$bin" probe --sizes "$probe_sizes" --iters 20 --warmup 3 --no-table --out portrait.h5 --force
 echo "== calibrate (probe only)"
-"$bin" calibrate portrait.h5 --out calibrated.yaml --force
+"$bin" calibrate portrait.h5 "${base[@]}" --out calibrated.yaml --force
 run_sweep() {  # topology output
-  "${mpirun[@]}" "$bin" run --topology "$1" --backend host --collectives "$collectives" --algorithms all \
+  "${mpirun[@]}" "$bin" run --topology "$1" --backend "$backend" --collectives "$collectives" --algorithms all \
     --sizes "$sizes" --iters "$iters" --warmup 3 --out "$2" --force > "${2%.h5}.txt"
 }
 echo "== run on the calibrated topology"
@@ -47,7 +52,7 @@ echo "== report, round 1 (alpha/beta/gamma from the probe alone)"
 grep "model picked" report1.txt || true
 
 echo "== calibrate again: every term refitted on run1's collectives"
-"$bin" calibrate portrait.h5 run1.h5 --refine "${REFINE:-all}" --out refined.yaml --force | sed -n '/## Collectives/,/## Written/p'
+"$bin" calibrate portrait.h5 run1.h5 "${base[@]}" --refine "${REFINE:-all}" --out refined.yaml --force | sed -n '/## Collectives/,/## Written/p'
 echo "== run on the refined topology"
 run_sweep refined.yaml run2.h5
 echo "== report, round 2 (new measurements)"
