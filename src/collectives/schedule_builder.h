@@ -81,8 +81,8 @@ class ScheduleBuilder {
     for (int r : ranks) advance(r, steps);
   }
   // Moves every rank of `ranks` to the latest cursor among them, so that a phase that follows
-  // starts in the same round everywhere (the model prices rounds of the same index as
-  // concurrent; ranks with nothing to do get empty rounds, which cost nothing).
+  // starts at the same time step everywhere (Round::step, which the model prices as concurrent;
+  // ranks that wait get no rounds for the steps they skip).
   void align(const std::vector<int>& ranks) {
     std::size_t latest = 0;
     for (int r : ranks) latest = std::max(latest, cursor_[r]);

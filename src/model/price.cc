@@ -10,8 +10,9 @@
 // nic_bw_Bps at most, and the network transfers that the ranks of a node post in rounds of the
 // same step (Round::step: the schedule's time step, which a rank idle in earlier steps reaches
 // with fewer rounds) share the node's NICs (node_bw_Bps()), sending and receiving: equal steps
-// stand in for "at the same time". Likewise the receives of a round that combine on arrival (RecvReduce) share the rank's
-// reduction rate: each one ends (bytes they all combine) * gamma after it arrives.
+// stand in for "at the same time". Likewise the receives of a round that combine on arrival
+// (RecvReduce) share the rank's reduction rate: each one ends (bytes they all combine) * gamma
+// after it arrives.
 //
 // Optional terms of the topology (all off by default): intra_node.node_bandwidth caps the bytes
 // that all ranks of a node move inside it in rounds of the same step (as the NICs above: a
@@ -99,6 +100,7 @@ class Pricer : public ScheduleVisitor {
   // The bandwidth each transfer shares: the bytes of its rounds, and of its nodes' network rounds.
   void set_transfers(const std::vector<MatchedTransfer>& transfers) {
     transfers_ = &transfers;
+    posted_before_.reserve(transfers.size());
     auto add_at = [](std::vector<double>& v, std::size_t i, double x) {
       if (v.size() <= i) v.resize(i + 1, 0.0);
       v[i] += x;
@@ -111,7 +113,8 @@ class Pricer : public ScheduleVisitor {
       posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
       ls.sends += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
-        if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), static_cast<double>(bytes));
+        if (!node_intra_.empty())
+          add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), static_cast<double>(bytes));
         ls.out_intra += static_cast<double>(bytes);
         lr.in_intra += static_cast<double>(bytes);
         out_.intra_bytes += bytes;
@@ -125,8 +128,10 @@ class Pricer : public ScheduleVisitor {
       out_.inter_bytes += bytes;
     }
     out_.messages = transfers.size();
+    // Each round's reductions, together, at the factor of their batch (Topology::local_op_scale).
     for (RoundState& r : rounds_) {
-      if (r.load.combined > 0) r.load.combine_s = r.load.combined * gamma_ / topo_.local_op_scale_at(r.load.combined);
+      if (r.load.combined > 0)
+        r.load.combine_s = r.load.combined * gamma_ / topo_.local_op_scale_at(r.load.combined);
       if (r.load.reduced_locally > 0)
         r.post.t += r.load.reduced_locally * gamma_ / topo_.local_op_scale_at(r.load.reduced_locally);
     }
@@ -193,9 +198,9 @@ class Pricer : public ScheduleVisitor {
   const double copy_s_per_byte_, gamma_, intra_s_per_byte_, nic_s_per_byte_, node_s_per_byte_;
   std::vector<RoundState> rounds_;                       // [round]
   std::vector<double> posted_before_;                    // [transfer]: sends its round posts before it
-  std::vector<std::vector<double>> node_out_, node_in_;  // [node][round index]: network bytes
+  std::vector<std::vector<double>> node_out_, node_in_;  // [node][step]: network bytes
   const double node_intra_s_per_byte_;
-  std::vector<std::vector<double>> node_intra_;  // [node][round index]: intra-node bytes (only with node_bandwidth)
+  std::vector<std::vector<double>> node_intra_;  // [node][step]: intra-node bytes (only with node_bandwidth)
   PriceBreakdown out_;
 };
 
