@@ -7,7 +7,9 @@
 #   analysis/accuracy.sh [NRANKS] [OUTDIR]
 #
 # Environment: COMMSIM_BIN (default: build/src/runtime/commsim, else build-*/src/runtime/commsim),
-# SIZES (run sizes, default 1KiB:64MiB:x4), PROBE_SIZES (default 8B:64MiB), ITERS (default 10),
+# SIZES (run sizes, default 1KiB:64MiB:x4), PROBE_SIZES (default 8B:64MiB), ITERS (timed
+# iterations per point, default 10), PASSES (the sweeps they are spread over, `run --passes`;
+# default 5), WARMUP (untimed iterations per point and pass, default 1),
 # COLLECTIVES (default allreduce,allgather,reducescatter,broadcast), MPIEXEC_ARGS (extra mpiexec
 # arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma),
 # BACKEND (host, the default, or cuda: one GPU per rank), BASE (the topology calibrate starts
@@ -27,6 +29,8 @@ fi
 sizes=${SIZES:-1KiB:64MiB:x4}
 probe_sizes=${PROBE_SIZES:-8B:64MiB}
 iters=${ITERS:-10}
+passes=${PASSES:-5}
+warmup=${WARMUP:-1}
 collectives=${COLLECTIVES:-allreduce,allgather,reducescatter,broadcast}
 backend=${BACKEND:-host}
 base=()
@@ -43,7 +47,7 @@ echo "== calibrate (probe only)"
 "$bin" calibrate portrait.h5 "${base[@]}" --out calibrated.yaml --force
 run_sweep() {  # topology output
   "${mpirun[@]}" "$bin" run --topology "$1" --backend "$backend" --collectives "$collectives" --algorithms all \
-    --sizes "$sizes" --iters "$iters" --warmup 3 --out "$2" --force > "${2%.h5}.txt"
+    --sizes "$sizes" --iters "$iters" --passes "$passes" --warmup "$warmup" --out "$2" --force > "${2%.h5}.txt"
 }
 echo "== run on the calibrated topology"
 run_sweep calibrated.yaml run1.h5

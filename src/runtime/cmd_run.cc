@@ -187,11 +187,12 @@ void detach_if_blocked(int fd) {
 class Progress {
  public:
   Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
-  void show(const Point& p, int ordinal, int total) {
+  void show(const Point& p, int ordinal, int total, int pass, int passes) {
+    const std::string of_pass = passes > 1 ? " (pass " + std::to_string(pass) + " of " + std::to_string(passes) + ")" : "";
     if (tty_)
-      std::fprintf(stderr, "\r[%d/%d] %s ...\x1b[K", ordinal, total, point_label(p).c_str());
+      std::fprintf(stderr, "\r[%d/%d] %s%s ...\x1b[K", ordinal, total, point_label(p).c_str(), of_pass.c_str());
     else
-      std::fprintf(stderr, "[%d/%d] %s ...\n", ordinal, total, point_label(p).c_str());
+      std::fprintf(stderr, "[%d/%d] %s%s ...\n", ordinal, total, point_label(p).c_str(), of_pass.c_str());
     std::fflush(stderr);
   }
   void clear() {
@@ -216,7 +217,8 @@ int cmd_run(int argc, char** argv) {
       "on the real placement of ranks on hosts. Algorithms: the hand-written ones (see --algorithms) and the\n"
       "backend's library baseline ('mpi' on host). Per point: --warmup untimed iterations, then --iters timed\n"
       "ones, each after a barrier; an iteration's time is the maximum over ranks. Every finished point is\n"
-      "appended to --out and flushed at once.\n"
+      "appended to --out and flushed at once (with --passes N, a point finishes in the last pass; stopped\n"
+      "earlier, the points keep the samples of the passes that ran, and their note says so).\n"
       "\n"
       "SIGTERM/SIGINT (what Slurm sends at the time limit) end the run after the current iteration, the file\n"
       "closed with status 'interrupted'; continue it with --resume. mpirun kills its ranks 1 s after it\n"
@@ -231,7 +233,7 @@ int cmd_run(int argc, char** argv) {
       "srun -N 2 --ntasks-per-node 4 commsim run --topology my-cluster.yaml --resume run.h5");
   std::string topology_name = "local-cpu", backend_name = "host", dtype_name = "float32", op_name = "sum";
   std::string transport_name, pipeline_chunk, piece_size;
-  int root = 0, iters = 20, warmup = 5, inject_error = -1, inject_hang = -1;
+  int root = 0, iters = 20, warmup = 5, passes = 1, inject_error = -1, inject_hang = -1;
   bool check = false, share_gpu = false, graph = false;
   double timeout_s = 300;
   SweepOptions sweep;
@@ -256,7 +258,12 @@ int cmd_run(int argc, char** argv) {
   add("op", po::value(&op_name)->default_value(op_name)->value_name("OP"), "reduction: sum, min, max");
   add("root", po::value(&root)->default_value(root)->value_name("RANK"), "root of broadcast and reduce");
   add("iters", po::value(&iters)->default_value(iters)->value_name("N"), "timed iterations per point");
-  add("warmup", po::value(&warmup)->default_value(warmup)->value_name("N"), "untimed iterations before them");
+  add("warmup", po::value(&warmup)->default_value(warmup)->value_name("N"),
+      "untimed iterations before them (in every pass)");
+  add("passes", po::value(&passes)->default_value(passes)->value_name("N"),
+      "go over all points N times, each pass timing its share of --iters, and take the statistics over "
+      "all of a point's samples: a slow spell of a shared machine then touches every point a little "
+      "instead of a few points wholly (results are written after the last pass)");
   add("check", po::bool_switch(&check),
       "run one more iteration per point and count the elements that differ from the exact expected result");
   add("timeout", po::value(&timeout_s)->default_value(timeout_s)->value_name("SECONDS"),
@@ -309,6 +316,10 @@ int cmd_run(int argc, char** argv) {
         if (!op) throw Error("--op: unknown operation '" + op_name + "'; valid: sum, min, max");
         if (iters < 1) throw Error("--iters must be at least 1");
         if (warmup < 0) throw Error("--warmup must not be negative");
+        if (passes < 1) throw Error("--passes must be at least 1");
+        if (passes > iters)
+          throw Error("--passes " + std::to_string(passes) + " is more than --iters " + std::to_string(iters) +
+                      ": every pass times at least one iteration");
         if (timeout_s < 0) throw Error("--timeout must not be negative");
         if (root < 0 || root >= nranks)
           throw Error("--root " + std::to_string(root) + " is not a rank (there are " + std::to_string(nranks) + ")");
@@ -330,6 +341,7 @@ int cmd_run(int argc, char** argv) {
         settings.root = root;
         settings.iters = iters;
         settings.warmup = warmup;
+        settings.passes = passes;
         settings.check = check;
         settings.inject_error_rank = inject_error;
         settings.inject_hang_rank = inject_hang;
@@ -442,10 +454,10 @@ int cmd_run(int argc, char** argv) {
   install_stop_handlers();  // after the last thread started: only this one takes the signals
 
   SweepCallbacks callbacks;
-  callbacks.progress = [&](const Point& p, int ordinal, int total) {
+  callbacks.progress = [&](const Point& p, int ordinal, int total, int pass, int passes) {
     std::lock_guard lock(report_mu);
     current = &p;
-    if (!stop_signal()) progress.show(p, ordinal, total);
+    if (!stop_signal()) progress.show(p, ordinal, total, pass, passes);
   };
   callbacks.point_done = [&](const Point& p) {
     std::lock_guard lock(report_mu);

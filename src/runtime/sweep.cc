@@ -220,6 +220,10 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
   return plan;
 }
 
+int iters_in_pass(int iters, int passes, int pass) {
+  return iters / passes + (pass < iters % passes ? 1 : 0);
+}
+
 #ifdef COMMSIM_HAVE_MPI
 
 void check_memory(const std::vector<PlannedPoint>& plan, const Backend& backend) {
@@ -260,9 +264,13 @@ bool barrier_and_agree_stop(MPI_Comm comm) {
 
 enum class PointEnd { Done, Abandoned };
 
-PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& settings, Backend& backend,
-                   Watchdog& watchdog, MPI_Comm comm, int rank, Point& row) {
-  row = pp.row;
+// One pass over one point on every rank: prepare, `warmup` untimed iterations, `iters` timed ones,
+// and with `check` one more whose wrong elements are counted. Rank 0 appends the pass's samples
+// (the maximum over ranks of each iteration) to row.samples_us; a failure to prepare sets status
+// "error" on every rank. The statistics are computed once the point's last pass is in
+// (finish_row).
+PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, const SweepSettings& settings,
+                  Backend& backend, Watchdog& watchdog, MPI_Comm comm, int rank, Point& row) {
   Schedule schedule;
   PointSetup setup{row.collective, row.algorithm, row.count, settings.dtype,
                    settings.op,    settings.root, nullptr,   settings.inject_error_rank,
@@ -299,8 +307,8 @@ PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& setti
     }
     backend.run_once();
   }
-  std::vector<double> local_s(static_cast<std::size_t>(settings.iters)), max_s(local_s.size());
-  for (int i = 0; i < settings.iters; ++i) {
+  std::vector<double> local_s(static_cast<std::size_t>(iters)), max_s(local_s.size());
+  for (int i = 0; i < iters; ++i) {
     if (barrier_and_agree_stop(comm)) {
       backend.release();
       watchdog.end_point(index);
@@ -308,10 +316,10 @@ PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& setti
     }
     local_s[static_cast<std::size_t>(i)] = backend.run_once();
   }
-  MPI_Reduce(local_s.data(), max_s.data(), settings.iters, MPI_DOUBLE, MPI_MAX, 0, comm);
+  MPI_Reduce(local_s.data(), max_s.data(), iters, MPI_DOUBLE, MPI_MAX, 0, comm);
 
   long long wrong = -1;
-  if (settings.check) {
+  if (check) {
     long long local_wrong = static_cast<long long>(backend.check());
     MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
   }
@@ -319,21 +327,24 @@ PointEnd run_point(const PlannedPoint& pp, int index, const SweepSettings& setti
   backend.release();
   watchdog.end_point(index);
   if (rank != 0) return PointEnd::Done;
-  if (!backend_note.empty()) row.note = row.note.empty() ? backend_note : row.note + "; " + backend_note;
+  if (!backend_note.empty() && row.note.find(backend_note) == std::string::npos)
+    row.note = row.note.empty() ? backend_note : row.note + "; " + backend_note;
+  for (double s : max_s) row.samples_us.push_back(s * 1e6);
+  if (check) row.wrong = wrong;
+  return PointEnd::Done;
+}
 
-  row.samples_us.resize(max_s.size());
-  std::transform(max_s.begin(), max_s.end(), row.samples_us.begin(), [](double s) { return s * 1e6; });
+// Rank 0: the statistics of a point's samples, gathered over the passes that ran.
+void finish_row(Point& row) {
   const SampleStats st = summarize(row.samples_us);
-  row.iters = settings.iters;
+  row.iters = static_cast<int>(row.samples_us.size());
   row.measured_min_us = st.min;
   row.measured_median_us = st.median;
   row.measured_mean_us = st.mean;
   row.measured_p95_us = st.p95;
   row.measured_max_us = st.max;
   derive_bandwidths(row);
-  row.wrong = wrong;
-  row.status = wrong > 0 ? "wrong" : "ok";
-  return PointEnd::Done;
+  row.status = row.wrong > 0 ? "wrong" : "ok";
 }
 
 }  // namespace
@@ -345,31 +356,77 @@ SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSetting
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   SweepOutcome out;
-  const int total = static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
-  int ordinal = 0;
+  const int passes = std::max(1, settings.passes);
+  const int runnable = static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
+  const int total = runnable * passes;
+  // Every point's row, gathered over the passes (samples on rank 0); reported after its last pass,
+  // or at once when it failed.
+  std::vector<Point> rows(plan.size());
+  std::vector<char> reported(plan.size(), 0);
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    const PlannedPoint& pp = plan[i];
-    if (!pp.runnable) {
-      ++out.skipped;
-      if (rank == 0 && callbacks.point_done) callbacks.point_done(pp.row);
-      continue;
+    rows[i] = plan[i].row;
+    rows[i].samples_us.clear();
+    rows[i].wrong = -1;
+  }
+  auto report = [&](std::size_t i) {
+    reported[i] = 1;
+    if (rank == 0 && callbacks.point_done) callbacks.point_done(rows[i]);
+  };
+  int ordinal = 0;
+  bool stopped = false;
+  for (int pass = 0; pass < passes && !stopped; ++pass) {
+    const bool last = pass + 1 == passes;
+    const int iters = iters_in_pass(settings.iters, passes, pass);
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      const PlannedPoint& pp = plan[i];
+      if (reported[i]) continue;
+      if (!pp.runnable) {
+        if (last) {
+          ++out.skipped;
+          report(i);
+        }
+        continue;
+      }
+      ++ordinal;
+      if (rank == 0 && callbacks.progress) callbacks.progress(rows[i], ordinal, total, pass + 1, passes);
+      if (ordinal == 2 && rank == settings.inject_hang_rank)
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      Point& row = rows[i];
+      if (run_pass(pp, static_cast<int>(i), iters, settings.check && pass == 0, settings, backend, watchdog, comm, rank,
+                   row) == PointEnd::Abandoned) {
+        out.stop_signal = std::max(stop_signal(), 1);
+        stopped = true;
+        break;
+      }
+      // Every rank counts the same statuses: "error" is agreed; "wrong" only rank 0 knows.
+      if (row.status == "error") {
+        ++out.finished;
+        ++out.errors;
+        report(i);
+      } else if (last) {
+        ++out.finished;
+        if (rank == 0) {
+          finish_row(row);
+          if (row.status == "wrong") ++out.wrong;
+        }
+        report(i);
+      }
+      if (rank == 0 && (row.status == "error" || last)) watchdog.drain();
     }
-    ++ordinal;
-    if (rank == 0 && callbacks.progress) callbacks.progress(pp.row, ordinal, total);
-    if (ordinal == 2 && rank == settings.inject_hang_rank)
-      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    Point row;
-    if (run_point(pp, static_cast<int>(i), settings, backend, watchdog, comm, rank, row) == PointEnd::Abandoned) {
-      out.stop_signal = std::max(stop_signal(), 1);
-      break;
-    }
-    ++out.finished;
-    // Every rank counts the same statuses: "error" is agreed; "wrong" only rank 0 knows.
-    if (row.status == "error") ++out.errors;
-    if (rank == 0) {
-      if (row.status == "wrong") ++out.wrong;
-      if (callbacks.point_done) callbacks.point_done(row);
-      watchdog.drain();
+  }
+  // Stopped before the last pass: the points measured in the passes that ended keep those samples.
+  if (stopped && passes > 1) {
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (reported[i] || !plan[i].runnable) continue;
+      if (rank == 0 && rows[i].samples_us.empty()) continue;
+      ++out.finished;
+      if (rank == 0) {
+        finish_row(rows[i]);
+        const std::string note = "stopped early: " + std::to_string(rows[i].iters) + " of " +
+                                 std::to_string(settings.iters) + " timed iterations";
+        rows[i].note = rows[i].note.empty() ? note : rows[i].note + "; " + note;
+      }
+      report(i);
     }
   }
   MPI_Comm_free(&comm);

@@ -7,6 +7,14 @@
 // agrees on whether a stop signal arrived); the iteration's time is the maximum over ranks; with
 // check, one more iteration whose wrong elements are summed over ranks. Rank 0 gets the finished
 // row (statistics, algbw/busbw, relative error, status) through a callback.
+//
+// With `passes` > 1 the sweep goes over every point that many times, each pass timing its share of
+// the iterations (each after its own prepare and warmup; the check in the first), and the
+// statistics are taken over all of a point's samples. A machine shared with other work is slower at some times than at others;
+// spread over the whole sweep, a slow spell lands on a few samples of every point instead of on
+// every sample of a few points, so points measured minutes apart (the algorithms compared at one
+// size, or two runs) stay comparable. Benchmarking practice: randomize or interleave the order of
+// measurements (Hoefler and Belli, SC'15, "Scientific benchmarking of parallel computing systems").
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,8 +35,9 @@ struct SweepSettings {
   DType dtype = DType::Float32;
   RedOp op = RedOp::Sum;
   int root = 0;
-  int iters = 20;
-  int warmup = 5;
+  int iters = 20;   // timed iterations per point, over all passes
+  int warmup = 5;   // untimed iterations per point and pass
+  int passes = 1;   // sweeps over all points; each times iters_in_pass of the iterations
   bool check = false;
   // Chunk of the pipelined algorithms, bytes; 0: the one the model's closed form assumes
   // (pipeline_chunk_bytes in model/cost.h), so the schedule run is the one predicted.
@@ -98,16 +107,22 @@ struct SweepOutcome {
   int stop_signal = 0;  // the signal that stopped the sweep early, 0 when it ran to the end
 };
 
+// Timed iterations of pass `pass` (from 0) when `iters` are split over `passes` passes: as evenly as
+// they go, the first passes taking one more.
+int iters_in_pass(int iters, int passes, int pass);
+
 struct SweepCallbacks {
-  // Rank 0, before a point runs: its 1-based ordinal among the runnable points, and their total.
-  std::function<void(const Point& p, int ordinal, int total)> progress;
+  // Rank 0, before a point's pass runs: its 1-based ordinal among the runnable points times the
+  // passes, their total, and the pass (1-based) of `passes`.
+  std::function<void(const Point& p, int ordinal, int total, int pass, int passes)> progress;
   // Rank 0, for every finished or skipped point, in order.
   std::function<void(const Point& p)> point_done;
 };
 
-// Collective: runs the plan on every rank (all ranks pass the same plan). Stops early, after the
-// current iteration, when a stop signal reached any rank (watchdog.h); the abandoned point is not
-// reported.
+// Collective: runs the plan on every rank (all ranks pass the same plan), settings.passes times.
+// Stops early, after the current iteration, when a stop signal reached any rank (watchdog.h): the
+// iterations of the pass abandoned are not reported; a point with samples from earlier passes is
+// reported with those (its iters says how many, its note that it stopped early).
 SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSettings& settings, Backend& backend,
                        Watchdog& watchdog, const SweepCallbacks& callbacks);
 

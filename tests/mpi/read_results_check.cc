@@ -2,7 +2,7 @@
 // tests expect of it.
 //   read_results_check FILE [--points N] [--status S] [--all-ok] [--unique]
 //   [--has-status S]
-//                           [--samples N]
+//                           [--samples N] [--has-note TEXT]
 // Prints one line per failed expectation and exits 1 when any failed; 2 when
 // the file cannot be read.
 #include <cmath>
@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: read_results_check FILE [--points N] "
                  "[--status S] [--all-ok] [--unique] "
-                 "[--has-status S] [--samples N]\n");
+                 "[--has-status S] [--samples N] [--has-note TEXT]\n");
     return 2;
   }
   commsim::ResultsContents r;
@@ -69,6 +69,11 @@ int main(int argc, char** argv) {
       for (const auto& p : r.points)
         if (++seen[commsim::key_of(p)] == 2)
           fail("point " + commsim::to_string(commsim::key_of(p)) + " is stored twice");
+    } else if (opt == "--has-note") {
+      ++i;
+      bool found = false;
+      for (const auto& p : r.points) found = found || p.note.find(val) != std::string::npos;
+      if (!found) fail("no point's note says '" + val + "'");
     } else if (opt == "--samples") {
       ++i;
       for (const auto& p : r.points)

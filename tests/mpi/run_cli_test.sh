@@ -86,6 +86,34 @@ case "$case_name" in
     done
     ;;
 
+  passes)
+    # --passes: each point gets all of its timed iterations, spread over the passes.
+    mpirun_commsim --collectives allreduce,broadcast --algorithms ring,mpi --sizes 1KiB,64KiB --iters 7 --passes 3 \
+        --warmup 1 --check --format csv --out passes.h5 >passes.csv 2>passes.err || { cat passes.err; fail "exit status"; }
+    grep -q "(pass 3 of 3)" passes.err || { cat passes.err; fail "no progress line of pass 3"; }
+    [ "$(csv_points passes.csv)" -eq 8 ] || fail "expected 8 points printed"
+    "$READER" passes.h5 --points 8 --status complete --all-ok --unique --samples 7 || fail "passes.h5"
+    mpirun_commsim --iters 2 --passes 3 --out bad.h5 >out.txt 2>err.txt && fail "--passes 3 --iters 2 was accepted"
+    grep -q -- "--passes 3 is more than --iters 2" err.txt || { cat err.txt; fail "no message for --passes > --iters"; }
+    # Stopped in the second pass: every point keeps what the first pass measured.
+    "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run --collectives allreduce,allgather \
+        --algorithms ring,recursive-doubling,mpi --sizes 4:4MiB --iters 60 --passes 2 --warmup 1 --check --format csv \
+        --out stopped.h5 >stopped.csv 2>stopped.err &
+    pid=$!
+    for _ in $(seq 1 1200); do
+      grep -q "(pass 2 of 2)" stopped.err 2>/dev/null && break
+      kill -0 $pid 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -q "(pass 2 of 2)" stopped.err || { cat stopped.err; fail "the sweep did not get to its second pass"; }
+    kill -TERM $(rank_pids $pid)
+    wait $pid
+    [ $? -eq 143 ] || { cat stopped.err; fail "a run stopped by SIGTERM did not exit 143"; }
+    total=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' stopped.err | head -1)
+    "$READER" stopped.h5 --points $(( total / 2 )) --status interrupted --all-ok --unique --has-note "stopped early" ||
+        fail "stopped.h5: every point, with the samples of the first pass"
+    ;;
+
   errors)
     # Bad input is an error before anything runs: a message, exit status 2, no file.
     expect_error() {
