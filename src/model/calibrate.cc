@@ -123,8 +123,12 @@ int local_op_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::LocalOp1) + 1;
   return i >= 1 && i <= 5 ? i : -1;
 }
+int message_index(Param p) {
+  const int i = static_cast<int>(p) - static_cast<int>(Param::Message1) + 1;
+  return i >= 1 && i <= 7 ? i : -1;
+}
 bool is_scale_param(Param p) {
-  return working_set_index(p) > 0 || local_op_index(p) > 0;
+  return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0;
 }
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
@@ -284,6 +288,13 @@ std::string_view to_string(Param p) {
     case Param::LocalOp3: return "local_op_scale[3]";
     case Param::LocalOp4: return "local_op_scale[4]";
     case Param::LocalOp5: return "local_op_scale[5]";
+    case Param::Message1: return "message_scale[1]";
+    case Param::Message2: return "message_scale[2]";
+    case Param::Message3: return "message_scale[3]";
+    case Param::Message4: return "message_scale[4]";
+    case Param::Message5: return "message_scale[5]";
+    case Param::Message6: return "message_scale[6]";
+    case Param::Message7: return "message_scale[7]";
   }
   return "?";
 }
@@ -300,7 +311,8 @@ std::string_view field_of(Param p) {
     case Param::IntraMessageOverhead: return "intra_node.message_overhead";
     case Param::CallOverhead: return "call_overhead";
     case Param::IntraRendezvousOverhead: return "intra_node.rendezvous_overhead";
-    default: return local_op_index(p) > 0 ? "local_op_scale" : "working_set_scale";
+    default:
+      return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
 }
 
@@ -339,6 +351,12 @@ std::vector<Param> add_local_op_points(Topology& topo, const std::vector<Collect
   return add_curve_points(topo.local_op_scale, 64 * 1024, largest, 5, Param::LocalOp1);
 }
 
+std::vector<Param> add_message_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
+  double largest = 0;
+  for (const auto& s : samples) largest = std::max(largest, static_cast<double>(s.bytes) / 2);
+  return add_curve_points(topo.message_scale, 1024, largest, 7, Param::Message1);
+}
+
 double get_param(const Topology& topo, Param p) {
   switch (p) {
     case Param::IntraLatency: return topo.intra.latency_s;
@@ -355,6 +373,10 @@ double get_param(const Topology& topo, Param p) {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
         return i < topo.local_op_scale.size() ? topo.local_op_scale[i].scale : 1.0;
+      }
+      if (message_index(p) > 0) {
+        const auto i = static_cast<std::size_t>(message_index(p));
+        return i < topo.message_scale.size() ? topo.message_scale[i].scale : 1.0;
       }
       const auto i = static_cast<std::size_t>(working_set_index(p));
       return i < topo.working_set_scale.size() ? topo.working_set_scale[i].scale : 1.0;
@@ -382,6 +404,11 @@ void set_param(Topology& topo, Param p, double value) {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
         if (i < topo.local_op_scale.size()) topo.local_op_scale[i].scale = value;
+        break;
+      }
+      if (message_index(p) > 0) {
+        const auto i = static_cast<std::size_t>(message_index(p));
+        if (i < topo.message_scale.size()) topo.message_scale[i].scale = value;
         break;
       }
       const auto i = static_cast<std::size_t>(working_set_index(p));
@@ -640,6 +667,11 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   if (!t.local_op_scale.empty()) {
     y.line(0, "local_op_scale", "", "local_op_scale");
     for (const LocalOpScale& w : t.local_op_scale)
+      y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
+  }
+  if (!t.message_scale.empty()) {
+    y.line(0, "message_scale", "", "message_scale");
+    for (const MessageScale& w : t.message_scale)
       y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
   }
   if (t.nccl.present) {

@@ -101,7 +101,9 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //    the caches). A point the topology does not have is held;
 //  - the local-operation curve (Topology::local_op_scale): the factor at its 2nd..6th point, the
 //    same way (reduction.bandwidth and device.memory_bandwidth are those of operations that fit
-//    the caches).
+//    the caches);
+//  - the message-size curve (Topology::message_scale): the factor at its 2nd..8th point, the same
+//    way (intra_node.bandwidth is that of a 1 KiB message).
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
@@ -109,8 +111,9 @@ enum class Param : std::uint8_t {
   IntraRendezvousOverhead,
   LocalOp1, LocalOp2, LocalOp3, LocalOp4, LocalOp5,
   MemoryBeta,
+  Message1, Message2, Message3, Message4, Message5, Message6, Message7,
 };
-inline constexpr int kParamCount = 21;
+inline constexpr int kParamCount = 28;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -124,6 +127,10 @@ std::vector<Param> add_working_set_points(Topology& topo, const std::vector<Coll
 // The same for the local-operation curve: points at 64 KiB, 256 KiB, ... (x4) up to the largest
 // message size among `samples` (six at most). Returns LocalOp1, ...
 std::vector<Param> add_local_op_points(Topology& topo, const std::vector<CollectiveSample>& samples);
+// The same for the message-size curve: points at 1 KiB, 4 KiB, ... (x4) up to half the largest
+// message size among `samples` (recursive doubling's largest message; eight at most).
+// Returns Message1, ...
+std::vector<Param> add_message_points(Topology& topo, const std::vector<CollectiveSample>& samples);
 
 // Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).

@@ -92,6 +92,8 @@ struct Env {
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
   double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
+  // Intra-node bytes moved at the rate of a message of m bytes: Topology::message_scale.
+  double moved_i(double m) const { return m / topo->message_scale_at(m); }
   // Posting overhead of one more message of m bytes on each tier.
   double ovh_i(double m) const { return m > eager_i ? ro_i : o_i; }
   double ovh_n(double m) const { return m > eager_n ? ro_n : o_n; }
@@ -136,7 +138,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
 
 // A step inside a node: m bytes per rank, f ranks of the node moving data at once.
 Parts intra(const Env& e, double m, double f) {
-  return {e.lat_i(m), m * e.b_in(f), 0};
+  return {e.lat_i(m), e.moved_i(m) * e.b_in(f), 0};
 }
 // All ranks of the node active (G of them; p on one node).
 Parts intra(const Env& e, double m) {
@@ -172,7 +174,7 @@ Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
   Parts s = xor_step(e, d, m, m_reduced, 1, 1);
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
     const long long span = e.N == 1 ? e.p : e.G;
-    s.bw = m * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
+    s.bw = e.moved_i(m) * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
   }
   return s;
 }
@@ -221,7 +223,7 @@ Parts direct(const Env& e, double block, bool reduced) {
   const double posted_before = static_cast<double>(e.p - 2);  // messages a rank posts before its last
   if (e.G > 1)
     in = {e.lat_i(block) + posted_before * e.ovh_i(block),
-          static_cast<double>(e.G - 1) * block * e.b_in(static_cast<double>(e.G)), 0};
+          static_cast<double>(e.G - 1) * e.moved_i(block) * e.b_in(static_cast<double>(e.G)), 0};
   if (e.N > 1) {
     double outside = static_cast<double>(e.p - e.G);
     double rate = std::min(e.node_bw / static_cast<double>(e.G), outside * e.nic_bw);
@@ -246,7 +248,10 @@ struct Stage {
   double a = 0, b = 0, g = 0;  // s; s/B moved; s/B reduced
   double limit = INFINITY, a_big = 0;  // a message above `limit` bytes pays a_big instead of a
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
+  const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
   double at(double x) const { return x * msg > limit ? a_big : a; }
+  // Time to move chunks of x bytes.
+  double bw(double x) const { return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0); }
 };
 struct Phase {
   long long S_i = 0, S_n = 0;
@@ -262,7 +267,7 @@ struct Pipe {
 constexpr double kMinChunkBytes = 4096;
 
 Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f) {
-  return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, e.rdv_i, msg};
+  return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, e.rdv_i, msg, e.topo->message_scale.empty() ? nullptr : e.topo};
 }
 Stage net_stage(const Env& e, double b, double g, double msg) {
   return {e.a_n, b, g, e.eager_n, e.rdv_n, msg};
@@ -275,10 +280,10 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   auto red = [&](const Stage& s) { return s.g > 0 ? e.red(x * s.g / e.g) : 0.0; };
   for (int i = 0; i < P.nph; ++i) {
     const Phase& ph = P.ph[i];
-    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), x * ph.si.b, red(ph.si)};
-    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), x * ph.sn.b, red(ph.sn)};
+    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x), red(ph.si)};
+    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), ph.sn.bw(x), red(ph.sn)};
   }
-  Parts pi{P.ss_i.at(x), x * P.ss_i.b, red(P.ss_i)}, pn{P.ss_n.at(x), x * P.ss_n.b, red(P.ss_n)};
+  Parts pi{P.ss_i.at(x), P.ss_i.bw(x), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x), red(P.ss_n)};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
   return t;
 }

@@ -24,7 +24,9 @@
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
-// (together), and of the reductions on arrival of a round (together).
+// (together), and of the reductions on arrival of a round (together); message_scale scales the
+// intra-node bandwidths by the bytes of each message (each message's bytes count as
+// bytes / factor in the sharing above).
 #include "model/price.h"
 
 #include <algorithm>
@@ -113,10 +115,11 @@ class Pricer : public ScheduleVisitor {
       posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
       ls.sends += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
-        if (!node_intra_.empty())
-          add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), static_cast<double>(bytes));
-        ls.out_intra += static_cast<double>(bytes);
-        lr.in_intra += static_cast<double>(bytes);
+        // Bytes at the rate of a message of this size (Topology::message_scale).
+        const double moved = static_cast<double>(bytes) / topo_.message_scale_at(static_cast<double>(bytes));
+        if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), moved);
+        ls.out_intra += moved;
+        lr.in_intra += moved;
         out_.intra_bytes += bytes;
         continue;
       }

@@ -110,6 +110,12 @@ struct LocalOpScale {
   double scale = 1.0;  // factor on reduction.bandwidth and device.memory_bandwidth at that size
 };
 
+// One point of the message-size curve (Topology::message_scale).
+struct MessageScale {
+  Bytes bytes = 0;     // bytes of one message between two ranks of a node
+  double scale = 1.0;  // factor on intra_node.bandwidth and intra_node.node_bandwidth at that size
+};
+
 struct Topology {
   std::string name;          // from the file's `name`
   std::string description;
@@ -141,9 +147,16 @@ struct Topology {
   //    device.memory_bandwidth by the bytes of one copy, or of the reductions a rank does in one
   //    round (data received and combined in one round is cold once it outgrows the caches).
   //    Interpolated and held like working_set_scale. Empty: no scaling.
+  //  - message_scale: one message inside a node moves at a rate that depends on its own size: a
+  //    message that fits the caches is copied cache to cache, a larger one streams through memory
+  //    while every other rank of the node does the same. The points (ascending sizes) give a factor
+  //    on intra_node.bandwidth and intra_node.node_bandwidth by the bytes of one message
+  //    (recursive doubling's last message is n/2, ring's n/p). Interpolated and held like
+  //    working_set_scale. Empty: no scaling.
   Seconds call_overhead_s = 0;
   std::vector<WorkingSetScale> working_set_scale;
   std::vector<LocalOpScale> local_op_scale;
+  std::vector<MessageScale> message_scale;
 
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
@@ -154,6 +167,8 @@ struct Topology {
   double scale_at(double working_set) const;
   // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
   double local_op_scale_at(double bytes) const;
+  // The factor of message_scale for one intra-node message of `bytes` bytes (1 without the curve).
+  double message_scale_at(double bytes) const;
 };
 
 

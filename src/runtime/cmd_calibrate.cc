@@ -247,7 +247,8 @@ int cmd_calibrate(int argc, char** argv) {
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous latency, and the "
-       "working-set curve of the caches); auto = gamma when run files are given")                                              //
+       "cache curves by working set, by local-operation size and by message size); auto = gamma when run "
+       "files are given")                                                                                           //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
        "relative (least squares on relative residuals) or absolute (on seconds)")                                                //
@@ -438,8 +439,8 @@ int cmd_calibrate(int argc, char** argv) {
     std::vector<Param> params{Param::Gamma};
     if (refine == "all") {
       // Every term: the tiers' alpha and beta, gamma, the copy rate, what the runtime adds per
-      // message and per call, and the two cache curves (working set, local operation), all
-      // against the same collectives.
+      // message and per call, and the three cache curves (working set, local operation, message
+      // size), all against the same collectives.
       params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                 Param::NetLatency, Param::NetBeta, Param::Gamma, Param::MemoryBeta};
       if (topo.intra.msg.eager_limit_bytes > 0) {
@@ -448,6 +449,7 @@ int cmd_calibrate(int argc, char** argv) {
       }
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
+      for (Param p : add_message_points(topo, samples)) params.push_back(p);
     }
     const Topology before_refine = topo;
     const SchedulePricer pricer(points, run_topology_text, samples);

@@ -357,6 +357,45 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
   EXPECT_EQ(to_string(Param::LocalOp2), "local_op_scale[2]");
 }
 
+// --refine all: the message-size curve comes back from collectives generated with it (ring,
+// recursive doubling and Rabenseifner move the same bytes in messages of different sizes), next to
+// the intra-node alpha and beta, and is written out.
+TEST(RefineParameters, RecoversTheMessageSizeCurve) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 5);
+  for (int ranks : {4, 8})
+    for (Bytes b = 1024; b <= (Bytes{64} << 20); b *= 4)
+      samples.push_back({Collective::AllGather, Algorithm::RecursiveDoubling, 1, ranks, b, 0.0});
+  Topology start = truth;
+  const std::vector<Param> curve = add_message_points(start, samples);
+  ASSERT_EQ(curve.size(), 7u);  // 1 KiB .. 16 MiB, x4: the first held at 1
+  EXPECT_EQ(start.message_scale.front().bytes, Bytes{1024});
+  EXPECT_EQ(start.message_scale.back().bytes, Bytes{16} << 20);
+  truth.message_scale = start.message_scale;
+  for (std::size_t i = 1; i < truth.message_scale.size(); ++i)
+    truth.message_scale[i].scale = i < 4 ? 1.0 + 0.1 * double(i) : 1.3 - 0.15 * double(i - 3);
+  for (auto& smp : samples)
+    smp.time_s =
+        closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes})
+            .time_s;
+  start.intra.bw_Bps *= 0.7;
+  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
+  params.insert(params.end(), curve.begin(), curve.end());
+  const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.02 * truth.intra.bw_Bps);
+  for (std::size_t i = 2; i < truth.message_scale.size(); ++i)
+    EXPECT_NEAR(f.topology.message_scale[i].scale, truth.message_scale[i].scale, 0.03) << i;
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  const Topology back = parse_topology(topology_yaml(f.topology, {}, {}, nullptr, false), "written");
+  ASSERT_EQ(back.message_scale.size(), f.topology.message_scale.size());
+  for (std::size_t i = 0; i < back.message_scale.size(); ++i) {
+    EXPECT_EQ(back.message_scale[i].bytes, f.topology.message_scale[i].bytes);
+    EXPECT_NEAR(back.message_scale[i].scale, f.topology.message_scale[i].scale, 1e-8);
+  }
+  EXPECT_EQ(field_of(Param::Message3), "message_scale");
+  EXPECT_EQ(to_string(Param::Message7), "message_scale[7]");
+}
+
 // Robust weighting: a few points far off the model do not move the fit; least squares does move.
 TEST(RefineParameters, RobustWeightingIgnoresAFewOutliers) {
   Topology truth = parse_topology(kHostTopology, "test");

@@ -463,6 +463,49 @@ TEST(PriceEqualsClosedForm, LocalOperationCurve) {
   EXPECT_GT(price_schedule(b, mem_curve, Placement::uniform(1, 6)).copy_s, copy / 0.6);
 }
 
+// message_scale: every intra-node message moves at the factor of its own size, alike in priced
+// schedules and closed forms (one node, eight ranks); with a smaller factor for large messages,
+// recursive doubling (n/8 .. n/2 per message) loses to ring (n/8 each) by what the curve says.
+TEST(PriceEqualsClosedForm, MessageSizeCurve) {
+  const Topology plain = uniform();
+  Topology t = plain;
+  t.message_scale = {{1024, 1.0}, {256 * 1024, 1.25}, {16 << 20, 0.5}};
+  t.intra.node_bw_Bps = 40e9;  // the node-wide cap counts scaled bytes too
+  using C = Collective;
+  using A = Algorithm;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllReduce, A::RecursiveDoubling},
+                                                  {C::AllReduce, A::Rabenseifner},
+                                                  {C::AllGather, A::Direct},
+                                                  {C::AllGather, A::Bruck},
+                                                  {C::AllGather, A::RecursiveDoubling},
+                                                  {C::ReduceScatter, A::Pairwise},
+                                                  {C::ReduceScatter, A::RecursiveHalving},
+                                                  {C::Broadcast, A::Binomial},
+                                                  {C::SendRecv, A::Direct}})
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{64} << 20})
+      expect_price_equals_closed_form(t, c, a, 8, bytes);
+  // Allgather of n = 64 MiB on 8 ranks without the node cap: recursive doubling moves n/8, n/4 and
+  // n/2, ring seven messages of n/8, each at kBeta / factor.
+  t.intra.node_bw_Bps = 0;
+  const double n = double(Bytes{64} << 20);
+  const CostQuery rd{C::AllGather, A::RecursiveDoubling, Protocol::None, 1, 8, Bytes{64} << 20};
+  const CostQuery ring{C::AllGather, A::Ring, Protocol::None, 1, 8, Bytes{64} << 20};
+  const double rd_bw = (n / 8 / t.message_scale_at(n / 8) + n / 4 / t.message_scale_at(n / 4) + n / 2 / 0.5) * kBeta;
+  EXPECT_NEAR(closed_form(t, rd).bandwidth_s, rd_bw, 1e-9 * rd_bw);
+  EXPECT_NEAR(closed_form(t, ring).bandwidth_s, 7 * n / 8 / t.message_scale_at(n / 8) * kBeta, 1e-9 * rd_bw);
+  EXPECT_GT(closed_form(t, rd).time_s, closed_form(t, ring).time_s);
+  EXPECT_LT(closed_form(plain, rd).time_s, closed_form(plain, ring).time_s);  // fewer latencies without the curve
+  // The pipelined tree sends chunks: priced and closed form agree within 5%.
+  for (Bytes bytes : {Bytes{2} << 20, Bytes{32} << 20}) {
+    const CostQuery q{C::AllReduce, A::Tree, Protocol::None, 1, 8, bytes};
+    const Schedule s =
+        make_schedule({C::AllReduce, A::Tree, 8, count_for(bytes), 4, 0, nullptr, pipeline_chunk_bytes(t, q)});
+    const double priced = price_schedule(s, t, Placement::uniform(1, 8)).time_s, closed = closed_form(t, q).time_s;
+    EXPECT_NEAR(priced, closed, 0.05 * closed) << "tree " << bytes;
+  }
+}
+
 // The node-wide sharing counts transfers by time step (Round::step), not by round index: in a
 // binomial broadcast a rank idle in the first steps has fewer rounds than steps, and its sends
 // share the node with those of the same step. Hierarchical broadcast on one node is binomial

@@ -417,6 +417,19 @@ working_set_scale:
   EXPECT_NE(error_of(ops_descending).find("bad.yaml:8: local_op_scale[1].bytes"), std::string::npos)
       << error_of(ops_descending);
   EXPECT_NE(error_of("local_op_scale:\n  - { working_set: 4MiB, scale: 1 }\n").find("unknown key"), std::string::npos);
+
+  // The message-size curve too.
+  const Topology msgs = parse_topology(
+      base + "message_scale:\n  - { bytes: 1KiB, scale: 1 }\n  - { bytes: 1MiB, scale: 0.5 }\n", "inline");
+  ASSERT_EQ(msgs.message_scale.size(), 2u);
+  EXPECT_EQ(msgs.message_scale[1].bytes, Bytes{1} << 20);
+  EXPECT_NEAR(msgs.message_scale_at(32 * 1024), 0.75, 1e-12);  // halfway in log between 1 KiB and 1 MiB
+  EXPECT_EQ(msgs.message_scale_at(8), 1.0);
+  EXPECT_EQ(msgs.message_scale_at(1e12), 0.5);
+  EXPECT_EQ(plain.message_scale_at(1e12), 1.0);
+  EXPECT_NE(error_of("message_scale:\n  - { bytes: 4MiB, scale: -1 }\n").find("bad.yaml:7: message_scale[0].scale"),
+            std::string::npos)
+      << error_of("message_scale:\n  - { bytes: 4MiB, scale: -1 }\n");
 }
 
 }  // namespace
