@@ -132,7 +132,8 @@ bool is_scale_param(Param p) {
 }
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
-         p == Param::IntraMessageOverhead || p == Param::CallOverhead || p == Param::IntraRendezvousOverhead;
+         p == Param::IntraMessageOverhead || p == Param::CallOverhead || p == Param::IntraRendezvousOverhead ||
+         p == Param::IntraInlineLatency || p == Param::IntraInlineOverhead;
 }
 double param_floor(Param p) {
   if (is_time_param(p)) return 0.0;
@@ -277,6 +278,8 @@ std::string_view to_string(Param p) {
     case Param::IntraMessageOverhead: return "intra.message_overhead";
     case Param::CallOverhead: return "call_overhead";
     case Param::IntraRendezvousOverhead: return "intra.rendezvous_overhead";
+    case Param::IntraInlineLatency: return "intra.inline_latency";
+    case Param::IntraInlineOverhead: return "intra.inline_overhead";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -311,6 +314,8 @@ std::string_view field_of(Param p) {
     case Param::IntraMessageOverhead: return "intra_node.message_overhead";
     case Param::CallOverhead: return "call_overhead";
     case Param::IntraRendezvousOverhead: return "intra_node.rendezvous_overhead";
+    case Param::IntraInlineLatency: return "intra_node.inline_latency";
+    case Param::IntraInlineOverhead: return "intra_node.inline_overhead";
     default:
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
@@ -369,6 +374,8 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraMessageOverhead: return topo.intra.msg.message_overhead_s;
     case Param::CallOverhead: return topo.call_overhead_s;
     case Param::IntraRendezvousOverhead: return topo.intra.msg.overhead_s(INFINITY);
+    case Param::IntraInlineLatency: return topo.intra.msg.inline_latency_s;
+    case Param::IntraInlineOverhead: return topo.intra.msg.overhead_s(0);
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -399,6 +406,12 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::CallOverhead: topo.call_overhead_s = value; break;
     case Param::IntraRendezvousOverhead:
       if (topo.intra.msg.eager_limit_bytes > 0) topo.intra.msg.rendezvous_overhead_s = value;
+      break;
+    case Param::IntraInlineLatency:
+      if (topo.intra.msg.inline_limit_bytes > 0) topo.intra.msg.inline_latency_s = value;
+      break;
+    case Param::IntraInlineOverhead:
+      if (topo.intra.msg.inline_limit_bytes > 0) topo.intra.msg.inline_overhead_s = value;
       break;
     default: {
       if (local_op_index(p) > 0) {
@@ -611,6 +624,11 @@ void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
     y.line(2, "message_overhead", time_text(m.message_overhead_s), tier + ".message_overhead");
   if (m.rendezvous_overhead_s && m.eager_limit_bytes > 0)
     y.line(2, "rendezvous_overhead", time_text(*m.rendezvous_overhead_s), tier + ".rendezvous_overhead");
+  if (m.inline_limit_bytes > 0) {
+    y.line(2, "inline_limit", format_bytes(m.inline_limit_bytes), tier + ".inline_limit");
+    y.line(2, "inline_latency", time_text(m.inline_latency_s), tier + ".inline_latency");
+    if (m.inline_overhead_s) y.line(2, "inline_overhead", time_text(*m.inline_overhead_s), tier + ".inline_overhead");
+  }
 }
 
 }  // namespace
@@ -738,23 +756,6 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
   ProtocolFit out;
   out.beta_s_per_byte = fit_line(large, FitWeighting::Relative, what).beta_s_per_byte;
   const double beta = out.beta_s_per_byte;
-  // Residual latency of every sample with beta fixed, and the squared relative error of a model.
-  // Judged on the sizes below beta_from_bytes, where latency decides the time (the large sizes'
-  // residuals are the bandwidth's, which no latency split changes).
-  auto sse = [&](Bytes limit, double a1, double a2) {
-    double e = 0;
-    for (const TimedSize& s : samples) {
-      if (s.bytes >= beta_from_bytes) continue;
-      const double pred = (s.bytes <= limit ? a1 : a2) + static_cast<double>(s.bytes) * beta;
-      e += std::pow((pred - s.time_s) / s.time_s, 2);
-    }
-    return e;
-  };
-  ConstFit one;
-  for (const TimedSize& s : samples)
-    if (s.bytes < beta_from_bytes) one.add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
-  out.latency_s = std::max(0.0, one.value());
-  const double sse_one = sse(~Bytes{0}, out.latency_s, out.latency_s);
   // The switch is where the residual latency (time - bytes * beta, median per size) jumps the
   // most from one measured size to the next, by ratio: a protocol switch is a step, while a
   // per-byte cost that beta misses only makes the residual drift. Then one latency per side.
@@ -767,31 +768,77 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
     std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
     residual.push_back(r[r.size() / 2]);
   }
-  double best_jump = 0;
-  Bytes best_limit = 0;
-  for (std::size_t i = 1; i < sizes.size(); ++i) {  // eager side: sizes[0..i-1], rendezvous: the rest
-    const double jump = residual[i - 1] > 0 ? residual[i] / residual[i - 1] : 0.0;
-    if (jump > best_jump) best_jump = jump, best_limit = sizes[i - 1];
-  }
-  double best = INFINITY, best_a1 = 0, best_a2 = 0;
-  if (best_limit > 0) {
-    ConstFit lo, hi;
+  // Levels: one latency per run of sizes between the steps (fitted on the samples below
+  // beta_from_bytes, beta fixed) and the stepped model's squared relative error, judged on those
+  // sizes, where latency decides the time (the large sizes' residuals are the bandwidth's, which
+  // no latency split changes).
+  struct Levels {
+    std::vector<Bytes> steps;  // ascending; a size up to steps[i] (and above steps[i - 1]) is on level i
+    std::vector<double> a;
+    double e = INFINITY;
+  };
+  auto fit_levels = [&](std::vector<Bytes> steps) {
+    Levels l{steps, {}, 0};
+    auto level_of = [&](Bytes b) {
+      return static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), b) - steps.begin());
+    };
+    std::vector<ConstFit> fits(steps.size() + 1);
     for (const TimedSize& s : samples)
-      if (s.bytes < beta_from_bytes)
-        (s.bytes <= best_limit ? lo : hi).add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
-    best_a1 = std::max(0.0, lo.value());
-    best_a2 = std::max(0.0, hi.value());
-    best = sse(best_limit, best_a1, best_a2);
+      if (s.bytes < beta_from_bytes) fits[level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+    for (const ConstFit& f : fits) l.a.push_back(std::max(0.0, f.value()));
+    for (const TimedSize& s : samples) {
+      if (s.bytes >= beta_from_bytes) continue;
+      const double pred = l.a[level_of(s.bytes)] + static_cast<double>(s.bytes) * beta;
+      l.e += std::pow((pred - s.time_s) / s.time_s, 2);
+    }
+    return l;
+  };
+  const Levels one = fit_levels({});
+  out.latency_s = one.a[0];
+  const double sse_one = one.e;
+  // The candidate steps: the largest jump (the eager/rendezvous switch when it is the only one),
+  // then the largest jump with at least two sizes on each side that leaves two sizes between the
+  // two steps (the inline step, when it is below the other).
+  auto jump = [&](std::size_t i) { return residual[i - 1] > 0 ? residual[i] / residual[i - 1] : 0.0; };
+  std::size_t j1 = 0, j2 = 0;  // split after sizes[j - 1]
+  for (std::size_t i = 1; i < sizes.size(); ++i)
+    if (jump(i) > (j1 ? jump(j1) : 0.0)) j1 = i;
+  for (std::size_t i = 2; j1 > 0 && i + 2 <= sizes.size(); ++i) {
+    const std::size_t apart = i > j1 ? i - j1 : j1 - i;
+    if (apart >= 2 && jump(i) > (j2 ? jump(j2) : 0.0)) j2 = i;
   }
-  if (best_limit > 0 && best_a2 >= 1.5 * best_a1 && best <= 0.5 * sse_one) {
-    out.switched = true;
-    out.latency_s = best_a1;
-    out.rendezvous_latency_s = best_a2;
-    out.eager_limit_bytes = best_limit;
+  // Kept when they explain the data clearly better: the rendezvous latency at least 1.5 times the
+  // eager one and the squared relative error at least halved; the inline step then the same with
+  // 1.3 times, against the model with one step.
+  if (j1 > 0) {
+    const Levels two = fit_levels({sizes[j1 - 1]});
+    const bool two_kept = two.a[1] >= 1.5 * two.a[0] && two.e <= 0.5 * sse_one;
+    Levels three;
+    bool three_kept = false;
+    if (j2 > 0) {
+      three = fit_levels({sizes[std::min(j1, j2) - 1], sizes[std::max(j1, j2) - 1]});
+      three_kept = three.a[1] >= 1.3 * three.a[0] && three.a[2] >= 1.5 * three.a[1] &&
+                   three.e <= 0.5 * (two_kept ? two.e : sse_one) && three.e <= 0.25 * sse_one;
+    }
+    if (three_kept) {
+      out.switched = out.inlined = true;
+      out.inline_limit_bytes = three.steps[0];
+      out.eager_limit_bytes = three.steps[1];
+      out.inline_latency_s = three.a[0];
+      out.latency_s = three.a[1];
+      out.rendezvous_latency_s = three.a[2];
+    } else if (two_kept) {
+      out.switched = true;
+      out.eager_limit_bytes = two.steps[0];
+      out.latency_s = two.a[0];
+      out.rendezvous_latency_s = two.a[1];
+    }
   }
   std::vector<double> rel;
   for (const TimedSize& s : samples) {
-    const double a = out.switched && s.bytes > out.eager_limit_bytes ? out.rendezvous_latency_s : out.latency_s;
+    const double a = out.switched && s.bytes > out.eager_limit_bytes ? out.rendezvous_latency_s
+                     : out.inlined && s.bytes <= out.inline_limit_bytes ? out.inline_latency_s
+                                                                        : out.latency_s;
     rel.push_back((a + static_cast<double>(s.bytes) * beta - s.time_s) / s.time_s);
   }
   out.median_abs_rel_residual = median_abs(rel);
@@ -805,12 +852,12 @@ BytesPerSecond fit_node_bandwidth(BytesPerSecond pair_bw_Bps, BytesPerSecond all
 }
 
 Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int window, Seconds latency_s,
-                             double beta_s_per_byte, Bytes max_bytes) {
+                             double beta_s_per_byte, Bytes max_bytes, Bytes min_bytes) {
   if (window < 2) return 0;
   ConstFit o;
   const double w = static_cast<double>(window);
   for (const TimedSize& s : per_message) {
-    if (s.bytes > max_bytes || !(s.time_s > 0)) continue;
+    if (s.bytes > max_bytes || s.bytes <= min_bytes || !(s.time_s > 0)) continue;
     // t = (latency + (w - 1) o) / w + bytes * beta  =>  o = (w (t - bytes beta) - latency) / (w - 1)
     o.add((w * (s.time_s - static_cast<double>(s.bytes) * beta_s_per_byte) - latency_s) / (w - 1), s.time_s);
   }

@@ -103,7 +103,9 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //    same way (reduction.bandwidth and device.memory_bandwidth are those of operations that fit
 //    the caches);
 //  - the message-size curve (Topology::message_scale): the factor at its 2nd..8th point, the same
-//    way (intra_node.bandwidth is that of a 1 KiB message).
+//    way (intra_node.bandwidth is that of a 1 KiB message);
+//  - the inline regime's latency and overhead (intra_node.inline_latency, .inline_overhead), when
+//    the topology has an inline limit.
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
@@ -112,8 +114,9 @@ enum class Param : std::uint8_t {
   LocalOp1, LocalOp2, LocalOp3, LocalOp4, LocalOp5,
   MemoryBeta,
   Message1, Message2, Message3, Message4, Message5, Message6, Message7,
+  IntraInlineLatency, IntraInlineOverhead,
 };
-inline constexpr int kParamCount = 28;
+inline constexpr int kParamCount = 30;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -183,24 +186,35 @@ std::string topology_yaml(const Topology& topo, const std::vector<std::string>& 
                           const CalibrationRecord* record, bool with_calibrated_section);
 
 // A tier's per-message terms fitted to one series of (bytes, time) (the probe's ring shift), for
-// message libraries whose small and large messages follow different protocols (MPI's eager and
-// rendezvous):
-//   t = (bytes <= eager_limit ? latency : rendezvous_latency) + bytes * beta.
+// message libraries whose small and large messages follow different protocols (MPI's inline,
+// eager and rendezvous):
+//   t = (bytes <= inline_limit ? inline_latency : bytes <= eager_limit ? latency
+//                                               : rendezvous_latency) + bytes * beta.
 // beta is fitted on the sizes of at least `beta_from_bytes` alone (where the bandwidth term
-// dominates, so a cache effect at the small sizes does not bend it), relative residuals. The
-// split is where the residual latency (time - bytes * beta, median per size, sizes below
-// beta_from_bytes) grows most, by ratio, from one measured size to the next: a protocol switch is
-// a step, a per-byte cost that beta misses a drift. The two latencies are then fitted with beta
-// fixed on the sizes below beta_from_bytes. The switch is kept (switched = true)
-// only when it explains the data clearly better than one latency: the rendezvous latency is at
-// least 1.5 times the eager one and the squared relative residuals drop by at least half. Needs at least two
-// sizes of at least beta_from_bytes and two below; throws Error otherwise.
+// dominates, so a cache effect at the small sizes does not bend it), relative residuals. A step
+// is where the residual latency (time - bytes * beta, median per size, sizes below
+// beta_from_bytes) grows, by ratio, from one measured size to the next: a protocol switch is a
+// step, a per-byte cost that beta misses a drift. The largest jump is the candidate switch, the
+// largest jump at least two sizes away from it (two sizes on each side) the candidate second step;
+// the latencies are fitted with beta fixed on the sizes below beta_from_bytes. A step is kept only
+// when it explains the data clearly better: the eager/rendezvous switch (switched = true) when the
+// rendezvous latency is at least 1.5 times the eager one and the squared relative residuals drop
+// by at least half against one latency; the second step too (inlined = true; the lower of the two
+// steps is the inline limit) when each level is at least 1.3 times the one below (the top one 1.5
+// times) and the residuals drop by half again. Needs at least two sizes of at least
+// beta_from_bytes and two below; throws Error otherwise.
 struct ProtocolFit {
   Seconds latency_s = 0;             // eager (or only) latency
   double beta_s_per_byte = 0;
   bool switched = false;             // an eager/rendezvous switch was found
   Bytes eager_limit_bytes = 0;       // largest measured size on the eager side (when switched)
   Seconds rendezvous_latency_s = 0;  // when switched
+  // A second, smaller step on the eager side: messages up to inline_limit_bytes pay
+  // inline_latency_s and latency_s is that of the sizes above it (found the same way, among the
+  // eager sizes, with at least two sizes on each side).
+  bool inlined = false;
+  Bytes inline_limit_bytes = 0;
+  Seconds inline_latency_s = 0;
   double median_abs_rel_residual = 0;  // of the chosen model
   BytesPerSecond bw_Bps() const { return 1.0 / beta_s_per_byte; }
 };
@@ -216,10 +230,10 @@ BytesPerSecond fit_node_bandwidth(BytesPerSecond pair_bw_Bps, BytesPerSecond all
 // message_overhead from a stream of `window` back-to-back messages from one rank to another whose
 // time per message is `per_message` (the probe's stream rows): posting w messages costs
 // latency + (w - 1) * overhead + w * bytes * beta, so per message (latency + (w - 1) o) / w + bytes
-// * beta; fitted on the sizes up to max_bytes with the tier's latency and beta given. Never
-// negative; 0 when no size qualifies.
+// * beta; fitted on the sizes above min_bytes and up to max_bytes with the tier's latency and beta
+// given. Never negative; 0 when no size qualifies.
 Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int window, Seconds latency_s,
-                             double beta_s_per_byte, Bytes max_bytes);
+                             double beta_s_per_byte, Bytes max_bytes, Bytes min_bytes = 0);
 
 // Median of |x| (0 for an empty list).
 double median_abs(std::vector<double> values);

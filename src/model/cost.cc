@@ -22,9 +22,11 @@
 //  - intra_node.node_bandwidth: the f ranks of a node moving m bytes each inside it at once get
 //    min(intra_bw, node_bandwidth / f) each; f is known per step of every algorithm;
 //  - eager_limit / rendezvous_latency (per tier): a message above the limit pays the rendezvous
-//    latency instead of the tier's latency;
+//    latency instead of the tier's latency; inline_limit / inline_latency: a message up to that
+//    limit pays the inline latency;
 //  - message_overhead (per tier): a round that posts q messages at once (direct) pays
-//    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit).
+//    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
+//    inline_overhead for messages up to the inline limit).
 #include "model/cost.h"
 
 #include <algorithm>
@@ -76,9 +78,7 @@ struct Env {
   double g = 0;                                  // s per byte reduced
   const Topology* topo = nullptr;                // for local_op_scale
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
-  double eager_i = INFINITY, rdv_i = 0, eager_n = INFINITY, rdv_n = 0;  // eager limits (B), rendezvous latencies (s)
-  double o_i = 0, o_n = 0;                       // message_overhead per tier, s
-  double ro_i = 0, ro_n = 0;                     // the same above the eager limit (rendezvous_overhead)
+  double eager_i = INFINITY, eager_n = INFINITY;  // eager limits (B)
 
   // Precomputed for the common flow counts (only when nodes > 1).
   double b_flow_1 = 0, b_flow_G = 0;
@@ -87,16 +87,16 @@ struct Env {
   // Intra-node s/B when f ranks of the node move data inside it at once.
   double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f / node_intra_bw) : b_i; }
   // Latency of one message of m bytes on each tier.
-  double lat_i(double m) const { return m > eager_i ? rdv_i : a_i; }
-  double lat_n(double m) const { return m > eager_n ? rdv_n : a_n; }
+  double lat_i(double m) const { return topo->intra.msg.latency_s(a_i, m); }
+  double lat_n(double m) const { return topo->network.msg.latency_s(a_n, m); }
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
   double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
   // Intra-node bytes moved at the rate of a message of m bytes: Topology::message_scale.
   double moved_i(double m) const { return m / topo->message_scale_at(m); }
   // Posting overhead of one more message of m bytes on each tier.
-  double ovh_i(double m) const { return m > eager_i ? ro_i : o_i; }
-  double ovh_n(double m) const { return m > eager_n ? ro_n : o_n; }
+  double ovh_i(double m) const { return topo->intra.msg.overhead_s(m); }
+  double ovh_n(double m) const { return topo->network.msg.overhead_s(m); }
 };
 
 // `bytes` of collective c set the working set that scales the memory-bound bandwidths
@@ -116,18 +116,8 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.g = 1.0 / (t.reduce_bw_Bps * f);
   e.topo = &t;
   e.node_intra_bw = t.intra.node_bw_Bps * f;
-  if (t.intra.msg.eager_limit_bytes > 0) {
-    e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
-    e.rdv_i = t.intra.msg.rendezvous_latency_s;
-  }
-  if (t.network.msg.eager_limit_bytes > 0) {
-    e.eager_n = static_cast<double>(t.network.msg.eager_limit_bytes);
-    e.rdv_n = t.network.msg.rendezvous_latency_s;
-  }
-  e.o_i = t.intra.msg.message_overhead_s;
-  e.o_n = t.network.msg.message_overhead_s;
-  e.ro_i = t.intra.msg.rendezvous_overhead_s.value_or(e.o_i);
-  e.ro_n = t.network.msg.rendezvous_overhead_s.value_or(e.o_n);
+  if (t.intra.msg.eager_limit_bytes > 0) e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
+  if (t.network.msg.eager_limit_bytes > 0) e.eager_n = static_cast<double>(t.network.msg.eager_limit_bytes);
   if (e.N > 1) {
     const double G = static_cast<double>(e.G);
     e.b_flow_1 = e.b_flow(1);
@@ -246,10 +236,11 @@ Parts direct(const Env& e, double block, bool reduced) {
 // where s_i = s_n.
 struct Stage {
   double a = 0, b = 0, g = 0;  // s; s/B moved; s/B reduced
-  double limit = INFINITY, a_big = 0;  // a message above `limit` bytes pays a_big instead of a
+  double limit = INFINITY;     // the eager limit of the tier's messages (bytes)
+  const MessageCosts* mc = nullptr;  // the tier's protocol terms (latency by message size)
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
   const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
-  double at(double x) const { return x * msg > limit ? a_big : a; }
+  double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
   // Time to move chunks of x bytes.
   double bw(double x) const { return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0); }
 };
@@ -267,10 +258,11 @@ struct Pipe {
 constexpr double kMinChunkBytes = 4096;
 
 Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f) {
-  return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, e.rdv_i, msg, e.topo->message_scale.empty() ? nullptr : e.topo};
+  return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, &e.topo->intra.msg, msg,
+          e.topo->message_scale.empty() ? nullptr : e.topo};
 }
 Stage net_stage(const Env& e, double b, double g, double msg) {
-  return {e.a_n, b, g, e.eager_n, e.rdv_n, msg};
+  return {e.a_n, b, g, e.eager_n, &e.topo->network.msg, msg};
 }
 
 Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {

@@ -17,10 +17,11 @@
 // Optional terms of the topology (all off by default): intra_node.node_bandwidth caps the bytes
 // that all ranks of a node move inside it in rounds of the same step (as the NICs above: a
 // transfer takes at least (node's intra bytes of the round) / node_bandwidth); a message longer
-// than a tier's eager_limit pays its rendezvous_latency instead of its latency; a round that posts
-// several sends posts them one after another, so its i-th send (from 0, in the schedule's order)
-// starts i * message_overhead of the transfer's tier later (rendezvous_overhead above the eager
-// limit), and the round ends with the last; call_overhead is added once to
+// than a tier's eager_limit pays its rendezvous_latency instead of its latency, one of at most its
+// inline_limit its inline_latency; a round that posts several sends posts them one after another,
+// so its i-th send (from 0, in the schedule's order) starts i * message_overhead of the
+// transfer's tier later (rendezvous_overhead above the eager limit, inline_overhead up to the
+// inline limit), and the round ends with the last; call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round

@@ -236,7 +236,7 @@ void read_calibrated(const MapReader& c, CalibrationInfo& out) {
 constexpr std::initializer_list<const char*> kTransportNames = {"mpi", "ucx", "nccl", "ipc"};
 
 // The optional message-protocol fields of a tier (MessageCosts): eager_limit and
-// rendezvous_latency come together; message_overhead alone.
+// rendezvous_latency come together, inline_limit and inline_latency too; message_overhead alone.
 void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& path, MessageCosts& out) {
   auto limit = r.optional("eager_limit"), rdv = r.optional("rendezvous_latency");
   if (limit.has_value() != rdv.has_value())
@@ -255,6 +255,25 @@ void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& p
       fail(ctx, v->Mark(), child_path(path, "rendezvous_overhead"),
            "needs eager_limit and rendezvous_latency (it is the overhead of messages above the eager limit)");
     out.rendezvous_overhead_s = read_time(ctx, *v, child_path(path, "rendezvous_overhead"));
+  }
+  auto in_limit = r.optional("inline_limit"), in_lat = r.optional("inline_latency");
+  if (in_limit.has_value() != in_lat.has_value())
+    fail(ctx, (in_limit ? *in_limit : *in_lat).Mark(), child_path(path, in_limit ? "inline_latency" : "inline_limit"),
+         "inline_limit and inline_latency go together (messages up to the limit pay the inline latency)");
+  if (in_limit) {
+    out.inline_limit_bytes = read_bytes(ctx, *in_limit, child_path(path, "inline_limit"));
+    if (out.inline_limit_bytes == 0)
+      fail(ctx, in_limit->Mark(), child_path(path, "inline_limit"), "must be more than 0 bytes (omit it for none)");
+    if (limit && out.inline_limit_bytes >= out.eager_limit_bytes)
+      fail(ctx, in_limit->Mark(), child_path(path, "inline_limit"),
+           "must be below eager_limit (" + format_bytes(out.eager_limit_bytes) + ")");
+    out.inline_latency_s = read_time(ctx, *in_lat, child_path(path, "inline_latency"));
+  }
+  if (auto v = r.optional("inline_overhead")) {
+    if (!in_limit)
+      fail(ctx, v->Mark(), child_path(path, "inline_overhead"),
+           "needs inline_limit and inline_latency (it is the overhead of messages up to the inline limit)");
+    out.inline_overhead_s = read_time(ctx, *v, child_path(path, "inline_overhead"));
   }
 }
 
@@ -348,7 +367,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   {
     MapReader intra(ctx, top.require("intra_node"), "intra_node",
                     {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
-                     "message_overhead", "rendezvous_overhead"});
+                     "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency", "inline_overhead"});
     t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
     t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
                                     "intra_node.bandwidth");
@@ -369,7 +388,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     YAML::Node net_node = top.require("network", "use { kind: none } for a single-node topology");
     MapReader net(ctx, net_node, "network",
                   {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription", "eager_limit",
-                   "rendezvous_latency", "message_overhead", "rendezvous_overhead"});
+                   "rendezvous_latency", "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency",
+                   "inline_overhead"});
     YAML::Node kind_node = net.require("kind");
     t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
     if (auto f = net.optional("fabric"))

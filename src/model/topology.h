@@ -19,22 +19,33 @@ namespace commsim {
 //    posts them one after another), so posting q messages at once costs (q - 1) * message_overhead_s
 //    before the last one leaves;
 //  - rendezvous_overhead_s: the same for messages above the eager limit, whose handshakes the CPUs
-//    also handle one after another (unset: message_overhead_s).
+//    also handle one after another (unset: message_overhead_s);
+//  - inline: messages of at most inline_limit_bytes (below the eager limit) travel inside the
+//    library's control slot with no buffer to manage (Open MPI's shared-memory "inline send", at
+//    256 B by default) and pay inline_latency_s, and inline_overhead_s per additional message
+//    (unset: message_overhead_s), instead of the tier's latency (0 = no such regime).
 struct MessageCosts {
   Bytes eager_limit_bytes = 0;       // 0: every message pays the tier's latency
   Seconds rendezvous_latency_s = 0;  // used above eager_limit_bytes
   Seconds message_overhead_s = 0;    // per additional message posted in one round
   std::optional<Seconds> rendezvous_overhead_s;  // per additional message above eager_limit_bytes
+  Bytes inline_limit_bytes = 0;      // 0: no inline regime
+  Seconds inline_latency_s = 0;      // used up to inline_limit_bytes
+  std::optional<Seconds> inline_overhead_s;  // per additional message up to inline_limit_bytes
+  bool is_inline(double bytes) const {
+    return inline_limit_bytes > 0 && bytes <= static_cast<double>(inline_limit_bytes);
+  }
+  bool is_rendezvous(double bytes) const {
+    return eager_limit_bytes > 0 && bytes > static_cast<double>(eager_limit_bytes);
+  }
   // The posting overhead of one more message of `bytes` bytes.
   Seconds overhead_s(double bytes) const {
-    return rendezvous_overhead_s && eager_limit_bytes > 0 && bytes > static_cast<double>(eager_limit_bytes)
-               ? *rendezvous_overhead_s
-               : message_overhead_s;
+    if (inline_overhead_s && is_inline(bytes)) return *inline_overhead_s;
+    return rendezvous_overhead_s && is_rendezvous(bytes) ? *rendezvous_overhead_s : message_overhead_s;
   }
   // The per-message latency of a message of `bytes` bytes, given the tier's (eager) latency.
   Seconds latency_s(Seconds eager_latency_s, double bytes) const {
-    return eager_limit_bytes > 0 && bytes > static_cast<double>(eager_limit_bytes) ? rendezvous_latency_s
-                                                                                   : eager_latency_s;
+    return is_inline(bytes) ? inline_latency_s : is_rendezvous(bytes) ? rendezvous_latency_s : eager_latency_s;
   }
 };
 

@@ -343,6 +343,14 @@ int cmd_calibrate(int argc, char** argv) {
           out << " up to " << format_bytes(pf.eager_limit_bytes) << ", then " << fnum("%.3f", pf.rendezvous_latency_s * 1e6)
               << " us";
         }
+        if (pf.inlined) {
+          topo.intra.msg.inline_limit_bytes = pf.inline_limit_bytes;
+          topo.intra.msg.inline_latency_s = pf.inline_latency_s;
+          comments.push_back({"intra_node.inline_limit", from(intra.source) + " (best split of the eager sizes)"});
+          comments.push_back({"intra_node.inline_latency", from(intra.source)});
+          out << " (" << fnum("%.3f", pf.inline_latency_s * 1e6) << " us up to " << format_bytes(pf.inline_limit_bytes)
+              << ", inline)";
+        }
         out << ", 1/beta (>= 64 KiB) " << format_bandwidth(pf.bw_Bps()) << ", median |residual| "
             << pct(pf.median_abs_rel_residual) << "\n";
         const std::vector<TimedSize> stream = probe_series(probes, "stream", "intra-node");
@@ -365,12 +373,23 @@ int cmd_calibrate(int argc, char** argv) {
                                                                  std::to_string(per_node) + " ranks"});
           }
           const Bytes small = pf.switched ? pf.eager_limit_bytes : Bytes{4096};
-          const Seconds o = fit_message_overhead(stream, 8, pf.latency_s, pair.beta_s_per_byte, small);
+          const Bytes tiny = pf.inlined ? pf.inline_limit_bytes : Bytes{0};
+          const Seconds o = fit_message_overhead(stream, 8, pf.latency_s, pair.beta_s_per_byte, small, tiny);
           if (o > 0) {
             topo.intra.msg.message_overhead_s = o;
             comments.push_back({"intra_node.message_overhead",
-                                from("stream intra-node (8 messages posted at once), sizes <= " + format_bytes(small))});
+                                from("stream intra-node (8 messages posted at once), sizes " +
+                                     (tiny ? "above " + format_bytes(tiny) + " and " : std::string()) + "<= " +
+                                     format_bytes(small))});
             out << "  message overhead (stream of 8, <= " << format_bytes(small) << "): " << fnum("%.3f", o * 1e6)
+                << " us per additional message\n";
+          }
+          if (pf.inlined) {
+            const Seconds oi = fit_message_overhead(stream, 8, pf.inline_latency_s, pair.beta_s_per_byte, tiny);
+            topo.intra.msg.inline_overhead_s = oi;
+            comments.push_back({"intra_node.inline_overhead",
+                                from("stream intra-node (8 messages posted at once), sizes <= " + format_bytes(tiny))});
+            out << "  inline overhead (stream of 8, <= " << format_bytes(tiny) << "): " << fnum("%.3f", oi * 1e6)
                 << " us per additional message\n";
           }
         }
@@ -446,6 +465,10 @@ int cmd_calibrate(int argc, char** argv) {
       if (topo.intra.msg.eager_limit_bytes > 0) {
         params.push_back(Param::IntraRendezvousLatency);
         params.push_back(Param::IntraRendezvousOverhead);
+      }
+      if (topo.intra.msg.inline_limit_bytes > 0) {
+        params.push_back(Param::IntraInlineLatency);
+        params.push_back(Param::IntraInlineOverhead);
       }
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);

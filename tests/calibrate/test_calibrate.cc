@@ -196,6 +196,7 @@ TEST(FitProtocol, RecoversEagerLimitAndRendezvousLatency) {
     EXPECT_NEAR(f.rendezvous_latency_s, a2, 0.1 * a2) << seed;
     EXPECT_NEAR(f.beta_s_per_byte, beta, 0.05 * beta) << seed;
     EXPECT_LT(f.median_abs_rel_residual, 0.05);
+    EXPECT_FALSE(f.inlined) << seed;  // one latency below the eager limit: no inline step invented
   }
   // Large sizes far off the line (a loaded machine, caches) do not hide the switch.
   std::vector<TimedSize> v;
@@ -229,6 +230,29 @@ TEST(FitProtocol, TheSwitchIsTheStepNotTheDrift) {
   ASSERT_TRUE(f.switched);
   EXPECT_EQ(f.eager_limit_bytes, Bytes{2048});
   EXPECT_GT(f.rendezvous_latency_s, 2 * f.latency_s);
+}
+
+// Three regimes (Open MPI's shared memory: inline up to 256 B, eager up to the eager limit,
+// rendezvous above), 3% noise: both steps and the three latencies come back.
+TEST(FitProtocol, FindsTheInlineStepBelowTheEagerLimit) {
+  const double a0 = 0.65e-6, a1 = 1.2e-6, a2 = 3.0e-6, beta = 1 / 6e9;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(0.0, 0.03);
+    std::vector<TimedSize> v;
+    for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 2)
+      for (int rep = 0; rep < 3; ++rep)
+        v.push_back({b, ((b <= 256 ? a0 : b <= 4096 ? a1 : a2) + b * beta) * (1 + noise(rng))});
+    const ProtocolFit f = fit_protocol(v);
+    ASSERT_TRUE(f.switched) << seed;
+    ASSERT_TRUE(f.inlined) << seed;
+    EXPECT_EQ(f.eager_limit_bytes, Bytes{4096}) << seed;
+    EXPECT_EQ(f.inline_limit_bytes, Bytes{256}) << seed;
+    EXPECT_NEAR(f.inline_latency_s, a0, 0.1 * a0) << seed;
+    EXPECT_NEAR(f.latency_s, a1, 0.1 * a1) << seed;
+    EXPECT_NEAR(f.rendezvous_latency_s, a2, 0.1 * a2) << seed;
+    EXPECT_LT(f.median_abs_rel_residual, 0.05) << seed;
+  }
 }
 
 TEST(FitProtocol, BetaComesFromTheLargeSizes) {
@@ -267,8 +291,10 @@ TEST(FitMessageOverhead, RecoversFromAStreamOfEight) {
 TEST(TopologyYaml, WritesTheMessageTermsBack) {
   Topology t = parse_topology(kHostTopology, "inline");
   t.intra.node_bw_Bps = 33e9;
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6};
-  t.network.msg = {65536, 40e-6, 2e-6};
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6};
+  t.network.msg.eager_limit_bytes = 65536;
+  t.network.msg.rendezvous_latency_s = 40e-6;
+  t.network.msg.message_overhead_s = 2e-6;
   const Topology back = parse_topology(topology_yaml(t, {}, {}, nullptr, false), "written");
   EXPECT_NEAR(back.intra.node_bw_Bps, 33e9, 1);
   EXPECT_EQ(back.intra.msg.eager_limit_bytes, 8192u);
@@ -280,6 +306,11 @@ TEST(TopologyYaml, WritesTheMessageTermsBack) {
   EXPECT_EQ(back.network.msg.eager_limit_bytes, 65536u);
   EXPECT_NEAR(back.network.msg.rendezvous_latency_s, 40e-6, 1e-15);
   EXPECT_NEAR(back.network.msg.message_overhead_s, 2e-6, 1e-15);
+  EXPECT_EQ(back.intra.msg.inline_limit_bytes, 256u);
+  EXPECT_NEAR(back.intra.msg.inline_latency_s, 0.5e-6, 1e-15);
+  ASSERT_TRUE(back.intra.msg.inline_overhead_s.has_value());
+  EXPECT_NEAR(*back.intra.msg.inline_overhead_s, 0.1e-6, 1e-15);
+  EXPECT_EQ(back.network.msg.inline_limit_bytes, 0u);
 }
 
 // --refine all: the per-message and per-call terms and the working-set curve come back from
@@ -394,6 +425,44 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
   }
   EXPECT_EQ(field_of(Param::Message3), "message_scale");
   EXPECT_EQ(to_string(Param::Message7), "message_scale[7]");
+}
+
+// The inline regime's latency and overhead come back from collectives whose messages are that small
+// (direct and ring allgather of a few KiB on 8 ranks), with the other terms fitted alongside.
+TEST(RefineParameters, RecoversTheInlineLatencyAndOverhead) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.intra.msg.eager_limit_bytes = 4096;
+  truth.intra.msg.rendezvous_latency_s = 3e-6;
+  truth.intra.msg.message_overhead_s = 0.4e-6;
+  truth.intra.msg.inline_limit_bytes = 256;
+  truth.intra.msg.inline_latency_s = 0.35e-6;
+  truth.intra.msg.inline_overhead_s = 0.08e-6;
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 5);
+  for (Algorithm a : {Algorithm::Direct, Algorithm::Ring, Algorithm::RecursiveDoubling})
+    for (Bytes b = 256; b <= 64 * 1024; b *= 2)
+      for (int ranks : {4, 8}) samples.push_back({Collective::AllGather, a, 1, ranks, b, 0.0});
+  for (auto& smp : samples)
+    smp.time_s =
+        closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes})
+            .time_s;
+  Topology start = truth;
+  start.intra.msg.inline_latency_s = 1e-6;
+  start.intra.msg.inline_overhead_s.reset();  // starts at message_overhead
+  const ParamFit f = refine_parameters(start, samples,
+                                       {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraInlineLatency,
+                                        Param::IntraInlineOverhead, Param::IntraBeta},
+                                       FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.msg.inline_latency_s, 0.35e-6, 0.02e-6);
+  ASSERT_TRUE(f.topology.intra.msg.inline_overhead_s.has_value());
+  EXPECT_NEAR(*f.topology.intra.msg.inline_overhead_s, 0.08e-6, 0.01e-6);
+  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.02 * truth.intra.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  EXPECT_EQ(field_of(Param::IntraInlineLatency), "intra_node.inline_latency");
+  EXPECT_EQ(to_string(Param::IntraInlineOverhead), "intra.inline_overhead");
+  // A topology without an inline limit ignores the parameter.
+  Topology plain = parse_topology(kHostTopology, "test");
+  set_param(plain, Param::IntraInlineLatency, 5e-6);
+  EXPECT_EQ(plain.intra.msg.inline_latency_s, 0.0);
 }
 
 // Robust weighting: a few points far off the model do not move the fit; least squares does move.

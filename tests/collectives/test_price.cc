@@ -374,6 +374,22 @@ TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
                                                   {C::AllGather, A::Bruck},
                                                   {C::SendRecv, A::Direct}})
     for (Bytes bytes : {Bytes{8} * 1024, Bytes{8} * 65536 * 4}) expect_price_equals_closed_form(t, c, a, 8, bytes);
+  // An inline regime below the eager limit (messages up to 256 B): latency and overhead of their own.
+  t.intra.msg.inline_limit_bytes = 256;
+  t.intra.msg.inline_latency_s = 0.3e-6;
+  t.intra.msg.inline_overhead_s = 0.05e-6;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllGather, A::Direct},
+                                                  {C::ReduceScatter, A::Direct},
+                                                  {C::AllGather, A::Bruck},
+                                                  {C::Broadcast, A::Binomial}})
+    for (Bytes bytes : {Bytes{512}, Bytes{1024}, Bytes{8} * 1024}) expect_price_equals_closed_form(t, c, a, 8, bytes);
+  // Direct allgather of 1 KiB on 8 ranks: 128 B blocks, inline; of 4 KiB: 512 B blocks, eager.
+  // One latency and six further postings each.
+  const CostQuery small{C::AllGather, A::Direct, Protocol::None, 1, 8, 1024};
+  const CostQuery eager{C::AllGather, A::Direct, Protocol::None, 1, 8, 4096};
+  EXPECT_NEAR(closed_form(t, small).latency_s, 0.3e-6 + 6 * 0.05e-6, 1e-12);
+  EXPECT_NEAR(closed_form(t, eager).latency_s, t.intra.latency_s + 6 * 0.4e-6, 1e-12);
 }
 
 // call_overhead and working_set_scale: priced schedules and closed forms apply them alike, and the

@@ -373,6 +373,31 @@ TEST(TopologyMessageTerms, BadValuesNameTheField) {
       << error_of("  rendezvous_overhead: 1 us\n");
 }
 
+TEST(TopologyMessageTerms, InlineRegimeBelowTheEagerLimit) {
+  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
+                           "  latency: 1 us\n  eager_limit: 4 KiB\n  rendezvous_latency: 3 us\n"
+                           "  message_overhead: 0.4 us\n";
+  const Topology t = parse_topology(head + "  inline_limit: 256 B\n  inline_latency: 0.5 us\n  inline_overhead: 0.1 us\n",
+                                    "inline");
+  EXPECT_EQ(t.intra.msg.inline_limit_bytes, 256u);
+  EXPECT_NEAR(t.intra.message_latency_s(256), 0.5e-6, 1e-15);
+  EXPECT_NEAR(t.intra.message_latency_s(257), 1e-6, 1e-15);
+  EXPECT_NEAR(t.intra.message_latency_s(4097), 3e-6, 1e-15);
+  EXPECT_NEAR(t.intra.msg.overhead_s(100), 0.1e-6, 1e-15);
+  EXPECT_NEAR(t.intra.msg.overhead_s(300), 0.4e-6, 1e-15);
+  // Without inline_overhead the inline messages post at message_overhead.
+  const Topology no_ovh = parse_topology(head + "  inline_limit: 256 B\n  inline_latency: 0.5 us\n", "inline");
+  EXPECT_NEAR(no_ovh.intra.msg.overhead_s(100), 0.4e-6, 1e-15);
+  auto error_of = [&](const std::string& extra) { return parse_error(head + extra); };
+  EXPECT_NE(error_of("  inline_limit: 256 B\n").find("intra_node.inline_latency"), std::string::npos)
+      << error_of("  inline_limit: 256 B\n");
+  const std::string above = error_of("  inline_limit: 8 KiB\n  inline_latency: 0.5 us\n");
+  EXPECT_NE(above.find("intra_node.inline_limit: must be below eager_limit (4KiB)"), std::string::npos) << above;
+  EXPECT_NE(error_of("  inline_overhead: 1 us\n").find("intra_node.inline_overhead: needs inline_limit"),
+            std::string::npos);
+}
+
 TEST(TopologyRuntimeTerms, CallOverheadAndWorkingSetCurve) {
   const std::string base = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
                            "network: { kind: none }\nintra_node: { fabric: shared-memory, bandwidth: 10 GB/s, latency: 1 us }\n";
