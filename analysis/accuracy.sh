@@ -64,11 +64,25 @@ echo "== report, round 2 (new measurements)"
 grep "model picked" report2.txt || true
 # How well the machine repeats itself: the same points measured in round 1 and round 2 (the model
 # cannot be judged more closely than this).
-echo "== the machine's own spread: the same points in run1 and run2"
+echo "== the machine's own spread: the same points and winners in run1 and run2"
 { "$bin" report run1.h5 --format csv --table points | sed 's/^/1,/'
   "$bin" report run2.h5 --format csv --table points | sed 's/^/2,/'; } |
   awk -F, '$2 != "collective" && $12 > 0 { k = $2 "," $3 "," $8 "," $9; if ($1 == 1) t[k] = $12; else if (k in t) print (log($12 / t[k]) < 0 ? -1 : 1) * log($12 / t[k]) }' |
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "  no point in both runs"; exit }
     m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
     printf "  %d points: median |log(run2 / run1)| %.1f%%\n", NR, 100 * m }' | tee spread.txt
+# The same for the winners: how often the fastest hand-written algorithm of run1 is again the
+# fastest in run2 (what the model's "picked the measured winner" can be held to on this machine).
+{ "$bin" report run1.h5 --format csv --table points | sed 's/^/1,/'
+  "$bin" report run2.h5 --format csv --table points | sed 's/^/2,/'; } |
+  awk -F, '$2 != "collective" && $3 != "mpi" && $3 != "nccl" && $18 == "ok" && $12 > 0 {
+      k = $2 "," $7 "," $8 "," $9; t[$1, k, $3] = $12; keys[k] = 1
+      if (!(($1, k) in best) || $12 < best[$1, k]) { best[$1, k] = $12; win[$1, k] = $3 } }
+    END { n = 0; same = 0; near = 0
+      for (k in keys) if ((1, k) in win && (2, k) in win) {
+        n++; if (win[1, k] == win[2, k]) same++
+        if (((2, k, win[1, k]) in t) && t[2, k, win[1, k]] <= 1.05 * best[2, k]) near++ }
+      if (n == 0) { print "  no case in both runs"; exit }
+      printf "  %d cases: the fastest hand-written algorithm of run1 is the fastest of run2 in %d (%.1f%%); measured within 5%% of the best in run2 in %d\n", n, same, 100 * same / n, near }' |
+  tee -a spread.txt
 echo "== full reports: $out/report1.txt, $out/report2.txt"

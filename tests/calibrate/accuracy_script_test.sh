@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# analysis/accuracy.sh end to end on 2 ranks with a short sweep: both rounds' reports, the refitted
+# topology and the machine's own spread (points and winners) are written, with numbers in them.
+#   accuracy_script_test.sh COMMSIM_BIN OUTDIR
+set -euo pipefail
+bin=$1
+out=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+rm -rf "$out"
+COMMSIM_BIN=$bin SIZES=1KiB:256KiB:x4 PROBE_SIZES=8B:1MiB ITERS=3 PASSES=2 COLLECTIVES=allreduce,allgather \
+  bash "$here/analysis/accuracy.sh" 2 "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "FAIL: accuracy.sh failed"; exit 1; }
+fail() { cat "$out.log"; echo "FAIL: $*"; exit 1; }
+for f in portrait.h5 calibrated.yaml run1.h5 refined.yaml run2.h5 report1.txt report2.txt spread.txt; do
+  [ -s "$out/$f" ] || fail "$f missing or empty"
+done
+for r in 1 2; do
+  grep -Eq "^  64 KiB and above +[0-9]+ points +median \|err\| +[0-9.]+%" "$out/report$r.txt" || fail "report$r.txt: no accuracy line"
+  grep -Eq "model picked the measured winner in [0-9]+ of [0-9]+ cases" "$out/report$r.txt" || fail "report$r.txt: no winners line"
+done
+grep -q "fitted .* from .* collective points" "$out/refined.yaml" || fail "refined.yaml: not refitted on the collectives"
+grep -Eq "^  [0-9]+ points: median \|log\(run2 / run1\)\| [0-9.]+%" "$out/spread.txt" || fail "spread.txt: no point spread"
+grep -Eq "^  [0-9]+ cases: the fastest hand-written algorithm of run1 is the fastest of run2 in [0-9]+ \([0-9.]+%\)" \
+  "$out/spread.txt" || fail "spread.txt: no winner agreement"
+# 2 collectives x 5 sizes (1, 4, 16, 64, 256 KiB), every case measured in both runs.
+grep -q "^  10 cases:" "$out/spread.txt" || fail "spread.txt: expected 10 cases: $(cat "$out/spread.txt")"
+echo "accuracy.sh: $(tail -1 "$out/spread.txt")"
