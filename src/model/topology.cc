@@ -235,46 +235,45 @@ void read_calibrated(const MapReader& c, CalibrationInfo& out) {
 
 constexpr std::initializer_list<const char*> kTransportNames = {"mpi", "ucx", "nccl", "ipc"};
 
-// The optional message-protocol fields of a tier (MessageCosts): eager_limit and
-// rendezvous_latency come together, inline_limit and inline_latency too; message_overhead alone.
-void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& path, MessageCosts& out) {
-  auto limit = r.optional("eager_limit"), rdv = r.optional("rendezvous_latency");
-  if (limit.has_value() != rdv.has_value())
-    fail(ctx, (limit ? *limit : *rdv).Mark(), child_path(path, limit ? "rendezvous_latency" : "eager_limit"),
-         "eager_limit and rendezvous_latency go together (messages above the limit pay the rendezvous latency)");
-  if (limit) {
-    out.eager_limit_bytes = read_bytes(ctx, *limit, child_path(path, "eager_limit"));
-    if (out.eager_limit_bytes == 0)
-      fail(ctx, limit->Mark(), child_path(path, "eager_limit"), "must be more than 0 bytes (omit it for no switch)");
-    out.rendezvous_latency_s = read_time(ctx, *rdv, child_path(path, "rendezvous_latency"));
+// One protocol regime of a tier: `limit_key` (bytes, more than 0) and `latency_key` come together,
+// `overhead_key` needs them; `messages` names the messages of the regime in the errors. Returns
+// whether the regime is set.
+bool read_regime(const Ctx& ctx, const MapReader& r, const std::string& path, const char* limit_key,
+                 const char* latency_key, const char* overhead_key, const std::string& messages, Bytes& limit,
+                 Seconds& latency, std::optional<Seconds>& overhead) {
+  auto lim = r.optional(limit_key), lat = r.optional(latency_key);
+  if (lim.has_value() != lat.has_value())
+    fail(ctx, (lim ? *lim : *lat).Mark(), child_path(path, lim ? latency_key : limit_key),
+         std::string(limit_key) + " and " + latency_key + " go together (" + messages + " pay " + latency_key + ")");
+  if (lim) {
+    limit = read_bytes(ctx, *lim, child_path(path, limit_key));
+    if (limit == 0) fail(ctx, lim->Mark(), child_path(path, limit_key), "must be more than 0 bytes (omit it for none)");
+    latency = read_time(ctx, *lat, child_path(path, latency_key));
   }
+  if (auto v = r.optional(overhead_key)) {
+    if (!lim)
+      fail(ctx, v->Mark(), child_path(path, overhead_key),
+           std::string("needs ") + limit_key + " and " + latency_key + " (it is the overhead of " + messages + ")");
+    overhead = read_time(ctx, *v, child_path(path, overhead_key));
+  }
+  return lim.has_value();
+}
+
+// The optional message-protocol fields of a tier (MessageCosts): the rendezvous regime above the
+// eager limit, the inline regime up to the inline limit (below the eager limit), and
+// message_overhead.
+void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& path, MessageCosts& out) {
+  const bool eager = read_regime(ctx, r, path, "eager_limit", "rendezvous_latency", "rendezvous_overhead",
+                                 "messages above the eager limit", out.eager_limit_bytes,
+                                 out.rendezvous_latency_s, out.rendezvous_overhead_s);
   if (auto v = r.optional("message_overhead"))
     out.message_overhead_s = read_time(ctx, *v, child_path(path, "message_overhead"));
-  if (auto v = r.optional("rendezvous_overhead")) {
-    if (!limit)
-      fail(ctx, v->Mark(), child_path(path, "rendezvous_overhead"),
-           "needs eager_limit and rendezvous_latency (it is the overhead of messages above the eager limit)");
-    out.rendezvous_overhead_s = read_time(ctx, *v, child_path(path, "rendezvous_overhead"));
-  }
-  auto in_limit = r.optional("inline_limit"), in_lat = r.optional("inline_latency");
-  if (in_limit.has_value() != in_lat.has_value())
-    fail(ctx, (in_limit ? *in_limit : *in_lat).Mark(), child_path(path, in_limit ? "inline_latency" : "inline_limit"),
-         "inline_limit and inline_latency go together (messages up to the limit pay the inline latency)");
-  if (in_limit) {
-    out.inline_limit_bytes = read_bytes(ctx, *in_limit, child_path(path, "inline_limit"));
-    if (out.inline_limit_bytes == 0)
-      fail(ctx, in_limit->Mark(), child_path(path, "inline_limit"), "must be more than 0 bytes (omit it for none)");
-    if (limit && out.inline_limit_bytes >= out.eager_limit_bytes)
-      fail(ctx, in_limit->Mark(), child_path(path, "inline_limit"),
-           "must be below eager_limit (" + format_bytes(out.eager_limit_bytes) + ")");
-    out.inline_latency_s = read_time(ctx, *in_lat, child_path(path, "inline_latency"));
-  }
-  if (auto v = r.optional("inline_overhead")) {
-    if (!in_limit)
-      fail(ctx, v->Mark(), child_path(path, "inline_overhead"),
-           "needs inline_limit and inline_latency (it is the overhead of messages up to the inline limit)");
-    out.inline_overhead_s = read_time(ctx, *v, child_path(path, "inline_overhead"));
-  }
+  if (read_regime(ctx, r, path, "inline_limit", "inline_latency", "inline_overhead",
+                  "messages up to the inline limit", out.inline_limit_bytes,
+                  out.inline_latency_s, out.inline_overhead_s) &&
+      eager && out.inline_limit_bytes >= out.eager_limit_bytes)
+    fail(ctx, r.optional("inline_limit")->Mark(), child_path(path, "inline_limit"),
+         "must be below eager_limit (" + format_bytes(out.eager_limit_bytes) + ")");
 }
 
 // transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }
