@@ -234,7 +234,8 @@ int cmd_calibrate(int argc, char** argv) {
                   "Fit the model to this machine: alpha (latency) and beta (1/bandwidth) per tier by least squares "
                   "on the ring-shift measurements of `commsim probe` (inside a node, across the network), gamma "
                   "(reduction) from the probe's reduction loop and, given measured runs, from reducing "
-                  "collectives. Prints R^2, residuals and a held-out check (fit on every other size, error on the "
+                  "collectives; for host ranks also the message library's protocol steps (inline, eager and "
+                  "rendezvous latencies), per-message overheads and the node's shared bandwidth. Prints R^2, residuals and a held-out check (fit on every other size, error on the "
                   "rest), and writes a topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
                   "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml");
@@ -246,7 +247,7 @@ int cmd_calibrate(int argc, char** argv) {
       ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")                 //
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
-       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous latency, and the "
+       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, and the "
        "cache curves by working set, by local-operation size and by message size); auto = gamma when run "
        "files are given")                                                                                           //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
