@@ -128,7 +128,7 @@ int message_index(Param p) {
   return i >= 1 && i <= 7 ? i : -1;
 }
 bool is_scale_param(Param p) {
-  return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0;
+  return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay;
 }
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
@@ -280,6 +280,7 @@ std::string_view to_string(Param p) {
     case Param::IntraRendezvousOverhead: return "intra.rendezvous_overhead";
     case Param::IntraInlineLatency: return "intra.inline_latency";
     case Param::IntraInlineOverhead: return "intra.inline_overhead";
+    case Param::IntraOneWay: return "intra.one_way_factor";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -316,6 +317,7 @@ std::string_view field_of(Param p) {
     case Param::IntraRendezvousOverhead: return "intra_node.rendezvous_overhead";
     case Param::IntraInlineLatency: return "intra_node.inline_latency";
     case Param::IntraInlineOverhead: return "intra_node.inline_overhead";
+    case Param::IntraOneWay: return "intra_node.one_way_factor";
     default:
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
@@ -376,6 +378,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraRendezvousOverhead: return topo.intra.msg.overhead_s(INFINITY);
     case Param::IntraInlineLatency: return topo.intra.msg.inline_latency_s;
     case Param::IntraInlineOverhead: return topo.intra.msg.overhead_s(0);
+    case Param::IntraOneWay: return topo.intra.msg.one_way_factor;
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -413,6 +416,7 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::IntraInlineOverhead:
       if (topo.intra.msg.inline_limit_bytes > 0) topo.intra.msg.inline_overhead_s = value;
       break;
+    case Param::IntraOneWay: topo.intra.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -629,6 +633,7 @@ void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
     y.line(2, "inline_latency", time_text(m.inline_latency_s), tier + ".inline_latency");
     if (m.inline_overhead_s) y.line(2, "inline_overhead", time_text(*m.inline_overhead_s), tier + ".inline_overhead");
   }
+  if (m.one_way_factor != 1.0) y.line(2, "one_way_factor", num(m.one_way_factor), tier + ".one_way_factor");
 }
 
 }  // namespace

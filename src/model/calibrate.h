@@ -105,7 +105,9 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //  - the message-size curve (Topology::message_scale): the factor at its 2nd..8th point, the same
 //    way (intra_node.bandwidth is that of a 1 KiB message);
 //  - the inline regime's latency and overhead (intra_node.inline_latency, .inline_overhead), when
-//    the topology has an inline limit.
+//    the topology has an inline limit;
+//  - intra_node.one_way_factor, the factor on the latency of one-way messages (a scale, like the
+//    curves' points).
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
@@ -115,8 +117,9 @@ enum class Param : std::uint8_t {
   MemoryBeta,
   Message1, Message2, Message3, Message4, Message5, Message6, Message7,
   IntraInlineLatency, IntraInlineOverhead,
+  IntraOneWay,
 };
-inline constexpr int kParamCount = 30;
+inline constexpr int kParamCount = 31;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).

@@ -26,7 +26,11 @@
 //    limit pays the inline latency;
 //  - message_overhead (per tier): a round that posts q messages at once (direct) pays
 //    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
-//    inline_overhead for messages up to the inline limit).
+//    inline_overhead for messages up to the inline limit);
+//  - one_way_factor (per tier): the steps of binomial trees (broadcast, reduce, scatter, gather,
+//    and the hierarchical ones built of them) are one-way and pay latency * one_way_factor. The
+//    pipelined chains and trees are priced as exchanges: after their first steps every rank sends
+//    and receives at once.
 #include "model/cost.h"
 
 #include <algorithm>
@@ -87,8 +91,14 @@ struct Env {
   // Intra-node s/B when f ranks of the node move data inside it at once.
   double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f / node_intra_bw) : b_i; }
   // Latency of one message of m bytes on each tier.
-  double lat_i(double m) const { return topo->intra.msg.latency_s(a_i, m); }
-  double lat_n(double m) const { return topo->network.msg.latency_s(a_n, m); }
+  // one_way: the receiver sends nothing and the sender receives nothing in that step (binomial
+  // trees): times the tier's one_way_factor.
+  double lat_i(double m, bool one_way = false) const {
+    return topo->intra.msg.latency_s(a_i, m) * (one_way ? topo->intra.msg.one_way_factor : 1.0);
+  }
+  double lat_n(double m, bool one_way = false) const {
+    return topo->network.msg.latency_s(a_n, m) * (one_way ? topo->network.msg.one_way_factor : 1.0);
+  }
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
   double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
@@ -127,29 +137,32 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
 }
 
 // A step inside a node: m bytes per rank, f ranks of the node moving data at once.
-Parts intra(const Env& e, double m, double f) {
-  return {e.lat_i(m), e.moved_i(m) * e.b_in(f), 0};
+Parts intra(const Env& e, double m, double f, bool one_way = false) {
+  return {e.lat_i(m, one_way), e.moved_i(m) * e.b_in(f), 0};
 }
 // All ranks of the node active (G of them; p on one node).
 Parts intra(const Env& e, double m) {
   return intra(e, m, static_cast<double>(e.G));
 }
-Parts net(const Env& e, double m, double b) {
-  return {e.lat_n(m), m * b, 0};
+Parts net(const Env& e, double m, double b, bool one_way = false) {
+  return {e.lat_n(m, one_way), m * b, 0};
 }
 
 // One step of a recursive-doubling-like pattern: rank r exchanges with r XOR d (binomial trees
 // too: a sender r is a multiple of 2d and sends to r + d = r XOR d). With block placement, every
 // message stays inside a node when 2d divides G, every message crosses when d >= G, otherwise some
 // do. f_all / f_some: flows leaving a node when all / some messages cross.
-Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some) {
+Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some,
+               bool one_way = false) {
   Parts s;
   if (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))
-    s = intra(e, m);
+    s = intra(e, m, static_cast<double>(e.G), one_way);
   else if (d >= e.G)
-    s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all));
+    s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all),
+            one_way);
   else
-    s = slower(intra(e, m), net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some)));
+    s = slower(intra(e, m, static_cast<double>(e.G), one_way),
+               net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some), one_way));
   s.red = e.red(m_reduced);
   return s;
 }
@@ -158,10 +171,16 @@ Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_a
 Parts xor_all(const Env& e, long long d, double m, double m_reduced) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)));
 }
+// The fold of a power-of-two algorithm on p' = 2^floor(lg p) ranks (MPICH's): the r extra ranks
+// send to a partner at distance 1, or get the result back from it. One-way, priced as a
+// distance-1 step of every rank.
+Parts xor_fold(const Env& e, double m, double m_reduced) {
+  return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)), true);
+}
 // Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
-// G / (2d) of a node's ranks send inside it.
+// G / (2d) of a node's ranks send inside it. Its messages are one-way.
 Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
-  Parts s = xor_step(e, d, m, m_reduced, 1, 1);
+  Parts s = xor_step(e, d, m, m_reduced, 1, 1, true);
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
     const long long span = e.N == 1 ? e.p : e.G;
     s.bw = e.moved_i(m) * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
@@ -240,7 +259,8 @@ struct Stage {
   const MessageCosts* mc = nullptr;  // the tier's protocol terms (latency by message size)
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
   const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
-  double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
+  double one_way = 1;          // factor on the latency: the tier's one_way_factor in the first pass
+  double at(double x) const { return (mc ? mc->latency_s(a, x * msg) : a) * one_way; }
   // Time to move chunks of x bytes.
   double bw(double x) const { return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0); }
 };
@@ -253,6 +273,20 @@ struct Pipe {
   int nph = 1;
   Stage ss_i, ss_n;  // steady-state step per tier
   bool has_i = false, has_n = false;
+  // A chain (ring broadcast, reduce): one chunk passes one-way from rank to rank; with k >= 2
+  // chunks, a rank receives the next chunk while it sends one, and only the first step (from the
+  // end of the chain) and the last (into the other end) are one-way: their tiers.
+  bool chain = false;
+  bool last_hop_net = false;
+  // The double binary tree: the first chunk's pass (the phases) meets ranks that do not send yet,
+  // priced one-way (the schedule's two trees overlap, so the priced schedule lies between this and
+  // all steps as exchanges).
+  void first_pass_one_way(const Env& e) {
+    for (int i = 0; i < nph; ++i) {
+      ph[i].si.one_way = e.topo->intra.msg.one_way_factor;
+      ph[i].sn.one_way = e.topo->network.msg.one_way_factor;
+    }
+  }
 };
 
 constexpr double kMinChunkBytes = 4096;
@@ -277,6 +311,17 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   }
   Parts pi{P.ss_i.at(x), P.ss_i.bw(x), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x), red(P.ss_n)};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
+  if (P.chain) {
+    // One-way steps (Pipe::chain): all of them with one chunk, the first and the last with more.
+    const double ow_i = e.topo->intra.msg.one_way_factor, ow_n = e.topo->network.msg.one_way_factor;
+    if (k <= 1) {
+      t.lat -= static_cast<double>(P.ph[0].S_i) * (1 - ow_i) * P.ph[0].si.at(x) +
+               static_cast<double>(P.ph[0].S_n) * (1 - ow_n) * P.ph[0].sn.at(x);
+    } else {
+      t.lat -= P.has_i ? (1 - ow_i) * P.ss_i.at(x) : (1 - ow_n) * P.ss_n.at(x);
+      t.lat -= P.last_hop_net || !P.has_i ? (1 - ow_n) * P.ss_n.at(x) : (1 - ow_i) * P.ss_i.at(x);
+    }
+  }
   return t;
 }
 
@@ -369,6 +414,7 @@ Pipe tree_pipe(const Env& e, Collective c) {
   }
   P.has_i = e.G > 1;
   P.has_n = e.N > 1;
+  P.first_pass_one_way(e);
   return P;
 }
 
@@ -387,6 +433,8 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   P.ss_n = P.ph[0].sn;
   P.has_i = P.ph[0].S_i > 0;
   P.has_n = P.ph[0].S_n > 0;
+  P.chain = true;
+  P.last_hop_net = reduces ? e.N > 1 : e.G == 1 && e.N > 1;
   return P;
 }
 
@@ -419,14 +467,15 @@ Parts allreduce_ring(const Env& e, double n) {
 // extra ranks first send their n to a partner (a + nb + ng), the p' ranks run recursive
 // doubling, and the partners send the result back (a + nb):
 //   (m+2) a + (m+2) n b + (m+1) n g.
-// Across tiers the fold steps are priced as distance-1 exchanges and the core steps at distance 2^s.
+// Across tiers the fold steps are priced as distance-1 steps (one-way) and the core steps at
+// distance 2^s.
 Parts allreduce_rd(const Env& e, double n) {
   int m = floor_lg(e.p);
   long long r = e.p - (1LL << m);
   Parts t;
-  if (r > 0) t += xor_all(e, 1, n, n);
+  if (r > 0) t += xor_fold(e, n, n);
   for (int s = 0; s < m; ++s) t += xor_all(e, 1LL << s, n, n);
-  if (r > 0) t += xor_all(e, 1, n, 0);
+  if (r > 0) t += xor_fold(e, n, 0);
   return t;
 }
 
@@ -446,7 +495,7 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
     scale = ((p - 1) / p) / ((q - 1) / q);
   }
   Parts t;
-  if (r > 0) t += xor_all(e, 1, n, n);
+  if (r > 0) t += xor_fold(e, n, n);
   double size = n * scale;
   for (int s = 0; s < m; ++s) {
     size /= 2;
@@ -456,7 +505,7 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
     t += xor_all(e, 1LL << s, size, 0);
     size *= 2;
   }
-  if (r > 0) t += xor_all(e, 1, n, 0);
+  if (r > 0) t += xor_fold(e, n, 0);
   return t;
 }
 
@@ -496,12 +545,12 @@ Parts allgather_rd(const Env& e, double n) {
   long long r = e.p - (1LL << m);
   double block = n / static_cast<double>(e.p);
   Parts t;
-  if (r > 0) t += xor_all(e, 1, block, 0);
+  if (r > 0) t += xor_fold(e, block, 0);
   for (int s = 0; s < m; ++s) {
     long long d = 1LL << s;
     t += xor_all(e, d, static_cast<double>(d + std::min(d, r)) * block, 0);
   }
-  if (r > 0) t += xor_all(e, 1, static_cast<double>(e.p - 1) * block, 0);
+  if (r > 0) t += xor_fold(e, static_cast<double>(e.p - 1) * block, 0);
   return t;
 }
 
@@ -547,13 +596,13 @@ Parts reducescatter_rh(const Env& e, double n) {
   long long p2 = 1LL << m, r = e.p - p2;
   double block = n / static_cast<double>(e.p);
   Parts t;
-  if (r > 0) t += xor_all(e, 1, n, n);
+  if (r > 0) t += xor_fold(e, n, n);
   for (int s = 0; s < m; ++s) {
     long long gs = p2 >> (s + 1);
     double size = static_cast<double>(gs + std::min(gs, r)) * block;
     t += xor_all(e, gs, size, size);
   }
-  if (r > 0) t += xor_all(e, 1, block, 0);
+  if (r > 0) t += xor_fold(e, block, 0);
   return t;
 }
 
@@ -601,7 +650,7 @@ Parts reduce_rabenseifner(const Env& e, double n) {
   int m = floor_lg(e.p);
   long long p2 = 1LL << m, r = e.p - p2;
   Parts t;
-  if (r > 0) t += xor_all(e, 1, n, n);
+  if (r > 0) t += xor_fold(e, n, n);
   double size = n;
   for (int s = 0; s < m; ++s) {
     size /= 2;
@@ -622,7 +671,7 @@ Parts node_binomial_whole(const Env& e, double n, bool reduced) {
   Parts t;
   for (int s = 0; s < K; ++s) {
     long long d = 1LL << s;
-    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))));
+    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))), true);
   }
   if (reduced) t.red = static_cast<double>(K) * e.red(n);
   return t;
@@ -634,7 +683,7 @@ Parts node_binomial_whole(const Env& e, double n, bool reduced) {
 // rank per node: binomial over the nodes.
 Parts broadcast_hier(const Env& e, double n) {
   Parts t = node_binomial_whole(e, n, false);
-  if (e.N > 1) t += static_cast<double>(ceil_lg(e.N)) * net(e, n, e.b_flow_1);
+  if (e.N > 1) t += static_cast<double>(ceil_lg(e.N)) * net(e, n, e.b_flow_1, true);
   return t;
 }
 
@@ -644,7 +693,7 @@ Parts reduce_hier(const Env& e, double n) {
   Parts t = node_binomial_whole(e, n, true);
   if (e.N > 1) {
     const double K = static_cast<double>(ceil_lg(e.N));
-    t += K * net(e, n, e.b_flow_1);
+    t += K * net(e, n, e.b_flow_1, true);
     t.red += K * e.red(n);
   }
   return t;

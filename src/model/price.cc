@@ -21,7 +21,9 @@
 // inline_limit its inline_latency; a round that posts several sends posts them one after another,
 // so its i-th send (from 0, in the schedule's order) starts i * message_overhead of the
 // transfer's tier later (rendezvous_overhead above the eager limit, inline_overhead up to the
-// inline limit), and the round ends with the last; call_overhead is added once to
+// inline limit), and the round ends with the last; a transfer whose receiver's round sends
+// nothing and whose sender's round receives nothing pays its latency times the tier's
+// one_way_factor; call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
@@ -44,6 +46,7 @@ struct RoundLoad {
   double out_intra = 0, in_intra = 0, combined = 0;
   double reduced_locally = 0;  // bytes of the round's local reductions (before its transfers)
   double sends = 0;  // transfers the round posts
+  double recvs = 0;  // transfers the round receives
   Seconds combine_s = 0;  // time to combine `combined` bytes (set once all transfers are known)
 };
 
@@ -115,6 +118,7 @@ class Pricer : public ScheduleVisitor {
       if (t.recv_kind == OpKind::RecvReduce) lr.combined += static_cast<double>(bytes);
       posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
       ls.sends += 1;
+      lr.recvs += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
         // Bytes at the rate of a message of this size (Topology::message_scale).
         const double moved = static_cast<double>(bytes) / topo_.message_scale_at(static_cast<double>(bytes));
@@ -182,15 +186,19 @@ class Pricer : public ScheduleVisitor {
 
   Seconds duration_s(const MatchedTransfer& t, double posted_before, const RoundLoad& ls, const RoundLoad& lr) const {
     const double bytes = static_cast<double>(t.count * s_.elem_size);
+    // One way: the receiver's round sends nothing and the sender's receives nothing.
+    const bool one_way = lr.sends == 0 && ls.recvs == 0;
     if (pl_.same_node(t.send.rank, t.recv.rank)) {
       double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
         bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][step_of(t.send)] * node_intra_s_per_byte_);
-      return topo_.intra.message_latency_s(bytes) + posted_before * topo_.intra.msg.overhead_s(bytes) + bw_s;
+      return topo_.intra.message_latency_s(bytes) * (one_way ? topo_.intra.msg.one_way_factor : 1.0) +
+             posted_before * topo_.intra.msg.overhead_s(bytes) + bw_s;
     }
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][step_of(t.send)],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
-    return topo_.network.message_latency_s(bytes) + posted_before * topo_.network.msg.overhead_s(bytes) +
+    return topo_.network.message_latency_s(bytes) * (one_way ? topo_.network.msg.one_way_factor : 1.0) +
+           posted_before * topo_.network.msg.overhead_s(bytes) +
            std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 

@@ -274,6 +274,12 @@ void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& p
       eager && out.inline_limit_bytes >= out.eager_limit_bytes)
     fail(ctx, r.optional("inline_limit")->Mark(), child_path(path, "inline_limit"),
          "must be below eager_limit (" + format_bytes(out.eager_limit_bytes) + ")");
+  if (auto v = r.optional("one_way_factor")) {
+    out.one_way_factor = read_number(ctx, *v, child_path(path, "one_way_factor"));
+    if (!(out.one_way_factor > 0) || out.one_way_factor > 10)
+      fail(ctx, v->Mark(), child_path(path, "one_way_factor"),
+           "must be more than 0 and at most 10 (a factor on the latency of one-way messages; 1 = none)");
+  }
 }
 
 // transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }
@@ -366,7 +372,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   {
     MapReader intra(ctx, top.require("intra_node"), "intra_node",
                     {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
-                     "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency", "inline_overhead"});
+                     "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency", "inline_overhead",
+                     "one_way_factor"});
     t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
     t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
                                     "intra_node.bandwidth");
@@ -388,7 +395,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     MapReader net(ctx, net_node, "network",
                   {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription", "eager_limit",
                    "rendezvous_latency", "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency",
-                   "inline_overhead"});
+                   "inline_overhead", "one_way_factor"});
     YAML::Node kind_node = net.require("kind");
     t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
     if (auto f = net.optional("fabric"))

@@ -23,7 +23,11 @@ namespace commsim {
 //  - inline: messages of at most inline_limit_bytes (below the eager limit) travel inside the
 //    library's control slot with no buffer to manage (Open MPI's shared-memory "inline send", at
 //    256 B by default) and pay inline_latency_s, and inline_overhead_s per additional message
-//    (unset: message_overhead_s), instead of the tier's latency (0 = no such regime).
+//    (unset: message_overhead_s), instead of the tier's latency (0 = no such regime);
+//  - one_way_factor: a message whose receiver posts no send and whose sender posts no receive in
+//    the same round (binomial trees: broadcast, reduce, scatter, gather) pays its latency times
+//    this factor. The latencies are fitted on exchanges, where every rank both sends and receives;
+//    a one-way message meets an idle receiver (1 = no difference).
 struct MessageCosts {
   Bytes eager_limit_bytes = 0;       // 0: every message pays the tier's latency
   Seconds rendezvous_latency_s = 0;  // used above eager_limit_bytes
@@ -32,6 +36,7 @@ struct MessageCosts {
   Bytes inline_limit_bytes = 0;      // 0: no inline regime
   Seconds inline_latency_s = 0;      // used up to inline_limit_bytes
   std::optional<Seconds> inline_overhead_s;  // per additional message up to inline_limit_bytes
+  double one_way_factor = 1.0;       // on the latency of a one-way message
   bool is_inline(double bytes) const {
     return inline_limit_bytes > 0 && bytes <= static_cast<double>(inline_limit_bytes);
   }

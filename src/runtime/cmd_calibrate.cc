@@ -247,7 +247,8 @@ int cmd_calibrate(int argc, char** argv) {
       ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")                 //
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
-       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, and the "
+       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, the "
+       "latency of one-way messages, and the "
        "cache curves by working set, by local-operation size and by message size); auto = gamma when run "
        "files are given")                                                                                           //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
@@ -471,6 +472,7 @@ int cmd_calibrate(int argc, char** argv) {
         params.push_back(Param::IntraInlineLatency);
         params.push_back(Param::IntraInlineOverhead);
       }
+      if (!topo.gpu) params.push_back(Param::IntraOneWay);
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
       for (Param p : add_message_points(topo, samples)) params.push_back(p);

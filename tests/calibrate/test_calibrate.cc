@@ -291,7 +291,7 @@ TEST(FitMessageOverhead, RecoversFromAStreamOfEight) {
 TEST(TopologyYaml, WritesTheMessageTermsBack) {
   Topology t = parse_topology(kHostTopology, "inline");
   t.intra.node_bw_Bps = 33e9;
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6};
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6, 0.75};
   t.network.msg.eager_limit_bytes = 65536;
   t.network.msg.rendezvous_latency_s = 40e-6;
   t.network.msg.message_overhead_s = 2e-6;
@@ -311,6 +311,8 @@ TEST(TopologyYaml, WritesTheMessageTermsBack) {
   ASSERT_TRUE(back.intra.msg.inline_overhead_s.has_value());
   EXPECT_NEAR(*back.intra.msg.inline_overhead_s, 0.1e-6, 1e-15);
   EXPECT_EQ(back.network.msg.inline_limit_bytes, 0u);
+  EXPECT_EQ(back.intra.msg.one_way_factor, 0.75);
+  EXPECT_EQ(back.network.msg.one_way_factor, 1.0);
 }
 
 // --refine all: the per-message and per-call terms and the working-set curve come back from
@@ -463,6 +465,31 @@ TEST(RefineParameters, RecoversTheInlineLatencyAndOverhead) {
   Topology plain = parse_topology(kHostTopology, "test");
   set_param(plain, Param::IntraInlineLatency, 5e-6);
   EXPECT_EQ(plain.intra.msg.inline_latency_s, 0.0);
+}
+
+// The factor on one-way latencies comes back from broadcasts and reduces (binomial trees, one-way)
+// measured beside allreduces and allgathers (exchanges), with the latency fitted alongside.
+TEST(RefineParameters, RecoversTheOneWayFactor) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.intra.msg.one_way_factor = 0.7;
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 5);
+  for (Collective c : {Collective::Broadcast, Collective::Reduce})
+    for (Bytes b = 1024; b <= 256 * 1024; b *= 4)
+      for (int ranks : {4, 8}) samples.push_back({c, Algorithm::Binomial, 1, ranks, b, 0.0});
+  for (auto& smp : samples)
+    smp.time_s =
+        closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes})
+            .time_s;
+  Topology start = truth;
+  start.intra.msg.one_way_factor = 1.0;
+  start.intra.latency_s *= 1.3;
+  const ParamFit f =
+      refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, Param::IntraOneWay}, FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.msg.one_way_factor, 0.7, 0.01);
+  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  EXPECT_EQ(field_of(Param::IntraOneWay), "intra_node.one_way_factor");
+  EXPECT_EQ(to_string(Param::IntraOneWay), "intra.one_way_factor");
 }
 
 // Robust weighting: a few points far off the model do not move the fit; least squares does move.

@@ -46,8 +46,7 @@ struct Priced {
   Bytes chunk_bytes;  // what the closed form's pipeline asked for (0: not pipelined)
 };
 
-Priced price(Collective c, Algorithm a, int p, Bytes bytes, int root = 0) {
-  const Topology topo = uniform();
+Priced price(Collective c, Algorithm a, int p, Bytes bytes, int root = 0, const Topology& topo = uniform()) {
   const CostQuery q{c, a, Protocol::None, 1, p, bytes};
   const Bytes chunk = pipeline_chunk_bytes(topo, q);
   const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, root, nullptr, chunk});
@@ -108,12 +107,18 @@ TEST(PriceEqualsClosedForm, UnpipelinedAlgorithms) {
                                               // One node: hierarchical is the plain ring.
                                               {C::AllReduce, A::Hierarchical},
                                               {C::AllGather, A::Hierarchical}};
-  for (auto [c, a] : pairs)
-    for (int p : kRanks)
-      for (Bytes bytes : sizes(p)) {
-        const Priced x = price(c, a, p, bytes, p / 2);
-        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, a, p, bytes);
-      }
+  // Also with one-way messages cheaper (Topology: one_way_factor): the closed forms know which
+  // steps are one-way.
+  Topology one_way = uniform();
+  one_way.intra.msg.one_way_factor = 0.6;
+  for (const Topology& t : {uniform(), one_way})
+    for (auto [c, a] : pairs)
+      for (int p : kRanks)
+        for (Bytes bytes : sizes(p)) {
+          const Priced x = price(c, a, p, bytes, p / 2, t);
+          EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s)
+              << name(c, a, p, bytes) << " one_way_factor=" << t.intra.msg.one_way_factor;
+        }
 }
 
 TEST(PriceEqualsClosedForm, RabenseifnerOnPowersOfTwo) {
@@ -390,6 +395,91 @@ TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
   const CostQuery eager{C::AllGather, A::Direct, Protocol::None, 1, 8, 4096};
   EXPECT_NEAR(closed_form(t, small).latency_s, 0.3e-6 + 6 * 0.05e-6, 1e-12);
   EXPECT_NEAR(closed_form(t, eager).latency_s, t.intra.latency_s + 6 * 0.4e-6, 1e-12);
+}
+
+// one_way_factor: the binomial trees' messages are one-way (the receiver sends nothing, the sender
+// receives nothing in that round) and pay the factor on their latency, in the priced schedules and
+// the closed forms alike; exchanges do not change.
+TEST(PriceEqualsClosedForm, OneWayMessages) {
+  Topology t = uniform();
+  t.intra.msg.one_way_factor = 0.6;
+  using C = Collective;
+  using A = Algorithm;
+  for (int p : {2, 4, 5, 8, 13, 16})
+    for (auto [c, a] : std::vector<std::pair<C, A>>{{C::Broadcast, A::Binomial},
+                                                    {C::Broadcast, A::Hierarchical},
+                                                    {C::Broadcast, A::RecursiveDoubling},
+                                                    {C::Reduce, A::Binomial},
+                                                    {C::Reduce, A::Hierarchical},
+                                                    {C::Reduce, A::Rabenseifner}}) {
+      if (a == A::RecursiveDoubling && !pow2(p)) continue;
+      for (Bytes bytes : {Bytes{16} * 1024 * 4, Bytes{16} << 20}) expect_price_equals_closed_form(t, c, a, p, bytes);
+    }
+  // Binomial broadcast of 8 ranks: three one-way steps.
+  const CostQuery bcast{C::Broadcast, A::Binomial, Protocol::None, 1, 8, 8 * 1024};
+  EXPECT_NEAR(closed_form(t, bcast).latency_s, 3 * 0.6 * kAlpha, 1e-15);
+  // Exchanges keep the full latency.
+  const Topology plain = uniform();
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllReduce, A::RecursiveDoubling},
+                                                  {C::AllGather, A::Bruck},
+                                                  {C::ReduceScatter, A::Pairwise},
+                                                  {C::SendRecv, A::Direct}}) {
+    const Schedule s = make_schedule({c, a, 8, count_for(8 * 4096), 4, 0, nullptr, 0});
+    EXPECT_EQ(price_schedule(s, t, Placement::uniform(1, 8)).time_s,
+              price_schedule(s, plain, Placement::uniform(1, 8)).time_s)
+        << name(c, a, 8, 8 * 4096);
+    const CostQuery q{c, a, Protocol::None, 1, 8, 8 * 4096};
+    EXPECT_EQ(closed_form(t, q).time_s, closed_form(plain, q).time_s) << name(c, a, 8, 8 * 4096);
+  }
+  // Across nodes (both tiers' factors), as AcrossNodesOnDgxH100.
+  Topology dgx = load_topology(resolve_topology_path("dgx-h100"));
+  dgx.memory_bw_Bps = 1e30;
+  dgx.intra.msg.one_way_factor = 0.6;
+  dgx.network.msg.one_way_factor = 0.5;
+  for (int nodes : {2, 4})
+    for (int G : {2, 8}) {
+      const int p = nodes * G;
+      const Placement pl = Placement::uniform(nodes, G);
+      for (auto [c, a] : std::vector<std::pair<C, A>>{{C::Broadcast, A::Binomial},
+                                                      {C::Broadcast, A::Hierarchical},
+                                                      {C::Broadcast, A::Ring},
+                                                      {C::Reduce, A::Binomial},
+                                                      {C::Reduce, A::Hierarchical},
+                                                      {C::Reduce, A::Ring}}) {
+        const Bytes bytes = static_cast<Bytes>(p) * 4 * 1024;
+        const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
+        const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, &pl, pipeline_chunk_bytes(dgx, q)});
+        const double priced = price_schedule(s, dgx, pl).time_s, closed = closed_form(dgx, q).time_s;
+        EXPECT_NEAR(priced, closed, 0.02 * closed) << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G;
+        const double plain_closed = closed_form(load_topology(resolve_topology_path("dgx-h100")), q).time_s;
+        EXPECT_LT(closed, plain_closed) << name(c, a, p, bytes);
+      }
+    }
+}
+
+// one_way_factor in the pipelines: the chain's closed form knows its one-way steps (all of them
+// with one chunk, the first and the last with more) and equals the priced schedule; the double
+// binary tree's closed form prices its first pass one-way, while in the schedule the two trees
+// overlap: within 20%, and 5% from 1 MiB.
+TEST(PriceOfPipelines, OneWayMessages) {
+  Topology t = uniform();
+  t.intra.msg.one_way_factor = 0.6;
+  for (int p : {4, 8, 13, 16})
+    for (Bytes bytes : {Bytes{4096}, Bytes{65536}, Bytes{1} << 20, Bytes{1} << 26}) {
+      for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+        const Priced x = price(c, Algorithm::Ring, p, bytes, 0, t);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-4 * x.closed_s) << name(c, Algorithm::Ring, p, bytes);
+      }
+      for (Collective c : {Collective::Broadcast, Collective::Reduce, Collective::AllReduce}) {
+        const Priced x = price(c, Algorithm::Tree, p, bytes, 0, t);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, (bytes >= (Bytes{1} << 20) ? 0.05 : 0.2) * x.closed_s)
+            << name(c, Algorithm::Tree, p, bytes);
+      }
+    }
+  // One chunk through a chain of 8: seven one-way steps.
+  const CostQuery q{Collective::Broadcast, Algorithm::Ring, Protocol::None, 1, 8, 4096};
+  EXPECT_NEAR(closed_form(t, q).latency_s, 7 * 0.6 * kAlpha, 1e-15);
 }
 
 // call_overhead and working_set_scale: priced schedules and closed forms apply them alike, and the

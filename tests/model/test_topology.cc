@@ -398,6 +398,19 @@ TEST(TopologyMessageTerms, InlineRegimeBelowTheEagerLimit) {
             std::string::npos);
 }
 
+TEST(TopologyMessageTerms, OneWayFactor) {
+  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
+                           "  latency: 1 us\n";
+  EXPECT_EQ(parse_topology(head, "inline").intra.msg.one_way_factor, 1.0);
+  EXPECT_EQ(parse_topology(head + "  one_way_factor: 0.7\n", "inline").intra.msg.one_way_factor, 0.7);
+  for (const char* bad : {"  one_way_factor: 0\n", "  one_way_factor: -1\n", "  one_way_factor: 11\n"}) {
+    const std::string e = parse_error(head + bad);
+    EXPECT_NE(e.find("bad.yaml:9: intra_node.one_way_factor: must be more than 0 and at most 10"), std::string::npos)
+        << e;
+  }
+}
+
 TEST(TopologyRuntimeTerms, CallOverheadAndWorkingSetCurve) {
   const std::string base = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
                            "network: { kind: none }\nintra_node: { fabric: shared-memory, bandwidth: 10 GB/s, latency: 1 us }\n";
