@@ -789,7 +789,8 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
     };
     std::vector<ConstFit> fits(steps.size() + 1);
     for (const TimedSize& s : samples)
-      if (s.bytes < beta_from_bytes) fits[level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+      if (s.bytes < beta_from_bytes)
+        fits[level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
     for (const ConstFit& f : fits) l.a.push_back(std::max(0.0, f.value()));
     for (const TimedSize& s : samples) {
       if (s.bytes >= beta_from_bytes) continue;

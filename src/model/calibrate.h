@@ -212,9 +212,8 @@ struct ProtocolFit {
   bool switched = false;             // an eager/rendezvous switch was found
   Bytes eager_limit_bytes = 0;       // largest measured size on the eager side (when switched)
   Seconds rendezvous_latency_s = 0;  // when switched
-  // A second, smaller step on the eager side: messages up to inline_limit_bytes pay
-  // inline_latency_s and latency_s is that of the sizes above it (found the same way, among the
-  // eager sizes, with at least two sizes on each side).
+  // A second step below the eager limit (inlined = true): messages up to inline_limit_bytes pay
+  // inline_latency_s, and latency_s is that of the sizes above it.
   bool inlined = false;
   Bytes inline_limit_bytes = 0;
   Seconds inline_latency_s = 0;

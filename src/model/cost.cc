@@ -27,13 +27,14 @@
 //  - message_overhead (per tier): a round that posts q messages at once (direct) pays
 //    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
 //    inline_overhead for messages up to the inline limit);
-//  - one_way_factor (per tier): the steps of binomial trees (broadcast, reduce, scatter, gather,
-//    and the hierarchical ones built of them) are one-way and pay latency * one_way_factor. The
-//    pipelined chains and trees are priced as exchanges: after their first steps every rank sends
-//    and receives at once.
+//  - one_way_factor (per tier): one-way steps pay latency * one_way_factor: those of binomial
+//    trees (broadcast, reduce, scatter, gather, and the hierarchical ones built of them), the folds
+//    of recursive doubling and halving, a pipelined chain's single chunk (with several chunks its
+//    first and last steps), and the double binary tree's first pass (Pipe::OneWay).
 #include "model/cost.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <bit>
 #include <climits>
 #include <cmath>
@@ -259,8 +260,7 @@ struct Stage {
   const MessageCosts* mc = nullptr;  // the tier's protocol terms (latency by message size)
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
   const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
-  double one_way = 1;          // factor on the latency: the tier's one_way_factor in the first pass
-  double at(double x) const { return (mc ? mc->latency_s(a, x * msg) : a) * one_way; }
+  double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
   // Time to move chunks of x bytes.
   double bw(double x) const { return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0); }
 };
@@ -273,20 +273,15 @@ struct Pipe {
   int nph = 1;
   Stage ss_i, ss_n;  // steady-state step per tier
   bool has_i = false, has_n = false;
-  // A chain (ring broadcast, reduce): one chunk passes one-way from rank to rank; with k >= 2
-  // chunks, a rank receives the next chunk while it sends one, and only the first step (from the
-  // end of the chain) and the last (into the other end) are one-way: their tiers.
-  bool chain = false;
+  // Which steps are one-way (Topology: one_way_factor):
+  //  - FirstPass (the double binary tree): the first chunk's pass, the phases, meets ranks that do
+  //    not send yet. The schedule's two trees overlap, so its priced time lies between this and
+  //    all steps as exchanges;
+  //  - Chain (ring broadcast, reduce): one chunk passes one-way from rank to rank, the phases; with
+  //    k >= 2 chunks a rank receives the next chunk while it sends one, and only the first step
+  //    and the last (on the tier of the last hop) are one-way.
+  enum class OneWay : std::uint8_t { FirstPass, Chain } one_way = OneWay::FirstPass;
   bool last_hop_net = false;
-  // The double binary tree: the first chunk's pass (the phases) meets ranks that do not send yet,
-  // priced one-way (the schedule's two trees overlap, so the priced schedule lies between this and
-  // all steps as exchanges).
-  void first_pass_one_way(const Env& e) {
-    for (int i = 0; i < nph; ++i) {
-      ph[i].si.one_way = e.topo->intra.msg.one_way_factor;
-      ph[i].sn.one_way = e.topo->network.msg.one_way_factor;
-    }
-  }
 };
 
 constexpr double kMinChunkBytes = 4096;
@@ -311,16 +306,15 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   }
   Parts pi{P.ss_i.at(x), P.ss_i.bw(x), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x), red(P.ss_n)};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
-  if (P.chain) {
-    // One-way steps (Pipe::chain): all of them with one chunk, the first and the last with more.
-    const double ow_i = e.topo->intra.msg.one_way_factor, ow_n = e.topo->network.msg.one_way_factor;
-    if (k <= 1) {
-      t.lat -= static_cast<double>(P.ph[0].S_i) * (1 - ow_i) * P.ph[0].si.at(x) +
-               static_cast<double>(P.ph[0].S_n) * (1 - ow_n) * P.ph[0].sn.at(x);
-    } else {
-      t.lat -= P.has_i ? (1 - ow_i) * P.ss_i.at(x) : (1 - ow_n) * P.ss_n.at(x);
-      t.lat -= P.last_hop_net || !P.has_i ? (1 - ow_n) * P.ss_n.at(x) : (1 - ow_i) * P.ss_i.at(x);
-    }
+  // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
+  const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
+  if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
+    for (int i = 0; i < P.nph; ++i)
+      t.lat -= static_cast<double>(P.ph[i].S_i) * save_i * P.ph[i].si.at(x) +
+               static_cast<double>(P.ph[i].S_n) * save_n * P.ph[i].sn.at(x);
+  } else {
+    t.lat -= P.has_i ? save_i * P.ss_i.at(x) : save_n * P.ss_n.at(x);
+    t.lat -= P.last_hop_net || !P.has_i ? save_n * P.ss_n.at(x) : save_i * P.ss_i.at(x);
   }
   return t;
 }
@@ -414,7 +408,6 @@ Pipe tree_pipe(const Env& e, Collective c) {
   }
   P.has_i = e.G > 1;
   P.has_n = e.N > 1;
-  P.first_pass_one_way(e);
   return P;
 }
 
@@ -433,7 +426,7 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   P.ss_n = P.ph[0].sn;
   P.has_i = P.ph[0].S_i > 0;
   P.has_n = P.ph[0].S_n > 0;
-  P.chain = true;
+  P.one_way = Pipe::OneWay::Chain;
   P.last_hop_net = reduces ? e.N > 1 : e.G == 1 && e.N > 1;
   return P;
 }

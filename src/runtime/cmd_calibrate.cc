@@ -235,8 +235,9 @@ int cmd_calibrate(int argc, char** argv) {
                   "on the ring-shift measurements of `commsim probe` (inside a node, across the network), gamma "
                   "(reduction) from the probe's reduction loop and, given measured runs, from reducing "
                   "collectives; for host ranks also the message library's protocol steps (inline, eager and "
-                  "rendezvous latencies), per-message overheads and the node's shared bandwidth. Prints R^2, residuals and a held-out check (fit on every other size, error on the "
-                  "rest), and writes a topology file that `commsim predict` and `commsim run` accept.",
+                  "rendezvous latencies), per-message overheads and the node's shared bandwidth. Prints R^2, "
+                  "residuals and a held-out check (fit on every other size, error on the rest), and writes a "
+                  "topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
                   "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml");
   cli.options().add_options()                                                                                     //
@@ -247,10 +248,9 @@ int cmd_calibrate(int argc, char** argv) {
       ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")                 //
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
-       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, the "
-       "latency of one-way messages, and the "
-       "cache curves by working set, by local-operation size and by message size); auto = gamma when run "
-       "files are given")                                                                                           //
+       "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
+       "the latency of one-way messages, and the cache curves by working set, by local-operation size and by "
+       "message size); auto = gamma when run files are given")                                                                                           //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
        "relative (least squares on relative residuals) or absolute (on seconds)")                                                //
@@ -348,7 +348,7 @@ int cmd_calibrate(int argc, char** argv) {
         if (pf.inlined) {
           topo.intra.msg.inline_limit_bytes = pf.inline_limit_bytes;
           topo.intra.msg.inline_latency_s = pf.inline_latency_s;
-          comments.push_back({"intra_node.inline_limit", from(intra.source) + " (best split of the eager sizes)"});
+          comments.push_back({"intra_node.inline_limit", from(intra.source) + " (the lower of two latency steps)"});
           comments.push_back({"intra_node.inline_latency", from(intra.source)});
           out << " (" << fnum("%.3f", pf.inline_latency_s * 1e6) << " us up to " << format_bytes(pf.inline_limit_bytes)
               << ", inline)";

@@ -98,6 +98,11 @@ std::vector<CollectiveSample> collective_data(const Topology& truth, double nois
   return out;
 }
 
+// The samples' times as `truth` predicts them (closed forms, no noise).
+void time_on(const Topology& truth, std::vector<CollectiveSample>& samples) {
+  for (CollectiveSample& s : samples) s.time_s = predict_closed_form(truth, s);
+}
+
 TEST(FitGamma, RecoversTheReductionRate) {
   Topology truth = parse_topology(kHostTopology, "test");
   Topology start = truth;
@@ -334,8 +339,7 @@ TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
   truth.working_set_scale = start.working_set_scale;
   for (std::size_t i = 1; i < truth.working_set_scale.size(); ++i)
     truth.working_set_scale[i].scale = std::pow(0.8, static_cast<double>(i));
-  for (auto& smp : samples)
-    smp.time_s = closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes}).time_s;
+  time_on(truth, samples);
   std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                                Param::Gamma};
   params.insert(params.end(), curve.begin(), curve.end());
@@ -370,8 +374,7 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
   truth.local_op_scale = start.local_op_scale;
   for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
     truth.local_op_scale[i].scale = std::pow(0.75, static_cast<double>(i));
-  for (auto& smp : samples)
-    smp.time_s = closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes}).time_s;
+  time_on(truth, samples);
   start.reduce_bw_Bps *= 2;
   std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
   params.insert(params.end(), curve.begin(), curve.end());
@@ -407,10 +410,7 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
   truth.message_scale = start.message_scale;
   for (std::size_t i = 1; i < truth.message_scale.size(); ++i)
     truth.message_scale[i].scale = i < 4 ? 1.0 + 0.1 * double(i) : 1.3 - 0.15 * double(i - 3);
-  for (auto& smp : samples)
-    smp.time_s =
-        closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes})
-            .time_s;
+  time_on(truth, samples);
   start.intra.bw_Bps *= 0.7;
   std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
   params.insert(params.end(), curve.begin(), curve.end());
@@ -443,10 +443,7 @@ TEST(RefineParameters, RecoversTheInlineLatencyAndOverhead) {
   for (Algorithm a : {Algorithm::Direct, Algorithm::Ring, Algorithm::RecursiveDoubling})
     for (Bytes b = 256; b <= 64 * 1024; b *= 2)
       for (int ranks : {4, 8}) samples.push_back({Collective::AllGather, a, 1, ranks, b, 0.0});
-  for (auto& smp : samples)
-    smp.time_s =
-        closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes})
-            .time_s;
+  time_on(truth, samples);
   Topology start = truth;
   start.intra.msg.inline_latency_s = 1e-6;
   start.intra.msg.inline_overhead_s.reset();  // starts at message_overhead
@@ -476,10 +473,7 @@ TEST(RefineParameters, RecoversTheOneWayFactor) {
   for (Collective c : {Collective::Broadcast, Collective::Reduce})
     for (Bytes b = 1024; b <= 256 * 1024; b *= 4)
       for (int ranks : {4, 8}) samples.push_back({c, Algorithm::Binomial, 1, ranks, b, 0.0});
-  for (auto& smp : samples)
-    smp.time_s =
-        closed_form(truth, {smp.collective, smp.algorithm, Protocol::None, smp.nodes, smp.ranks_per_node, smp.bytes})
-            .time_s;
+  time_on(truth, samples);
   Topology start = truth;
   start.intra.msg.one_way_factor = 1.0;
   start.intra.latency_s *= 1.3;
