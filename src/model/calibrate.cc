@@ -136,12 +136,12 @@ bool is_time_param(Param p) {
          p == Param::IntraInlineLatency || p == Param::IntraInlineOverhead;
 }
 double param_floor(Param p) {
-  if (is_time_param(p)) return 0.0;
+  if (is_time_param(p) || p == Param::IntraReceiveShare) return 0.0;
   if (is_scale_param(p)) return 0.02;  // a cache effect of 50x is beyond any machine
   return kMinBetaSPerByte;
 }
 double param_step(Param p, double value) {
-  double typical = is_time_param(p) ? 1e-7 : is_scale_param(p) ? 1.0 : 1e-12;
+  double typical = is_time_param(p) ? 1e-7 : is_scale_param(p) || p == Param::IntraReceiveShare ? 1.0 : 1e-12;
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
 }
 
@@ -281,6 +281,7 @@ std::string_view to_string(Param p) {
     case Param::IntraInlineLatency: return "intra.inline_latency";
     case Param::IntraInlineOverhead: return "intra.inline_overhead";
     case Param::IntraOneWay: return "intra.one_way_factor";
+    case Param::IntraReceiveShare: return "intra.overhead_receive_share";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -318,6 +319,7 @@ std::string_view field_of(Param p) {
     case Param::IntraInlineLatency: return "intra_node.inline_latency";
     case Param::IntraInlineOverhead: return "intra_node.inline_overhead";
     case Param::IntraOneWay: return "intra_node.one_way_factor";
+    case Param::IntraReceiveShare: return "intra_node.overhead_receive_share";
     default:
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
@@ -379,6 +381,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraInlineLatency: return topo.intra.msg.inline_latency_s;
     case Param::IntraInlineOverhead: return topo.intra.msg.overhead_s(0);
     case Param::IntraOneWay: return topo.intra.msg.one_way_factor;
+    case Param::IntraReceiveShare: return topo.intra.msg.overhead_receive_share;
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -417,6 +420,7 @@ void set_param(Topology& topo, Param p, double value) {
       if (topo.intra.msg.inline_limit_bytes > 0) topo.intra.msg.inline_overhead_s = value;
       break;
     case Param::IntraOneWay: topo.intra.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
+    case Param::IntraReceiveShare: topo.intra.msg.overhead_receive_share = std::clamp(value, 0.0, 1.0); break;
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -634,6 +638,8 @@ void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
     if (m.inline_overhead_s) y.line(2, "inline_overhead", time_text(*m.inline_overhead_s), tier + ".inline_overhead");
   }
   if (m.one_way_factor != 1.0) y.line(2, "one_way_factor", num(m.one_way_factor), tier + ".one_way_factor");
+  if (m.overhead_receive_share != 0)
+    y.line(2, "overhead_receive_share", num(m.overhead_receive_share), tier + ".overhead_receive_share");
 }
 
 }  // namespace

@@ -107,7 +107,9 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //  - the inline regime's latency and overhead (intra_node.inline_latency, .inline_overhead), when
 //    the topology has an inline limit;
 //  - intra_node.one_way_factor, the factor on the latency of one-way messages (a scale, like the
-//    curves' points).
+//    curves' points);
+//  - intra_node.overhead_receive_share, the part of the message overheads paid by the receiving
+//    rank (from 0 to 1).
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
@@ -118,8 +120,9 @@ enum class Param : std::uint8_t {
   Message1, Message2, Message3, Message4, Message5, Message6, Message7,
   IntraInlineLatency, IntraInlineOverhead,
   IntraOneWay,
+  IntraReceiveShare,
 };
-inline constexpr int kParamCount = 31;
+inline constexpr int kParamCount = 32;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).

@@ -23,7 +23,8 @@
 // transfer's tier later (rendezvous_overhead above the eager limit, inline_overhead up to the
 // inline limit), and the round ends with the last; a transfer whose receiver's round sends
 // nothing and whose sender's round receives nothing pays its latency times the tier's
-// one_way_factor; call_overhead is added once to
+// one_way_factor; with the tier's overhead_receive_share s the i-th send waits (1 - s) i
+// overheads and, as the j-th receive of its receiver's round, s j more (MessageCosts); call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
@@ -107,6 +108,7 @@ class Pricer : public ScheduleVisitor {
   void set_transfers(const std::vector<MatchedTransfer>& transfers) {
     transfers_ = &transfers;
     posted_before_.reserve(transfers.size());
+    received_before_.reserve(transfers.size());
     auto add_at = [](std::vector<double>& v, std::size_t i, double x) {
       if (v.size() <= i) v.resize(i + 1, 0.0);
       v[i] += x;
@@ -117,6 +119,7 @@ class Pricer : public ScheduleVisitor {
       RoundLoad& lr = rounds_[index_(t.recv.rank, t.recv.round)].load;
       if (t.recv_kind == OpKind::RecvReduce) lr.combined += static_cast<double>(bytes);
       posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
+      received_before_.push_back(lr.recvs);  // the receives of the receiving round before this one
       ls.sends += 1;
       lr.recvs += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
@@ -157,7 +160,8 @@ class Pricer : public ScheduleVisitor {
     RoundState& receiver = rounds_[index_(t.recv.rank, t.recv.round)];
     PathTime start = sender.post;
     start.take_later(receiver.post);
-    const PathTime arrived{start.t + duration_s(t, posted_before_[i], sender.load, receiver.load), start.copy};
+    const PathTime arrived{
+        start.t + duration_s(t, posted_before_[i], received_before_[i], sender.load, receiver.load), start.copy};
     sender.end.take_later(arrived);
     const double combine_s = t.recv_kind == OpKind::RecvReduce ? receiver.load.combine_s : 0;
     receiver.end.take_later({arrived.t + combine_s, arrived.copy});
@@ -184,7 +188,8 @@ class Pricer : public ScheduleVisitor {
     return step == Round::kStepIsIndex ? at.round : step;
   }
 
-  Seconds duration_s(const MatchedTransfer& t, double posted_before, const RoundLoad& ls, const RoundLoad& lr) const {
+  Seconds duration_s(const MatchedTransfer& t, double posted_before, double received_before, const RoundLoad& ls,
+                     const RoundLoad& lr) const {
     const double bytes = static_cast<double>(t.count * s_.elem_size);
     // One way: the receiver's round sends nothing and the sender's receives nothing.
     const bool one_way = lr.sends == 0 && ls.recvs == 0;
@@ -193,12 +198,12 @@ class Pricer : public ScheduleVisitor {
       if (!node_intra_.empty())
         bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][step_of(t.send)] * node_intra_s_per_byte_);
       return topo_.intra.message_latency_s(bytes) * (one_way ? topo_.intra.msg.one_way_factor : 1.0) +
-             posted_before * topo_.intra.msg.overhead_s(bytes) + bw_s;
+             topo_.intra.msg.queued_overhead_s(bytes, posted_before, received_before) + bw_s;
     }
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][step_of(t.send)],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
     return topo_.network.message_latency_s(bytes) * (one_way ? topo_.network.msg.one_way_factor : 1.0) +
-           posted_before * topo_.network.msg.overhead_s(bytes) +
+           topo_.network.msg.queued_overhead_s(bytes, posted_before, received_before) +
            std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 
@@ -210,6 +215,7 @@ class Pricer : public ScheduleVisitor {
   const double copy_s_per_byte_, gamma_, intra_s_per_byte_, nic_s_per_byte_, node_s_per_byte_;
   std::vector<RoundState> rounds_;                       // [round]
   std::vector<double> posted_before_;                    // [transfer]: sends its round posts before it
+  std::vector<double> received_before_;                  // [transfer]: receives its receiver's round has before it
   std::vector<std::vector<double>> node_out_, node_in_;  // [node][step]: network bytes
   const double node_intra_s_per_byte_;
   std::vector<std::vector<double>> node_intra_;  // [node][step]: intra-node bytes (only with node_bandwidth)

@@ -27,7 +27,14 @@ namespace commsim {
 //  - one_way_factor: a message whose receiver posts no send and whose sender posts no receive in
 //    the same round (binomial trees: broadcast, reduce, scatter, gather) pays its latency times
 //    this factor. The latencies are fitted on exchanges, where every rank both sends and receives;
-//    a one-way message meets an idle receiver (1 = no difference).
+//    a one-way message meets an idle receiver (1 = no difference);
+//  - overhead_receive_share: which side of a transfer pays the overheads above. With share s, the
+//    transfer posted after i other sends of its sender's round and after j other receives of its
+//    receiver's round waits ((1 - s) i + s j) overheads: 0 = the sender posts its messages one
+//    after another (the default), 1 = the receiver takes in its messages one after another, so a
+//    rank that sends to two ranks which receive only from it pays nothing extra (a binary tree).
+//    Where every rank sends and receives the same number of messages (direct) the share does
+//    not matter.
 struct MessageCosts {
   Bytes eager_limit_bytes = 0;       // 0: every message pays the tier's latency
   Seconds rendezvous_latency_s = 0;  // used above eager_limit_bytes
@@ -37,6 +44,13 @@ struct MessageCosts {
   Seconds inline_latency_s = 0;      // used up to inline_limit_bytes
   std::optional<Seconds> inline_overhead_s;  // per additional message up to inline_limit_bytes
   double one_way_factor = 1.0;       // on the latency of a one-way message
+  double overhead_receive_share = 0;  // of each overhead, the part paid per receive (0..1)
+  // The overheads a transfer waits for: posted after `sends_before` sends of its sender's round and
+  // after `recvs_before` receives of its receiver's round.
+  Seconds queued_overhead_s(double bytes, double sends_before, double recvs_before) const {
+    const double n = (1 - overhead_receive_share) * sends_before + overhead_receive_share * recvs_before;
+    return n > 0 ? n * overhead_s(bytes) : 0.0;
+  }
   bool is_inline(double bytes) const {
     return inline_limit_bytes > 0 && bytes <= static_cast<double>(inline_limit_bytes);
   }

@@ -472,7 +472,10 @@ int cmd_calibrate(int argc, char** argv) {
         params.push_back(Param::IntraInlineLatency);
         params.push_back(Param::IntraInlineOverhead);
       }
-      if (!topo.gpu) params.push_back(Param::IntraOneWay);
+      if (!topo.gpu) {
+        params.push_back(Param::IntraOneWay);
+        params.push_back(Param::IntraReceiveShare);
+      }
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
       for (Param p : add_message_points(topo, samples)) params.push_back(p);
