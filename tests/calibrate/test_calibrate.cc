@@ -5,9 +5,11 @@
 #include <cmath>
 #include <random>
 
+#include "collectives/generators.h"
 #include "model/calibrate.h"
 #include "model/cost.h"
 #include "model/error.h"
+#include "model/price.h"
 #include "model/topology.h"
 
 namespace commsim {
@@ -296,7 +298,7 @@ TEST(FitMessageOverhead, RecoversFromAStreamOfEight) {
 TEST(TopologyYaml, WritesTheMessageTermsBack) {
   Topology t = parse_topology(kHostTopology, "inline");
   t.intra.node_bw_Bps = 33e9;
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6, 0.75};
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6, 0.75, 0.6};
   t.network.msg.eager_limit_bytes = 65536;
   t.network.msg.rendezvous_latency_s = 40e-6;
   t.network.msg.message_overhead_s = 2e-6;
@@ -318,6 +320,8 @@ TEST(TopologyYaml, WritesTheMessageTermsBack) {
   EXPECT_EQ(back.network.msg.inline_limit_bytes, 0u);
   EXPECT_EQ(back.intra.msg.one_way_factor, 0.75);
   EXPECT_EQ(back.network.msg.one_way_factor, 1.0);
+  EXPECT_EQ(back.intra.msg.overhead_receive_share, 0.6);
+  EXPECT_EQ(back.network.msg.overhead_receive_share, 0.0);
 }
 
 // --refine all: the per-message and per-call terms and the working-set curve come back from
@@ -484,6 +488,43 @@ TEST(RefineParameters, RecoversTheOneWayFactor) {
   EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
   EXPECT_EQ(field_of(Param::IntraOneWay), "intra_node.one_way_factor");
   EXPECT_EQ(to_string(Param::IntraOneWay), "intra.one_way_factor");
+}
+
+// The share of the message overheads paid by receivers comes back from priced schedules (the
+// closed forms do not see it): tree broadcasts, whose ranks send to two children that receive
+// only from them, beside direct allgathers, where every rank sends and receives p - 1 messages.
+TEST(RefineParameters, RecoversTheOverheadReceiveShare) {
+  const SamplePredictor priced = [](const Topology& t, const CollectiveSample& s) {
+    const int p = s.nodes * s.ranks_per_node;
+    const Schedule sched = make_schedule({s.collective, s.algorithm, p, s.bytes / 4, 4, 0, nullptr, 0});
+    return price_schedule(sched, t, Placement::uniform(s.nodes, s.ranks_per_node)).time_s;
+  };
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.intra.msg.message_overhead_s = 0.6e-6;
+  truth.intra.msg.overhead_receive_share = 0.8;
+  std::vector<CollectiveSample> samples;
+  for (Bytes b = 1024; b <= 64 * 1024; b *= 4)
+    for (int ranks : {4, 8}) {
+      samples.push_back({Collective::Broadcast, Algorithm::Tree, 1, ranks, b, 0.0});
+      samples.push_back({Collective::AllGather, Algorithm::Direct, 1, ranks, b, 0.0});
+      samples.push_back({Collective::AllGather, Algorithm::Ring, 1, ranks, b, 0.0});
+    }
+  for (CollectiveSample& x : samples) x.time_s = priced(truth, x);
+  Topology start = truth;
+  start.intra.msg.overhead_receive_share = 0;
+  start.intra.msg.message_overhead_s = 1e-6;
+  const ParamFit f = refine_parameters(
+      start, samples, {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraReceiveShare},
+      FitWeighting::Robust, priced);
+  EXPECT_NEAR(f.topology.intra.msg.overhead_receive_share, 0.8, 0.02);
+  EXPECT_NEAR(f.topology.intra.msg.message_overhead_s, 0.6e-6, 0.01e-6);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  EXPECT_EQ(field_of(Param::IntraReceiveShare), "intra_node.overhead_receive_share");
+  EXPECT_EQ(to_string(Param::IntraReceiveShare), "intra.overhead_receive_share");
+  // The fit keeps the share inside [0, 1].
+  Topology t = truth;
+  set_param(t, Param::IntraReceiveShare, 1.7);
+  EXPECT_EQ(t.intra.msg.overhead_receive_share, 1.0);
 }
 
 // Robust weighting: a few points far off the model do not move the fit; least squares does move.

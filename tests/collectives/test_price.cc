@@ -397,6 +397,67 @@ TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
   EXPECT_NEAR(closed_form(t, eager).latency_s, t.intra.latency_s + 6 * 0.4e-6, 1e-12);
 }
 
+// overhead_receive_share: which side of a transfer waits for the message overheads. Three ranks,
+// one round: rank 0 sends to ranks 1 and 2 (fan-out), or ranks 1 and 2 send to rank 0 (fan-in).
+Schedule fan(bool out, std::uint64_t count) {
+  Schedule s;
+  s.nranks = 3;
+  s.count = s.input_count = s.output_count = count;
+  s.ranks.resize(3);
+  const Span in{BufferId::Input, 0, count}, dst{BufferId::Output, 0, count};
+  for (int r = 0; r < 3; ++r) s.ranks[r].rounds.resize(1);
+  for (int peer : {1, 2}) {
+    s.ranks[0].rounds[0].ops.push_back(out ? Op{OpKind::Send, peer, in, {}} : Op{OpKind::Recv, peer, {}, dst});
+    s.ranks[peer].rounds[0].ops.push_back(out ? Op{OpKind::Recv, 0, {}, dst} : Op{OpKind::Send, 0, in, {}});
+  }
+  return s;
+}
+
+TEST(PriceOverheads, ReceiveShare) {
+  Topology t = uniform();
+  t.intra.msg.message_overhead_s = 1e-6;
+  const Placement pl = Placement::uniform(1, 3);
+  const std::uint64_t count = 256;  // 1 KiB
+  const double move = 1024 * kBeta;
+  for (double share : {0.0, 0.25, 1.0}) {
+    t.intra.msg.overhead_receive_share = share;
+    // Fan-out: the sender posts two messages, each receiver takes in one (and the one-way factor is
+    // 1): the second message waits (1 - share) overheads. The sender's round moves both messages.
+    EXPECT_NEAR(price_schedule(fan(true, count), t, pl).time_s, kAlpha + (1 - share) * 1e-6 + 2 * move, 1e-15)
+        << "share " << share;
+    // Fan-in: two senders of one message each, one receiver of two: share overheads.
+    EXPECT_NEAR(price_schedule(fan(false, count), t, pl).time_s, kAlpha + share * 1e-6 + 2 * move, 1e-15)
+        << "share " << share;
+  }
+  // Where every rank sends and receives as many messages in a round (direct), the share does not
+  // change the priced time, and the closed form holds for any share.
+  using C = Collective;
+  using A = Algorithm;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllGather, A::Direct}, {C::ReduceScatter, A::Direct},
+                                                  {C::AllToAll, A::Direct}})
+    for (int p : {4, 8}) {
+      t.intra.msg.overhead_receive_share = 0;
+      const Schedule s = make_schedule({c, a, p, count_for(Bytes{8} * 4096), 4, 0, nullptr, 0});
+      const double sender_pays = price_schedule(s, t, Placement::uniform(1, p)).time_s;
+      t.intra.msg.overhead_receive_share = 0.7;
+      EXPECT_NEAR(price_schedule(s, t, Placement::uniform(1, p)).time_s, sender_pays, 1e-15) << name(c, a, p, 8 * 4096);
+      expect_price_equals_closed_form(t, c, a, p, Bytes{8} * 4096);
+    }
+  // The double binary tree's broadcast: a rank sends to two children that receive only from it;
+  // with the receivers paying, its priced time falls to that without overheads.
+  const Topology none = uniform();
+  for (int p : {7, 16}) {
+    const Schedule s = make_schedule({C::Broadcast, A::Tree, p, count_for(1024), 4, 0, nullptr, 0});
+    const Placement pp = Placement::uniform(1, p);
+    t.intra.msg.overhead_receive_share = 0;
+    const double sender_pays = price_schedule(s, t, pp).time_s;
+    t.intra.msg.overhead_receive_share = 1;
+    const double receiver_pays = price_schedule(s, t, pp).time_s;
+    EXPECT_GT(sender_pays, receiver_pays + 0.9e-6) << p;
+    EXPECT_NEAR(receiver_pays, price_schedule(s, none, pp).time_s, 1e-6 + 1e-15) << p;
+  }
+}
+
 // one_way_factor: the binomial trees' messages are one-way (the receiver sends nothing, the sender
 // receives nothing in that round) and pay the factor on their latency, in the priced schedules and
 // the closed forms alike; exchanges do not change.

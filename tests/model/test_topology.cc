@@ -411,6 +411,21 @@ TEST(TopologyMessageTerms, OneWayFactor) {
   }
 }
 
+TEST(TopologyMessageTerms, OverheadReceiveShare) {
+  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
+                           "  latency: 1 us\n";
+  EXPECT_EQ(parse_topology(head, "inline").intra.msg.overhead_receive_share, 0.0);
+  EXPECT_EQ(parse_topology(head + "  overhead_receive_share: 0.8\n", "inline").intra.msg.overhead_receive_share, 0.8);
+  EXPECT_EQ(parse_topology(head + "  overhead_receive_share: 1\n", "inline").intra.msg.overhead_receive_share, 1.0);
+  for (const char* bad : {"  overhead_receive_share: -0.1\n", "  overhead_receive_share: 1.5\n",
+                          "  overhead_receive_share: half\n"}) {
+    const std::string e = parse_error(head + bad);
+    EXPECT_NE(e.find("bad.yaml:9: intra_node.overhead_receive_share"), std::string::npos) << e;
+  }
+  EXPECT_NE(parse_error(head + "  overhead_receive_share: 2\n").find("must be from 0 to 1"), std::string::npos);
+}
+
 TEST(TopologyRuntimeTerms, CallOverheadAndWorkingSetCurve) {
   const std::string base = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
                            "network: { kind: none }\nintra_node: { fabric: shared-memory, bandwidth: 10 GB/s, latency: 1 us }\n";
