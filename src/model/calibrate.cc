@@ -128,7 +128,8 @@ int message_index(Param p) {
   return i >= 1 && i <= 7 ? i : -1;
 }
 bool is_scale_param(Param p) {
-  return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay;
+  return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay ||
+         p == Param::IntraExchange;
 }
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
@@ -282,6 +283,7 @@ std::string_view to_string(Param p) {
     case Param::IntraInlineOverhead: return "intra.inline_overhead";
     case Param::IntraOneWay: return "intra.one_way_factor";
     case Param::IntraReceiveShare: return "intra.overhead_receive_share";
+    case Param::IntraExchange: return "intra.exchange_factor";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -320,6 +322,7 @@ std::string_view field_of(Param p) {
     case Param::IntraInlineOverhead: return "intra_node.inline_overhead";
     case Param::IntraOneWay: return "intra_node.one_way_factor";
     case Param::IntraReceiveShare: return "intra_node.overhead_receive_share";
+    case Param::IntraExchange: return "intra_node.exchange_factor";
     default:
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
@@ -382,6 +385,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraInlineOverhead: return topo.intra.msg.overhead_s(0);
     case Param::IntraOneWay: return topo.intra.msg.one_way_factor;
     case Param::IntraReceiveShare: return topo.intra.msg.overhead_receive_share;
+    case Param::IntraExchange: return topo.intra.msg.exchange_factor;
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -421,6 +425,7 @@ void set_param(Topology& topo, Param p, double value) {
       break;
     case Param::IntraOneWay: topo.intra.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
     case Param::IntraReceiveShare: topo.intra.msg.overhead_receive_share = std::clamp(value, 0.0, 1.0); break;
+    case Param::IntraExchange: topo.intra.msg.exchange_factor = std::min(value, 10.0); break;  // the file's limit
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -638,6 +643,7 @@ void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
     if (m.inline_overhead_s) y.line(2, "inline_overhead", time_text(*m.inline_overhead_s), tier + ".inline_overhead");
   }
   if (m.one_way_factor != 1.0) y.line(2, "one_way_factor", num(m.one_way_factor), tier + ".one_way_factor");
+  if (m.exchange_factor != 1.0) y.line(2, "exchange_factor", num(m.exchange_factor), tier + ".exchange_factor");
   if (m.overhead_receive_share != 0)
     y.line(2, "overhead_receive_share", num(m.overhead_receive_share), tier + ".overhead_receive_share");
 }

@@ -108,6 +108,8 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //    the topology has an inline limit;
 //  - intra_node.one_way_factor, the factor on the latency of one-way messages (a scale, like the
 //    curves' points);
+//  - intra_node.exchange_factor, the factor on the latency of messages answered in the same round
+//    (a scale);
 //  - intra_node.overhead_receive_share, the part of the message overheads paid by the receiving
 //    rank (from 0 to 1).
 enum class Param : std::uint8_t {
@@ -121,8 +123,9 @@ enum class Param : std::uint8_t {
   IntraInlineLatency, IntraInlineOverhead,
   IntraOneWay,
   IntraReceiveShare,
+  IntraExchange,
 };
-inline constexpr int kParamCount = 32;
+inline constexpr int kParamCount = 33;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).

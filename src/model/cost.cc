@@ -30,7 +30,11 @@
 //  - one_way_factor (per tier): one-way steps pay latency * one_way_factor: those of binomial
 //    trees (broadcast, reduce, scatter, gather, and the hierarchical ones built of them), the folds
 //    of recursive doubling and halving, a pipelined chain's single chunk (with several chunks its
-//    first and last steps), and the double binary tree's first pass (Pipe::OneWay).
+//    first and last steps), and the double binary tree's first pass (Pipe::OneWay);
+//  - exchange_factor (per tier): steps whose partners send to each other pay latency *
+//    exchange_factor: those of recursive doubling and halving (Rabenseifner too), direct, pairwise
+//    on a power of two, a shift by p/2 (Bruck's last step), and any ring of two ranks (Way). The
+//    pipelines (tree, chain) are priced without it.
 #include "model/cost.h"
 
 #include <algorithm>
@@ -74,6 +78,13 @@ inline int ceil_lg(long long p) {
   return p <= 1 ? 0 : floor_lg(p - 1) + 1;
 }
 
+// How the ranks of a step talk, for the latency factors of MessageCosts:
+//   Shift     each rank sends to one rank and receives from another (rings, Bruck);
+//   OneWay    the receiver sends nothing and the sender receives nothing (binomial trees, folds);
+//   Exchange  the receiver sends back to the sender in the same step (recursive doubling and
+//             halving, direct, any pattern on two ranks).
+enum class Way : std::uint8_t { Shift, OneWay, Exchange };
+
 // Everything a closed form needs, computed once per call.
 struct Env {
   long long N = 1, G = 1, p = 1;
@@ -91,14 +102,13 @@ struct Env {
   double b_flow(double f) const { return 1.0 / std::min(nic_bw, node_bw / f); }
   // Intra-node s/B when f ranks of the node move data inside it at once.
   double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f / node_intra_bw) : b_i; }
-  // Latency of one message of m bytes on each tier.
-  // one_way: the receiver sends nothing and the sender receives nothing in that step (binomial
-  // trees): times the tier's one_way_factor.
-  double lat_i(double m, bool one_way = false) const {
-    return topo->intra.msg.latency_s(a_i, m) * (one_way ? topo->intra.msg.one_way_factor : 1.0);
+  // Latency of one message of m bytes on each tier, by its pattern (Way).
+  double lat_i(double m, Way w = Way::Shift) const { return topo->intra.msg.latency_s(a_i, m) * factor(topo->intra.msg, w); }
+  double lat_n(double m, Way w = Way::Shift) const {
+    return topo->network.msg.latency_s(a_n, m) * factor(topo->network.msg, w);
   }
-  double lat_n(double m, bool one_way = false) const {
-    return topo->network.msg.latency_s(a_n, m) * (one_way ? topo->network.msg.one_way_factor : 1.0);
+  static double factor(const MessageCosts& mc, Way w) {
+    return w == Way::OneWay ? mc.one_way_factor : w == Way::Exchange ? mc.exchange_factor : 1.0;
   }
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
@@ -138,50 +148,53 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
 }
 
 // A step inside a node: m bytes per rank, f ranks of the node moving data at once.
-Parts intra(const Env& e, double m, double f, bool one_way = false) {
-  return {e.lat_i(m, one_way), e.moved_i(m) * e.b_in(f), 0};
+Parts intra(const Env& e, double m, double f, Way w = Way::Shift) {
+  return {e.lat_i(m, w), e.moved_i(m) * e.b_in(f), 0};
 }
 // All ranks of the node active (G of them; p on one node).
-Parts intra(const Env& e, double m) {
-  return intra(e, m, static_cast<double>(e.G));
+Parts intra(const Env& e, double m, Way w = Way::Shift) {
+  return intra(e, m, static_cast<double>(e.G), w);
 }
-Parts net(const Env& e, double m, double b, bool one_way = false) {
-  return {e.lat_n(m, one_way), m * b, 0};
+Parts net(const Env& e, double m, double b, Way w = Way::Shift) {
+  return {e.lat_n(m, w), m * b, 0};
+}
+// A ring of q ranks: each sends to its successor; on two ranks that is an exchange.
+Way ring_way(long long q) {
+  return q == 2 ? Way::Exchange : Way::Shift;
 }
 
 // One step of a recursive-doubling-like pattern: rank r exchanges with r XOR d (binomial trees
-// too: a sender r is a multiple of 2d and sends to r + d = r XOR d). With block placement, every
-// message stays inside a node when 2d divides G, every message crosses when d >= G, otherwise some
-// do. f_all / f_some: flows leaving a node when all / some messages cross.
-Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some,
-               bool one_way = false) {
+// too: a sender r is a multiple of 2d and sends to r + d = r XOR d, one-way). With block
+// placement, every message stays inside a node when 2d divides G, every message crosses when
+// d >= G, otherwise some do. f_all / f_some: flows leaving a node when all / some messages cross.
+Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w) {
   Parts s;
   if (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))
-    s = intra(e, m, static_cast<double>(e.G), one_way);
+    s = intra(e, m, static_cast<double>(e.G), w);
   else if (d >= e.G)
-    s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all),
-            one_way);
+    s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all), w);
   else
-    s = slower(intra(e, m, static_cast<double>(e.G), one_way),
-               net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some), one_way));
+    s = slower(intra(e, m, static_cast<double>(e.G), w), net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some), w));
   s.red = e.red(m_reduced);
   return s;
 }
 // Every rank active (recursive doubling/halving): all G cross, or at most 2d per node (d on each side
 // of a node boundary).
 Parts xor_all(const Env& e, long long d, double m, double m_reduced) {
-  return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)));
+  return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)),
+                  Way::Exchange);
 }
 // The fold of a power-of-two algorithm on p' = 2^floor(lg p) ranks (MPICH's): the r extra ranks
 // send to a partner at distance 1, or get the result back from it. One-way, priced as a
 // distance-1 step of every rank.
 Parts xor_fold(const Env& e, double m, double m_reduced) {
-  return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)), true);
+  return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)),
+                  Way::OneWay);
 }
 // Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
 // G / (2d) of a node's ranks send inside it. Its messages are one-way.
 Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
-  Parts s = xor_step(e, d, m, m_reduced, 1, 1, true);
+  Parts s = xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay);
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
     const long long span = e.N == 1 ? e.p : e.G;
     s.bw = e.moved_i(m) * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
@@ -191,16 +204,17 @@ Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
 
 // One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
 // min(d, p - d); when it is at least G every message crosses (G flows per node), otherwise that
-// many ranks per node cross and the rest stay inside.
+// many ranks per node cross and the rest stay inside. At d = p/2 the partners exchange.
 Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
   Parts s;
   long long dist = std::min(d, e.p - d);
+  const Way w = 2 * d == e.p ? Way::Exchange : Way::Shift;
   if (e.N == 1)
-    s = intra(e, m);
+    s = intra(e, m, w);
   else if (dist >= e.G)
-    s = net(e, m, e.b_flow_G);
+    s = net(e, m, e.b_flow_G, w);
   else
-    s = slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
+    s = slower(intra(e, m, w), net(e, m, e.b_flow(static_cast<double>(dist)), w));
   s.red = e.red(m_reduced);
   return s;
 }
@@ -209,14 +223,21 @@ Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
 // p - G all cross, G flows per node), rank + d otherwise: the sum of shift_step(d), without a loop
 // over p: the distances 1..G-1 occur twice each (d and p - d), the other p - 1 - 2(G-1) steps all
 // cross.
+// Every step is an exchange with the XOR partners; with r + d, only d = p/2 (p even) is.
 Parts shift_all_distances(const Env& e, double m, double m_reduced) {
   Parts t;
+  const bool pow2 = (e.p & (e.p - 1)) == 0;
+  const double half = !pow2 && e.p % 2 == 0 ? 1.0 : 0.0;  // the exchange at d = p/2 of r + d
   if (e.N == 1) {
-    t = static_cast<double>(e.p - 1) * intra(e, m);
-  } else if ((e.p & (e.p - 1)) == 0) {
-    t = static_cast<double>(e.G - 1) * intra(e, m) + static_cast<double>(e.p - e.G) * net(e, m, e.b_flow_G);
+    const Way w = pow2 ? Way::Exchange : Way::Shift;
+    t = (static_cast<double>(e.p - 1) - half) * intra(e, m, w) + half * intra(e, m, Way::Exchange);
+  } else if (pow2) {
+    t = static_cast<double>(e.G - 1) * intra(e, m, Way::Exchange) +
+        static_cast<double>(e.p - e.G) * net(e, m, e.b_flow_G, Way::Exchange);
   } else {
-    t = static_cast<double>(e.p - 1 - 2 * (e.G - 1)) * net(e, m, e.b_flow_G);
+    // d = p/2 is at ring distance p/2 >= G: among the steps that all cross.
+    t = (static_cast<double>(e.p - 1 - 2 * (e.G - 1)) - half) * net(e, m, e.b_flow_G) +
+        half * net(e, m, e.b_flow_G, Way::Exchange);
     for (long long dist = 1; dist < e.G; ++dist)
       t += 2.0 * slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
   }
@@ -232,12 +253,12 @@ Parts direct(const Env& e, double block, bool reduced) {
   Parts in, out;
   const double posted_before = static_cast<double>(e.p - 2);  // messages a rank posts before its last
   if (e.G > 1)
-    in = {e.lat_i(block) + posted_before * e.ovh_i(block),
+    in = {e.lat_i(block, Way::Exchange) + posted_before * e.ovh_i(block),
           static_cast<double>(e.G - 1) * e.moved_i(block) * e.b_in(static_cast<double>(e.G)), 0};
   if (e.N > 1) {
     double outside = static_cast<double>(e.p - e.G);
     double rate = std::min(e.node_bw / static_cast<double>(e.G), outside * e.nic_bw);
-    out = {e.lat_n(block) + posted_before * e.ovh_n(block), outside * block / rate, 0};
+    out = {e.lat_n(block, Way::Exchange) + posted_before * e.ovh_n(block), outside * block / rate, 0};
   }
   Parts t = slower(in, out);
   if (reduced) t.red = e.red(static_cast<double>(e.p - 1) * block);  // all in one round
@@ -440,9 +461,9 @@ Parts ring(const Env& e, double steps, double bytes_total, double reduced_total)
   const double m = bytes_total / steps;
   Parts step;
   if (e.N == 1)
-    step = intra(e, m);
+    step = intra(e, m, ring_way(e.p));
   else if (e.G == 1)
-    step = net(e, m, e.b_flow_1);
+    step = net(e, m, e.b_flow_1, ring_way(e.p));
   else
     step = slower(intra(e, m, static_cast<double>(e.G - 1)), net(e, m, e.b_flow_1));
   Parts t = steps * step;
@@ -511,11 +532,11 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
 Parts allreduce_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
   Parts t;
-  if (e.G > 1) t = 2 * (G - 1) * intra(e, n / G);
+  if (e.G > 1) t = 2 * (G - 1) * intra(e, n / G, ring_way(e.G));
   t.red = (G - 1) * e.red(n / G);
   if (e.N > 1) {
     double chunk = n / G;
-    t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G);
+    t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G, ring_way(e.N));
     t.red += (N - 1) * e.red(chunk / N);
   }
   return t;
@@ -567,8 +588,8 @@ Parts allgather_bruck(const Env& e, double n) {
 Parts allgather_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
   Parts t;
-  if (e.G > 1) t = (G - 1) * intra(e, n / G);
-  if (e.N > 1) t += (N - 1) * net(e, n / p, e.b_flow_G);
+  if (e.G > 1) t = (G - 1) * intra(e, n / G, ring_way(e.G));
+  if (e.N > 1) t += (N - 1) * net(e, n / p, e.b_flow_G, ring_way(e.N));
   return t;
 }
 
@@ -664,7 +685,7 @@ Parts node_binomial_whole(const Env& e, double n, bool reduced) {
   Parts t;
   for (int s = 0; s < K; ++s) {
     long long d = 1LL << s;
-    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))), true);
+    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))), Way::OneWay);
   }
   if (reduced) t.red = static_cast<double>(K) * e.red(n);
   return t;
@@ -676,7 +697,7 @@ Parts node_binomial_whole(const Env& e, double n, bool reduced) {
 // rank per node: binomial over the nodes.
 Parts broadcast_hier(const Env& e, double n) {
   Parts t = node_binomial_whole(e, n, false);
-  if (e.N > 1) t += static_cast<double>(ceil_lg(e.N)) * net(e, n, e.b_flow_1, true);
+  if (e.N > 1) t += static_cast<double>(ceil_lg(e.N)) * net(e, n, e.b_flow_1, Way::OneWay);
   return t;
 }
 
@@ -686,7 +707,7 @@ Parts reduce_hier(const Env& e, double n) {
   Parts t = node_binomial_whole(e, n, true);
   if (e.N > 1) {
     const double K = static_cast<double>(ceil_lg(e.N));
-    t += K * net(e, n, e.b_flow_1, true);
+    t += K * net(e, n, e.b_flow_1, Way::OneWay);
     t.red += K * e.red(n);
   }
   return t;
@@ -694,8 +715,9 @@ Parts reduce_hier(const Env& e, double n) {
 
 // sendrecv: rank r sends n to r + 1: a + n b; across nodes one flow per node crosses.
 Parts sendrecv_direct(const Env& e, double n) {
-  if (e.N == 1) return intra(e, n);
-  Parts out = net(e, n, e.b_flow_1);
+  const Way w = ring_way(e.p);
+  if (e.N == 1) return intra(e, n, w);
+  Parts out = net(e, n, e.b_flow_1, w);
   return e.G == 1 ? out : slower(intra(e, n), out);
 }
 

@@ -23,7 +23,8 @@
 // transfer's tier later (rendezvous_overhead above the eager limit, inline_overhead up to the
 // inline limit), and the round ends with the last; a transfer whose receiver's round sends
 // nothing and whose sender's round receives nothing pays its latency times the tier's
-// one_way_factor; with the tier's overhead_receive_share s the i-th send waits (1 - s) i
+// one_way_factor, one whose receiver's round sends back to its sender its latency times the
+// tier's exchange_factor; with the tier's overhead_receive_share s the i-th send waits (1 - s) i
 // overheads and, as the j-th receive of its receiver's round, s j more (MessageCosts); call_overhead is added once to
 // the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
@@ -35,6 +36,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "model/error.h"
@@ -139,6 +141,18 @@ class Pricer : public ScheduleVisitor {
       out_.inter_bytes += bytes;
     }
     out_.messages = transfers.size();
+    // Exchanges: the receiver's round sends back to the sender.
+    if (topo_.intra.msg.exchange_factor != 1.0 || topo_.network.msg.exchange_factor != 1.0) {
+      std::unordered_set<std::uint64_t> sends_to;  // (sending round, receiving rank)
+      const auto key = [this](std::size_t round, int peer) {
+        return static_cast<std::uint64_t>(round) * static_cast<std::uint64_t>(s_.nranks) + static_cast<std::uint64_t>(peer);
+      };
+      sends_to.reserve(transfers.size());
+      for (const MatchedTransfer& t : transfers) sends_to.insert(key(index_(t.send.rank, t.send.round), t.recv.rank));
+      exchange_.reserve(transfers.size());
+      for (const MatchedTransfer& t : transfers)
+        exchange_.push_back(sends_to.count(key(index_(t.recv.rank, t.recv.round), t.send.rank)) > 0);
+    }
     // Each round's reductions, together, at the factor of their batch (Topology::local_op_scale).
     for (RoundState& r : rounds_) {
       if (r.load.combined > 0)
@@ -161,7 +175,7 @@ class Pricer : public ScheduleVisitor {
     PathTime start = sender.post;
     start.take_later(receiver.post);
     const PathTime arrived{
-        start.t + duration_s(t, posted_before_[i], received_before_[i], sender.load, receiver.load), start.copy};
+        start.t + duration_s(i, posted_before_[i], received_before_[i], sender.load, receiver.load), start.copy};
     sender.end.take_later(arrived);
     const double combine_s = t.recv_kind == OpKind::RecvReduce ? receiver.load.combine_s : 0;
     receiver.end.take_later({arrived.t + combine_s, arrived.copy});
@@ -188,21 +202,25 @@ class Pricer : public ScheduleVisitor {
     return step == Round::kStepIsIndex ? at.round : step;
   }
 
-  Seconds duration_s(const MatchedTransfer& t, double posted_before, double received_before, const RoundLoad& ls,
+  Seconds duration_s(std::size_t i, double posted_before, double received_before, const RoundLoad& ls,
                      const RoundLoad& lr) const {
+    const MatchedTransfer& t = (*transfers_)[i];
     const double bytes = static_cast<double>(t.count * s_.elem_size);
     // One way: the receiver's round sends nothing and the sender's receives nothing.
     const bool one_way = lr.sends == 0 && ls.recvs == 0;
+    const bool exchange = !exchange_.empty() && exchange_[i];
     if (pl_.same_node(t.send.rank, t.recv.rank)) {
       double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
         bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][step_of(t.send)] * node_intra_s_per_byte_);
-      return topo_.intra.message_latency_s(bytes) * (one_way ? topo_.intra.msg.one_way_factor : 1.0) +
+      return topo_.intra.message_latency_s(bytes) *
+                 (one_way ? topo_.intra.msg.one_way_factor : exchange ? topo_.intra.msg.exchange_factor : 1.0) +
              topo_.intra.msg.queued_overhead_s(bytes, posted_before, received_before) + bw_s;
     }
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][step_of(t.send)],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
-    return topo_.network.message_latency_s(bytes) * (one_way ? topo_.network.msg.one_way_factor : 1.0) +
+    return topo_.network.message_latency_s(bytes) *
+               (one_way ? topo_.network.msg.one_way_factor : exchange ? topo_.network.msg.exchange_factor : 1.0) +
            topo_.network.msg.queued_overhead_s(bytes, posted_before, received_before) +
            std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
@@ -216,6 +234,7 @@ class Pricer : public ScheduleVisitor {
   std::vector<RoundState> rounds_;                       // [round]
   std::vector<double> posted_before_;                    // [transfer]: sends its round posts before it
   std::vector<double> received_before_;                  // [transfer]: receives its receiver's round has before it
+  std::vector<bool> exchange_;  // [transfer]: its receiver's round sends to its sender (only with an exchange_factor)
   std::vector<std::vector<double>> node_out_, node_in_;  // [node][step]: network bytes
   const double node_intra_s_per_byte_;
   std::vector<std::vector<double>> node_intra_;  // [node][step]: intra-node bytes (only with node_bandwidth)

@@ -280,6 +280,13 @@ void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& p
       fail(ctx, v->Mark(), child_path(path, "one_way_factor"),
            "must be more than 0 and at most 10 (a factor on the latency of one-way messages; 1 = none)");
   }
+  if (auto v = r.optional("exchange_factor")) {
+    out.exchange_factor = read_number(ctx, *v, child_path(path, "exchange_factor"));
+    if (!(out.exchange_factor > 0) || out.exchange_factor > 10)
+      fail(ctx, v->Mark(), child_path(path, "exchange_factor"),
+           "must be more than 0 and at most 10 (a factor on the latency of messages answered in the same round; "
+           "1 = none)");
+  }
   if (auto v = r.optional("overhead_receive_share")) {
     out.overhead_receive_share = read_number(ctx, *v, child_path(path, "overhead_receive_share"));
     if (!(out.overhead_receive_share >= 0 && out.overhead_receive_share <= 1))
@@ -380,7 +387,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     MapReader intra(ctx, top.require("intra_node"), "intra_node",
                     {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
                      "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency", "inline_overhead",
-                     "one_way_factor", "overhead_receive_share"});
+                     "one_way_factor", "exchange_factor", "overhead_receive_share"});
     t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
     t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
                                     "intra_node.bandwidth");
@@ -402,7 +409,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     MapReader net(ctx, net_node, "network",
                   {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription", "eager_limit",
                    "rendezvous_latency", "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency",
-                   "inline_overhead", "one_way_factor", "overhead_receive_share"});
+                   "inline_overhead", "one_way_factor", "exchange_factor", "overhead_receive_share"});
     YAML::Node kind_node = net.require("kind");
     t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
     if (auto f = net.optional("fabric"))

@@ -28,6 +28,10 @@ namespace commsim {
 //    the same round (binomial trees: broadcast, reduce, scatter, gather) pays its latency times
 //    this factor. The latencies are fitted on exchanges, where every rank both sends and receives;
 //    a one-way message meets an idle receiver (1 = no difference);
+//  - exchange_factor: a message whose receiver sends back to its sender in the same round
+//    (recursive doubling and halving, direct, any pattern on two ranks) pays its latency times
+//    this factor; the latencies are those of shifts, where a rank sends to one rank and receives
+//    from another (rings, Bruck), as in the probe's ring shift (1 = no difference);
 //  - overhead_receive_share: which side of a transfer pays the overheads above. With share s, the
 //    transfer posted after i other sends of its sender's round and after j other receives of its
 //    receiver's round waits ((1 - s) i + s j) overheads: 0 = the sender posts its messages one
@@ -45,6 +49,7 @@ struct MessageCosts {
   std::optional<Seconds> inline_overhead_s;  // per additional message up to inline_limit_bytes
   double one_way_factor = 1.0;       // on the latency of a one-way message
   double overhead_receive_share = 0;  // of each overhead, the part paid per receive (0..1)
+  double exchange_factor = 1.0;      // on the latency of a message answered in the same round
   // The overheads a transfer waits for: posted after `sends_before` sends of its sender's round and
   // after `recvs_before` receives of its receiver's round.
   Seconds queued_overhead_s(double bytes, double sends_before, double recvs_before) const {

@@ -249,7 +249,7 @@ int cmd_calibrate(int argc, char** argv) {
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
-       "the latency of one-way messages, the share of the message overheads paid by receivers, and the cache curves by working set, by local-operation size and by "
+       "the latency of one-way messages and of exchanges, the share of the message overheads paid by receivers, and the cache curves by working set, by local-operation size and by "
        "message size); auto = gamma when run files are given")                                                                                           //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
@@ -475,6 +475,7 @@ int cmd_calibrate(int argc, char** argv) {
       if (!topo.gpu) {
         params.push_back(Param::IntraOneWay);
         params.push_back(Param::IntraReceiveShare);
+        params.push_back(Param::IntraExchange);
       }
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);

@@ -298,7 +298,7 @@ TEST(FitMessageOverhead, RecoversFromAStreamOfEight) {
 TEST(TopologyYaml, WritesTheMessageTermsBack) {
   Topology t = parse_topology(kHostTopology, "inline");
   t.intra.node_bw_Bps = 33e9;
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6, 0.75, 0.6};
+  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.2e-6, 256, 0.5e-6, 0.1e-6, 0.75, 0.6, 1.15};
   t.network.msg.eager_limit_bytes = 65536;
   t.network.msg.rendezvous_latency_s = 40e-6;
   t.network.msg.message_overhead_s = 2e-6;
@@ -322,6 +322,8 @@ TEST(TopologyYaml, WritesTheMessageTermsBack) {
   EXPECT_EQ(back.network.msg.one_way_factor, 1.0);
   EXPECT_EQ(back.intra.msg.overhead_receive_share, 0.6);
   EXPECT_EQ(back.network.msg.overhead_receive_share, 0.0);
+  EXPECT_EQ(back.intra.msg.exchange_factor, 1.15);
+  EXPECT_EQ(back.network.msg.exchange_factor, 1.0);
 }
 
 // --refine all: the per-message and per-call terms and the working-set curve come back from
@@ -488,6 +490,32 @@ TEST(RefineParameters, RecoversTheOneWayFactor) {
   EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
   EXPECT_EQ(field_of(Param::IntraOneWay), "intra_node.one_way_factor");
   EXPECT_EQ(to_string(Param::IntraOneWay), "intra.one_way_factor");
+}
+
+// The factor on exchange latencies comes back from recursive doubling and halving (exchanges in
+// every step) measured beside rings (shifts), with the latency fitted alongside.
+TEST(RefineParameters, RecoversTheExchangeFactor) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.intra.msg.exchange_factor = 1.2;
+  std::vector<CollectiveSample> samples;
+  for (Bytes b = 1024; b <= 256 * 1024; b *= 4)
+    for (int ranks : {4, 8}) {
+      samples.push_back({Collective::AllGather, Algorithm::Ring, 1, ranks, b, 0.0});
+      samples.push_back({Collective::AllGather, Algorithm::RecursiveDoubling, 1, ranks, b, 0.0});
+      samples.push_back({Collective::ReduceScatter, Algorithm::RecursiveHalving, 1, ranks, b, 0.0});
+      samples.push_back({Collective::AllGather, Algorithm::Bruck, 1, ranks, b, 0.0});
+    }
+  time_on(truth, samples);
+  Topology start = truth;
+  start.intra.msg.exchange_factor = 1.0;
+  start.intra.latency_s *= 0.8;
+  const ParamFit f = refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, Param::IntraExchange},
+                                       FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.msg.exchange_factor, 1.2, 0.01);
+  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  EXPECT_EQ(field_of(Param::IntraExchange), "intra_node.exchange_factor");
+  EXPECT_EQ(to_string(Param::IntraExchange), "intra.exchange_factor");
 }
 
 // The share of the message overheads paid by receivers comes back from priced schedules (the

@@ -107,27 +107,34 @@ TEST(PriceEqualsClosedForm, UnpipelinedAlgorithms) {
                                               // One node: hierarchical is the plain ring.
                                               {C::AllReduce, A::Hierarchical},
                                               {C::AllGather, A::Hierarchical}};
-  // Also with one-way messages cheaper (Topology: one_way_factor): the closed forms know which
-  // steps are one-way.
+  // Also with one-way messages cheaper and exchanges dearer (Topology: one_way_factor,
+  // exchange_factor): the closed forms know which steps are one-way and which are exchanges.
   Topology one_way = uniform();
   one_way.intra.msg.one_way_factor = 0.6;
-  for (const Topology& t : {uniform(), one_way})
+  Topology both = one_way;
+  both.intra.msg.exchange_factor = 1.4;
+  for (const Topology& t : {uniform(), one_way, both})
     for (auto [c, a] : pairs)
       for (int p : kRanks)
         for (Bytes bytes : sizes(p)) {
           const Priced x = price(c, a, p, bytes, p / 2, t);
           EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s)
-              << name(c, a, p, bytes) << " one_way_factor=" << t.intra.msg.one_way_factor;
+              << name(c, a, p, bytes) << " one_way_factor=" << t.intra.msg.one_way_factor
+              << " exchange_factor=" << t.intra.msg.exchange_factor;
         }
 }
 
 TEST(PriceEqualsClosedForm, RabenseifnerOnPowersOfTwo) {
-  for (Collective c : {Collective::AllReduce, Collective::Reduce})
-    for (int p : {2, 4, 8, 16, 32, 64})
-      for (Bytes bytes : sizes(p)) {
-        const Priced x = price(c, Algorithm::Rabenseifner, p, bytes, p - 1);
-        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, Algorithm::Rabenseifner, p, bytes);
-      }
+  Topology both = uniform();
+  both.intra.msg.one_way_factor = 0.6;
+  both.intra.msg.exchange_factor = 1.4;
+  for (const Topology& t : {uniform(), both})
+    for (Collective c : {Collective::AllReduce, Collective::Reduce})
+      for (int p : {2, 4, 8, 16, 32, 64})
+        for (Bytes bytes : sizes(p)) {
+          const Priced x = price(c, Algorithm::Rabenseifner, p, bytes, p - 1, t);
+          EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, Algorithm::Rabenseifner, p, bytes);
+        }
 }
 
 // Not a power of two: the schedule folds onto p2 = 2^floor(lg p) ranks, as MPICH does, and its cost
@@ -331,8 +338,13 @@ TEST(Price, RingFollowsThePlacement) {
 // chain of ring reduce is left out: across nodes its schedule is slower than the closed form
 // (up to about 35% at 2 nodes x 2 ranks), a difference not yet explained.
 TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
-  Topology topo = load_topology(resolve_topology_path("dgx-h100"));
-  topo.memory_bw_Bps = 1e30;  // copies free: the closed forms have no copy term
+  Topology plain = load_topology(resolve_topology_path("dgx-h100"));
+  plain.memory_bw_Bps = 1e30;  // copies free: the closed forms have no copy term
+  // Also with exchanges dearer on both tiers (exchange_factor): the closed forms know which steps
+  // are exchanges across nodes too.
+  Topology exchanges = plain;
+  exchanges.intra.msg.exchange_factor = 1.4;
+  exchanges.network.msg.exchange_factor = 1.3;
   using C = Collective;
   using A = Algorithm;
   const std::vector<std::pair<C, A>> pairs = {
@@ -344,24 +356,58 @@ TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
       {C::Broadcast, A::Ring},          {C::Reduce, A::Binomial},             {C::Reduce, A::Rabenseifner},
       {C::Reduce, A::Hierarchical},     {C::SendRecv, A::Direct},
       {C::AllToAll, A::Direct},         {C::AllToAll, A::Bruck}};
-  for (int nodes : {2, 3, 4})
-    for (int G : {2, 4, 8}) {
-      const int p = nodes * G;
-      const Placement pl = Placement::uniform(nodes, G);
-      for (auto [c, a] : pairs) {
-        if (!pow2(p) && (a == A::Rabenseifner || a == A::Pairwise || a == A::RecursiveDoubling ||
-                         a == A::RecursiveHalving))
-          continue;
-        for (Bytes bytes : {static_cast<Bytes>(p) * 4 * 1024, static_cast<Bytes>(p) * 4 * 65536 * 4}) {
-          const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
-          const Bytes chunk = pipeline_chunk_bytes(topo, q);
-          const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, &pl, chunk});
-          const double priced = price_schedule(s, topo, pl).time_s, closed = closed_form(topo, q).time_s;
-          EXPECT_NEAR(priced, closed, 0.02 * closed)
-              << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G;
+  for (const Topology& topo : {plain, exchanges})
+    for (int nodes : {2, 3, 4})
+      for (int G : {2, 4, 8}) {
+        const int p = nodes * G;
+        const Placement pl = Placement::uniform(nodes, G);
+        for (auto [c, a] : pairs) {
+          if (!pow2(p) && (a == A::Rabenseifner || a == A::Pairwise || a == A::RecursiveDoubling ||
+                           a == A::RecursiveHalving))
+            continue;
+          for (Bytes bytes : {static_cast<Bytes>(p) * 4 * 1024, static_cast<Bytes>(p) * 4 * 65536 * 4}) {
+            const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
+            const Bytes chunk = pipeline_chunk_bytes(topo, q);
+            const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, &pl, chunk});
+            const double priced = price_schedule(s, topo, pl).time_s, closed = closed_form(topo, q).time_s;
+            EXPECT_NEAR(priced, closed, 0.02 * closed)
+                << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G
+                << " exchange_factor=" << topo.intra.msg.exchange_factor;
+          }
         }
       }
-    }
+}
+
+// exchange_factor: a message whose receiver sends back to its sender in the same round pays its
+// latency times the factor. Recursive doubling exchanges in every step, Bruck only in its last
+// (distance p/2), a ring of more than two ranks never.
+TEST(PriceEqualsClosedForm, ExchangeFactorCountsTheExchanges) {
+  Topology t = uniform();
+  t.intra.msg.exchange_factor = 1.5;
+  using C = Collective;
+  using A = Algorithm;
+  const auto latency = [&t](C c, A a, int p) { return closed_form(t, {c, a, Protocol::None, 1, p, Bytes{64} * 1024}).latency_s; };
+  EXPECT_NEAR(latency(C::AllGather, A::RecursiveDoubling, 8), 3 * 1.5 * kAlpha, 1e-15);
+  EXPECT_NEAR(latency(C::AllGather, A::Bruck, 8), 2 * kAlpha + 1.5 * kAlpha, 1e-15);
+  EXPECT_NEAR(latency(C::AllGather, A::Ring, 8), 7 * kAlpha, 1e-15);
+  EXPECT_NEAR(latency(C::AllGather, A::Ring, 2), 1.5 * kAlpha, 1e-15);
+  EXPECT_NEAR(latency(C::ReduceScatter, A::Pairwise, 8), 7 * 1.5 * kAlpha, 1e-15);
+  EXPECT_NEAR(latency(C::ReduceScatter, A::Pairwise, 6), 4 * kAlpha + 1.5 * kAlpha, 1e-15);
+  EXPECT_NEAR(latency(C::Broadcast, A::Binomial, 8), 3 * kAlpha, 1e-15);
+  // The priced schedules agree, and a factor of 1 leaves them as they were.
+  const Topology plain = uniform();
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllGather, A::RecursiveDoubling},
+                                                  {C::AllGather, A::Bruck},
+                                                  {C::ReduceScatter, A::Pairwise},
+                                                  {C::AllReduce, A::Rabenseifner}}) {
+    const Schedule s = make_schedule({c, a, 8, count_for(Bytes{64} * 1024), 4, 0, nullptr, 0});
+    const double with = price_schedule(s, t, Placement::uniform(1, 8)).time_s;
+    const double without = price_schedule(s, plain, Placement::uniform(1, 8)).time_s;
+    EXPECT_GT(with, without + 0.49 * kAlpha) << name(c, a, 8, 64 * 1024);
+  }
+  const Schedule ring = make_schedule({C::AllGather, A::Ring, 8, count_for(Bytes{64} * 1024), 4, 0, nullptr, 0});
+  EXPECT_EQ(price_schedule(ring, t, Placement::uniform(1, 8)).time_s,
+            price_schedule(ring, plain, Placement::uniform(1, 8)).time_s);
 }
 
 // Optional topology terms change pricing and the closed forms alike.

@@ -411,6 +411,19 @@ TEST(TopologyMessageTerms, OneWayFactor) {
   }
 }
 
+TEST(TopologyMessageTerms, ExchangeFactor) {
+  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
+                           "  latency: 1 us\n";
+  EXPECT_EQ(parse_topology(head, "inline").intra.msg.exchange_factor, 1.0);
+  EXPECT_EQ(parse_topology(head + "  exchange_factor: 1.2\n", "inline").intra.msg.exchange_factor, 1.2);
+  for (const char* bad : {"  exchange_factor: 0\n", "  exchange_factor: -1\n", "  exchange_factor: 11\n"}) {
+    const std::string e = parse_error(head + bad);
+    EXPECT_NE(e.find("bad.yaml:9: intra_node.exchange_factor: must be more than 0 and at most 10"), std::string::npos)
+        << e;
+  }
+}
+
 TEST(TopologyMessageTerms, OverheadReceiveShare) {
   const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
                            "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
