@@ -398,45 +398,35 @@ TEST(TopologyMessageTerms, InlineRegimeBelowTheEagerLimit) {
             std::string::npos);
 }
 
-TEST(TopologyMessageTerms, OneWayFactor) {
+// The per-message factors of a tier: default, a value read back, and values out of range.
+TEST(TopologyMessageTerms, LatencyFactorsAndOverheadShare) {
   const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
                            "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
                            "  latency: 1 us\n";
-  EXPECT_EQ(parse_topology(head, "inline").intra.msg.one_way_factor, 1.0);
-  EXPECT_EQ(parse_topology(head + "  one_way_factor: 0.7\n", "inline").intra.msg.one_way_factor, 0.7);
-  for (const char* bad : {"  one_way_factor: 0\n", "  one_way_factor: -1\n", "  one_way_factor: 11\n"}) {
-    const std::string e = parse_error(head + bad);
-    EXPECT_NE(e.find("bad.yaml:9: intra_node.one_way_factor: must be more than 0 and at most 10"), std::string::npos)
-        << e;
+  struct Field {
+    std::string key;
+    double MessageCosts::*member;
+    double default_value, good;
+    std::vector<std::string> bad;
+    std::string message;
+  };
+  const std::vector<Field> fields = {
+      {"one_way_factor", &MessageCosts::one_way_factor, 1.0, 0.7, {"0", "-1", "11"}, "must be more than 0 and at most 10"},
+      {"exchange_factor", &MessageCosts::exchange_factor, 1.0, 1.2, {"0", "-1", "11"}, "must be more than 0 and at most 10"},
+      {"overhead_receive_share", &MessageCosts::overhead_receive_share, 0.0, 0.8, {"-0.1", "1.5", "2"}, "must be from 0 to 1"},
+  };
+  for (const Field& f : fields) {
+    EXPECT_EQ(parse_topology(head, "inline").intra.msg.*f.member, f.default_value) << f.key;
+    const std::string good = head + "  " + f.key + ": " + std::to_string(f.good) + "\n";
+    EXPECT_DOUBLE_EQ(parse_topology(good, "inline").intra.msg.*f.member, f.good) << f.key;
+    for (const std::string& bad : f.bad) {
+      const std::string e = parse_error(head + "  " + f.key + ": " + bad + "\n");
+      EXPECT_NE(e.find("bad.yaml:9: intra_node." + f.key + ": " + f.message), std::string::npos) << e;
+    }
   }
-}
-
-TEST(TopologyMessageTerms, ExchangeFactor) {
-  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
-                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
-                           "  latency: 1 us\n";
-  EXPECT_EQ(parse_topology(head, "inline").intra.msg.exchange_factor, 1.0);
-  EXPECT_EQ(parse_topology(head + "  exchange_factor: 1.2\n", "inline").intra.msg.exchange_factor, 1.2);
-  for (const char* bad : {"  exchange_factor: 0\n", "  exchange_factor: -1\n", "  exchange_factor: 11\n"}) {
-    const std::string e = parse_error(head + bad);
-    EXPECT_NE(e.find("bad.yaml:9: intra_node.exchange_factor: must be more than 0 and at most 10"), std::string::npos)
-        << e;
-  }
-}
-
-TEST(TopologyMessageTerms, OverheadReceiveShare) {
-  const std::string head = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
-                           "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
-                           "  latency: 1 us\n";
-  EXPECT_EQ(parse_topology(head, "inline").intra.msg.overhead_receive_share, 0.0);
-  EXPECT_EQ(parse_topology(head + "  overhead_receive_share: 0.8\n", "inline").intra.msg.overhead_receive_share, 0.8);
   EXPECT_EQ(parse_topology(head + "  overhead_receive_share: 1\n", "inline").intra.msg.overhead_receive_share, 1.0);
-  for (const char* bad : {"  overhead_receive_share: -0.1\n", "  overhead_receive_share: 1.5\n",
-                          "  overhead_receive_share: half\n"}) {
-    const std::string e = parse_error(head + bad);
-    EXPECT_NE(e.find("bad.yaml:9: intra_node.overhead_receive_share"), std::string::npos) << e;
-  }
-  EXPECT_NE(parse_error(head + "  overhead_receive_share: 2\n").find("must be from 0 to 1"), std::string::npos);
+  EXPECT_NE(parse_error(head + "  exchange_factor: half\n").find("bad.yaml:9: intra_node.exchange_factor"),
+            std::string::npos);
 }
 
 TEST(TopologyRuntimeTerms, CallOverheadAndWorkingSetCurve) {
