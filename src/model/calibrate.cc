@@ -328,6 +328,19 @@ std::string_view field_of(Param p) {
   }
 }
 
+std::string param_text(Param p, double value) {
+  char buf[48];
+  if (is_time_param(p)) {
+    std::snprintf(buf, sizeof buf, "%.4g us", value * 1e6);
+  } else if (p == Param::IntraBeta || p == Param::NetBeta || p == Param::Gamma || p == Param::MemoryBeta) {
+    if (!(value > 0)) return "unlimited";
+    std::snprintf(buf, sizeof buf, "%.4g GB/s", 1e-9 / value);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", value);
+  }
+  return buf;
+}
+
 namespace {
 // A curve to fit: unless it has points, points at `first`, 4x, 16x, ... up to `largest` (at most
 // max_free + 1), each factor 1. Returns the parameters of the points after the first
@@ -492,6 +505,12 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
       Topology probe = current;
       double h = param_step(free_params[j], theta[j]);
       set_param(probe, free_params[j], theta[j] + h);
+      // At the upper end of its range (a share at 1, a factor at 10) the step is clamped away:
+      // step down instead.
+      if (std::fabs(get_param(probe, free_params[j]) - theta[j]) < 0.5 * h) {
+        h = -h;
+        set_param(probe, free_params[j], theta[j] + h);
+      }
       for (std::size_t k = 0; k < n; ++k) {
         double t = predict(probe, samples[base.used[k]]);
         jac[j][k] = std::isfinite(t) ? (t - base.predicted[k]) / h : 0.0;
@@ -553,9 +572,10 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
         double floor = param_floor(free_params[j]);
         // Below the floor: latencies stop at 0; a beta or gamma moves at most 10x down per step.
         if (next < floor || (floor > 0 && next < theta[j] * 0.1)) next = floor > 0 ? std::max(floor, theta[j] * 0.1) : 0.0;
+        set_param(candidate, free_params[j], next);
+        next = get_param(candidate, free_params[j]);  // as the topology holds it (a share stops at 1)
         max_change = std::max(max_change, std::fabs(next - theta[j]) / scale[j]);
         next_theta[j] = next;
-        set_param(candidate, free_params[j], next);
       }
       if (max_change < 1e-9) break;
       Evaluation tried = evaluate(candidate, samples, predict);

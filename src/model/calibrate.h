@@ -130,6 +130,9 @@ std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
 std::string_view field_of(Param p);
+// A parameter's value as `get_param` gives it, with its unit: latencies and overheads in us, a
+// beta as the bandwidth it stands for (GB/s), factors and shares as plain numbers.
+std::string param_text(Param p, double value);
 
 // Gives `topo` a working-set curve for fitting, unless it has one: points at 256 KiB, 1 MiB, 4 MiB,
 // ... (x4) up to the largest working set among `samples` (beyond the last point its factor

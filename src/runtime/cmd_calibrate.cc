@@ -494,8 +494,8 @@ int cmd_calibrate(int argc, char** argv) {
     out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "
         << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n";
     for (Param p : fit.fitted)
-      out << "  " << to_string(p) << ": " << fnum("%.6g", get_param(topo, p)) << " -> "
-          << fnum("%.6g", get_param(fit.topology, p)) << "\n";
+      out << "  " << to_string(p) << ": " << param_text(p, get_param(topo, p)) << " -> "
+          << param_text(p, get_param(fit.topology, p)) << "\n";
     for (Param p : fit.held) out << "  " << to_string(p) << ": no measurement depends on it; kept\n";
     std::string what = std::to_string(fit.samples) + " collective points of " + std::to_string(run_files.size()) +
                        " run file(s)";

@@ -2,6 +2,7 @@
 // held-out check sees a bad fit, and a written topology reads back to the fitted values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -553,6 +554,27 @@ TEST(RefineParameters, RecoversTheOverheadReceiveShare) {
   Topology t = truth;
   set_param(t, Param::IntraReceiveShare, 1.7);
   EXPECT_EQ(t.intra.msg.overhead_receive_share, 1.0);
+  // A share at 1, the end of its range, is still fitted (its derivative taken below 1), not
+  // dropped as if no measurement depended on it.
+  truth.intra.msg.overhead_receive_share = 1.0;
+  for (CollectiveSample& x : samples) x.time_s = priced(truth, x);
+  Topology at_one = start;
+  at_one.intra.msg.overhead_receive_share = 1.0;
+  const ParamFit at_end = refine_parameters(
+      at_one, samples, {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraReceiveShare},
+      FitWeighting::Robust, priced);
+  EXPECT_NEAR(at_end.topology.intra.msg.overhead_receive_share, 1.0, 0.02);
+  EXPECT_NE(std::find(at_end.fitted.begin(), at_end.fitted.end(), Param::IntraReceiveShare), at_end.fitted.end());
+  EXPECT_EQ(std::find(at_end.held.begin(), at_end.held.end(), Param::IntraReceiveShare), at_end.held.end());
+}
+
+TEST(ParamText, ValuesWithTheirUnits) {
+  EXPECT_EQ(param_text(Param::IntraLatency, 1.5e-6), "1.5 us");
+  EXPECT_EQ(param_text(Param::IntraMessageOverhead, 0.25e-6), "0.25 us");
+  EXPECT_EQ(param_text(Param::IntraBeta, 1e-10), "10 GB/s");  // 1 / beta
+  EXPECT_EQ(param_text(Param::Gamma, 0.0), "unlimited");
+  EXPECT_EQ(param_text(Param::IntraOneWay, 0.75), "0.75");
+  EXPECT_EQ(param_text(Param::IntraReceiveShare, 1.0), "1");
 }
 
 // Robust weighting: a few points far off the model do not move the fit; least squares does move.
