@@ -131,18 +131,22 @@ bool is_scale_param(Param p) {
   return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay ||
          p == Param::IntraExchange;
 }
+bool is_beta_param(Param p) {
+  return p == Param::IntraBeta || p == Param::NetBeta || p == Param::Gamma || p == Param::MemoryBeta;
+}
 bool is_time_param(Param p) {
   return p == Param::IntraLatency || p == Param::NetLatency || p == Param::IntraRendezvousLatency ||
          p == Param::IntraMessageOverhead || p == Param::CallOverhead || p == Param::IntraRendezvousOverhead ||
          p == Param::IntraInlineLatency || p == Param::IntraInlineOverhead;
 }
+// Every parameter is a time, a beta (s/B), a scale or factor, or the receive share (0..1).
 double param_floor(Param p) {
   if (is_time_param(p) || p == Param::IntraReceiveShare) return 0.0;
   if (is_scale_param(p)) return 0.02;  // a cache effect of 50x is beyond any machine
   return kMinBetaSPerByte;
 }
 double param_step(Param p, double value) {
-  double typical = is_time_param(p) ? 1e-7 : is_scale_param(p) || p == Param::IntraReceiveShare ? 1.0 : 1e-12;
+  double typical = is_time_param(p) ? 1e-7 : is_beta_param(p) ? 1e-12 : 1.0;
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
 }
 
@@ -332,7 +336,7 @@ std::string param_text(Param p, double value) {
   char buf[48];
   if (is_time_param(p)) {
     std::snprintf(buf, sizeof buf, "%.4g us", value * 1e6);
-  } else if (p == Param::IntraBeta || p == Param::NetBeta || p == Param::Gamma || p == Param::MemoryBeta) {
+  } else if (is_beta_param(p)) {
     if (!(value > 0)) return "unlimited";
     std::snprintf(buf, sizeof buf, "%.4g GB/s", 1e-9 / value);
   } else {
@@ -813,27 +817,26 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
     std::vector<Bytes> steps;  // ascending; a size up to steps[i] (and above steps[i - 1]) is on level i
     std::vector<double> a;
     double e = INFINITY;
+    std::size_t level_of(Bytes b) const {
+      return static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), b) - steps.begin());
+    }
+    double predict_s(Bytes b, double beta) const { return a[level_of(b)] + static_cast<double>(b) * beta; }
   };
   auto fit_levels = [&](std::vector<Bytes> steps) {
-    Levels l{steps, {}, 0};
-    auto level_of = [&](Bytes b) {
-      return static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), b) - steps.begin());
-    };
-    std::vector<ConstFit> fits(steps.size() + 1);
+    Levels l{std::move(steps), {}, 0};
+    std::vector<ConstFit> fits(l.steps.size() + 1);
     for (const TimedSize& s : samples)
       if (s.bytes < beta_from_bytes)
-        fits[level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
+        fits[l.level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
     for (const ConstFit& f : fits) l.a.push_back(std::max(0.0, f.value()));
-    for (const TimedSize& s : samples) {
-      if (s.bytes >= beta_from_bytes) continue;
-      const double pred = l.a[level_of(s.bytes)] + static_cast<double>(s.bytes) * beta;
-      l.e += std::pow((pred - s.time_s) / s.time_s, 2);
-    }
+    for (const TimedSize& s : samples)
+      if (s.bytes < beta_from_bytes) l.e += std::pow((l.predict_s(s.bytes, beta) - s.time_s) / s.time_s, 2);
     return l;
   };
   const Levels one = fit_levels({});
   out.latency_s = one.a[0];
   const double sse_one = one.e;
+  Levels chosen = one;
   // The candidate steps: the largest jump (the eager/rendezvous switch when it is the only one),
   // then the largest jump with at least two sizes on each side that leaves two sizes between the
   // two steps (the inline step, when it is below the other).
@@ -865,20 +868,17 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
       out.inline_latency_s = three.a[0];
       out.latency_s = three.a[1];
       out.rendezvous_latency_s = three.a[2];
+      chosen = three;
     } else if (two_kept) {
       out.switched = true;
       out.eager_limit_bytes = two.steps[0];
       out.latency_s = two.a[0];
       out.rendezvous_latency_s = two.a[1];
+      chosen = two;
     }
   }
   std::vector<double> rel;
-  for (const TimedSize& s : samples) {
-    const double a = out.switched && s.bytes > out.eager_limit_bytes ? out.rendezvous_latency_s
-                     : out.inlined && s.bytes <= out.inline_limit_bytes ? out.inline_latency_s
-                                                                        : out.latency_s;
-    rel.push_back((a + static_cast<double>(s.bytes) * beta - s.time_s) / s.time_s);
-  }
+  for (const TimedSize& s : samples) rel.push_back((chosen.predict_s(s.bytes, beta) - s.time_s) / s.time_s);
   out.median_abs_rel_residual = median_abs(rel);
   return out;
 }

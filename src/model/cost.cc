@@ -103,12 +103,10 @@ struct Env {
   // Intra-node s/B when f ranks of the node move data inside it at once.
   double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f / node_intra_bw) : b_i; }
   // Latency of one message of m bytes on each tier, by its pattern (Way).
-  double lat_i(double m, Way w = Way::Shift) const { return topo->intra.msg.latency_s(a_i, m) * factor(topo->intra.msg, w); }
-  double lat_n(double m, Way w = Way::Shift) const {
-    return topo->network.msg.latency_s(a_n, m) * factor(topo->network.msg, w);
-  }
-  static double factor(const MessageCosts& mc, Way w) {
-    return w == Way::OneWay ? mc.one_way_factor : w == Way::Exchange ? mc.exchange_factor : 1.0;
+  double lat_i(double m, Way w = Way::Shift) const { return lat(topo->intra.msg, a_i, m, w); }
+  double lat_n(double m, Way w = Way::Shift) const { return lat(topo->network.msg, a_n, m, w); }
+  static double lat(const MessageCosts& mc, double a, double m, Way w) {
+    return mc.latency_s(a, m) * mc.latency_factor(w == Way::OneWay, w == Way::Exchange);
   }
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.

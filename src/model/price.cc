@@ -21,12 +21,12 @@
 // inline_limit its inline_latency; a round that posts several sends posts them one after another,
 // so its i-th send (from 0, in the schedule's order) starts i * message_overhead of the
 // transfer's tier later (rendezvous_overhead above the eager limit, inline_overhead up to the
-// inline limit), and the round ends with the last; a transfer whose receiver's round sends
-// nothing and whose sender's round receives nothing pays its latency times the tier's
-// one_way_factor, one whose receiver's round sends back to its sender its latency times the
-// tier's exchange_factor; with the tier's overhead_receive_share s the i-th send waits (1 - s) i
-// overheads and, as the j-th receive of its receiver's round, s j more (MessageCosts); call_overhead is added once to
-// the time of a schedule of more than one rank; working_set_scale scales the memory-bound
+// inline limit), and the round ends with the last; with the tier's overhead_receive_share s the
+// i-th send waits (1 - s) i overheads and, as the j-th receive of its receiver's round, s j more;
+// a transfer whose receiver's round sends nothing and whose sender's round receives nothing pays
+// its latency times the tier's one_way_factor, one whose receiver's round sends back to its
+// sender its latency times the tier's exchange_factor (MessageCosts); call_overhead is added once
+// to the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
 // (together), and of the reductions on arrival of a round (together); message_scale scales the
@@ -36,7 +36,7 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_set>
+#include <tuple>
 #include <vector>
 
 #include "model/error.h"
@@ -141,17 +141,23 @@ class Pricer : public ScheduleVisitor {
       out_.inter_bytes += bytes;
     }
     out_.messages = transfers.size();
-    // Exchanges: the receiver's round sends back to the sender.
+    // Exchanges: the receiver's round sends back to the sender. The transfers come ordered by
+    // sender, receiver and round (match_transfers): the answer is found by binary search in the
+    // receiver's block.
     if (topo_.intra.msg.exchange_factor != 1.0 || topo_.network.msg.exchange_factor != 1.0) {
-      std::unordered_set<std::uint64_t> sends_to;  // (sending round, receiving rank)
-      const auto key = [this](std::size_t round, int peer) {
-        return static_cast<std::uint64_t>(round) * static_cast<std::uint64_t>(s_.nranks) + static_cast<std::uint64_t>(peer);
-      };
-      sends_to.reserve(transfers.size());
-      for (const MatchedTransfer& t : transfers) sends_to.insert(key(index_(t.send.rank, t.send.round), t.recv.rank));
+      std::vector<std::size_t> first(s_.nranks + 1, transfers.size());  // [rank]: its first transfer as sender
+      for (std::size_t i = transfers.size(); i-- > 0;) first[transfers[i].send.rank] = i;
+      for (int r = s_.nranks - 1; r >= 0; --r) first[r] = std::min(first[r], first[r + 1]);
       exchange_.reserve(transfers.size());
-      for (const MatchedTransfer& t : transfers)
-        exchange_.push_back(sends_to.count(key(index_(t.recv.rank, t.recv.round), t.send.rank)) > 0);
+      for (const MatchedTransfer& t : transfers) {
+        const auto begin = transfers.begin() + static_cast<std::ptrdiff_t>(first[t.recv.rank]);
+        const auto end = transfers.begin() + static_cast<std::ptrdiff_t>(first[t.recv.rank + 1]);
+        const auto back = std::make_tuple(t.send.rank, t.recv.round);
+        const auto it = std::lower_bound(begin, end, back, [](const MatchedTransfer& x, const auto& key) {
+          return std::make_tuple(x.recv.rank, x.send.round) < key;
+        });
+        exchange_.push_back(it != end && std::make_tuple(it->recv.rank, it->send.round) == back);
+      }
     }
     // Each round's reductions, together, at the factor of their batch (Topology::local_op_scale).
     for (RoundState& r : rounds_) {
@@ -213,14 +219,12 @@ class Pricer : public ScheduleVisitor {
       double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
         bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][step_of(t.send)] * node_intra_s_per_byte_);
-      return topo_.intra.message_latency_s(bytes) *
-                 (one_way ? topo_.intra.msg.one_way_factor : exchange ? topo_.intra.msg.exchange_factor : 1.0) +
+      return topo_.intra.message_latency_s(bytes) * topo_.intra.msg.latency_factor(one_way, exchange) +
              topo_.intra.msg.queued_overhead_s(bytes, posted_before, received_before) + bw_s;
     }
     const double node_bytes = std::max(node_out_[pl_.node_of_rank[t.send.rank]][step_of(t.send)],
                                        node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
-    return topo_.network.message_latency_s(bytes) *
-               (one_way ? topo_.network.msg.one_way_factor : exchange ? topo_.network.msg.exchange_factor : 1.0) +
+    return topo_.network.message_latency_s(bytes) * topo_.network.msg.latency_factor(one_way, exchange) +
            topo_.network.msg.queued_overhead_s(bytes, posted_before, received_before) +
            std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }

@@ -113,7 +113,8 @@ struct MatchedTransfer {
   OpKind recv_kind = OpKind::Recv;  // Recv or RecvReduce
 };
 
-// Pairs every Send with its receive (grouped by sending rank). Throws Error naming the rank, round
+// Pairs every Send with its receive, ordered by sending rank, then by receiving rank, then in the
+// order the sends are posted (by round). Throws Error naming the rank, round
 // and op of the first transfer whose peer is out of range or the rank itself, that has no partner,
 // or whose partner expects a different element count. `local_op`, when given, is called for every
 // Copy and Reduce on the way, so that one pass over a large schedule serves both.

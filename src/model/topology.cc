@@ -259,6 +259,17 @@ bool read_regime(const Ctx& ctx, const MapReader& r, const std::string& path, co
   return lim.has_value();
 }
 
+// An optional number of a tier in (lo, hi], or [lo, hi] when `lo_included`; `what` ends the error.
+void read_in_range(const Ctx& ctx, const MapReader& r, const std::string& path, const char* key, double lo,
+                   bool lo_included, double hi, const std::string& what, double& out) {
+  auto v = r.optional(key);
+  if (!v) return;
+  const double x = read_number(ctx, *v, child_path(path, key));
+  if (!(lo_included ? x >= lo : x > lo) || !(x <= hi))
+    fail(ctx, v->Mark(), child_path(path, key), what);
+  out = x;
+}
+
 // The optional message-protocol fields of a tier (MessageCosts): the rendezvous regime above the
 // eager limit, the inline regime up to the inline limit (below the eager limit), and
 // message_overhead.
@@ -274,26 +285,17 @@ void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& p
       eager && out.inline_limit_bytes >= out.eager_limit_bytes)
     fail(ctx, r.optional("inline_limit")->Mark(), child_path(path, "inline_limit"),
          "must be below eager_limit (" + format_bytes(out.eager_limit_bytes) + ")");
-  if (auto v = r.optional("one_way_factor")) {
-    out.one_way_factor = read_number(ctx, *v, child_path(path, "one_way_factor"));
-    if (!(out.one_way_factor > 0) || out.one_way_factor > 10)
-      fail(ctx, v->Mark(), child_path(path, "one_way_factor"),
-           "must be more than 0 and at most 10 (a factor on the latency of one-way messages; 1 = none)");
-  }
-  if (auto v = r.optional("exchange_factor")) {
-    out.exchange_factor = read_number(ctx, *v, child_path(path, "exchange_factor"));
-    if (!(out.exchange_factor > 0) || out.exchange_factor > 10)
-      fail(ctx, v->Mark(), child_path(path, "exchange_factor"),
-           "must be more than 0 and at most 10 (a factor on the latency of messages answered in the same round; "
-           "1 = none)");
-  }
-  if (auto v = r.optional("overhead_receive_share")) {
-    out.overhead_receive_share = read_number(ctx, *v, child_path(path, "overhead_receive_share"));
-    if (!(out.overhead_receive_share >= 0 && out.overhead_receive_share <= 1))
-      fail(ctx, v->Mark(), child_path(path, "overhead_receive_share"),
-           "must be from 0 to 1 (the part of each message overhead that the receiving rank pays; 0 = all by the "
-           "sender)");
-  }
+  read_in_range(ctx, r, path, "one_way_factor", 0, false, 10,
+                "must be more than 0 and at most 10 (a factor on the latency of one-way messages; 1 = none)",
+                out.one_way_factor);
+  read_in_range(ctx, r, path, "exchange_factor", 0, false, 10,
+                "must be more than 0 and at most 10 (a factor on the latency of messages answered in the same "
+                "round; 1 = none)",
+                out.exchange_factor);
+  read_in_range(ctx, r, path, "overhead_receive_share", 0, true, 1,
+                "must be from 0 to 1 (the part of each message overhead that the receiving rank pays; 0 = all by "
+                "the sender)",
+                out.overhead_receive_share);
 }
 
 // transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }

@@ -50,6 +50,10 @@ struct MessageCosts {
   double one_way_factor = 1.0;       // on the latency of a one-way message
   double overhead_receive_share = 0;  // of each overhead, the part paid per receive (0..1)
   double exchange_factor = 1.0;      // on the latency of a message answered in the same round
+  // The factor on the latency of a message by how its two ranks talk in that round (the terms above).
+  double latency_factor(bool one_way, bool exchange) const {
+    return one_way ? one_way_factor : exchange ? exchange_factor : 1.0;
+  }
   // The overheads a transfer waits for: posted after `sends_before` sends of its sender's round and
   // after `recvs_before` receives of its receiver's round.
   Seconds queued_overhead_s(double bytes, double sends_before, double recvs_before) const {

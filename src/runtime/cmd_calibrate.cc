@@ -249,8 +249,9 @@ int cmd_calibrate(int argc, char** argv) {
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
-       "the latency of one-way messages and of exchanges, the share of the message overheads paid by receivers, and the cache curves by working set, by local-operation size and by "
-       "message size); auto = gamma when run files are given")                                                                                           //
+       "the latency of one-way messages and of exchanges, the share of the message overheads paid by "
+       "receivers, and the cache curves by working set, by local-operation size and by message size); "
+       "auto = gamma when run files are given")  //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
        "relative (least squares on relative residuals) or absolute (on seconds)")                                                //

@@ -101,6 +101,18 @@ std::vector<CollectiveSample> collective_data(const Topology& truth, double nois
   return out;
 }
 
+// A fitted curve of `t` (working_set_scale, local_op_scale, message_scale) comes back the same from
+// the topology file calibrate writes.
+template <typename Point>
+void expect_curve_written_back(const Topology& t, std::vector<Point> Topology::*curve, Bytes Point::*x) {
+  const Topology back = parse_topology(topology_yaml(t, {}, {}, nullptr, false), "written");
+  ASSERT_EQ((back.*curve).size(), (t.*curve).size());
+  for (std::size_t i = 0; i < (t.*curve).size(); ++i) {
+    EXPECT_EQ((back.*curve)[i].*x, (t.*curve)[i].*x) << i;
+    EXPECT_NEAR((back.*curve)[i].scale, (t.*curve)[i].scale, 1e-8) << i;
+  }
+}
+
 // The samples' times as `truth` predicts them (closed forms, no noise).
 void time_on(const Topology& truth, std::vector<CollectiveSample>& samples) {
   for (CollectiveSample& s : samples) s.time_s = predict_closed_form(truth, s);
@@ -360,12 +372,9 @@ TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
       EXPECT_NEAR(f.topology.working_set_scale[i].scale, truth.working_set_scale[i].scale, 0.01) << i;
     EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
     const Topology back = parse_topology(topology_yaml(f.topology, {}, {}, nullptr, false), "written");
-    EXPECT_NEAR(back.call_overhead_s, f.topology.call_overhead_s, 1e-8 * f.topology.call_overhead_s);  // written with 9 digits
-    ASSERT_EQ(back.working_set_scale.size(), f.topology.working_set_scale.size());
-    for (std::size_t i = 0; i < back.working_set_scale.size(); ++i) {
-      EXPECT_EQ(back.working_set_scale[i].working_set, f.topology.working_set_scale[i].working_set);
-      EXPECT_NEAR(back.working_set_scale[i].scale, f.topology.working_set_scale[i].scale, 1e-8);
-    }
+    // Written with 9 digits.
+    EXPECT_NEAR(back.call_overhead_s, f.topology.call_overhead_s, 1e-8 * f.topology.call_overhead_s);
+    expect_curve_written_back(f.topology, &Topology::working_set_scale, &WorkingSetScale::working_set);
   }
 }
 
@@ -390,12 +399,7 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
   for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
     EXPECT_NEAR(f.topology.local_op_scale[i].scale, truth.local_op_scale[i].scale, 0.02) << i;
   EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
-  const Topology back = parse_topology(topology_yaml(f.topology, {}, {}, nullptr, false), "written");
-  ASSERT_EQ(back.local_op_scale.size(), f.topology.local_op_scale.size());
-  for (std::size_t i = 0; i < back.local_op_scale.size(); ++i) {
-    EXPECT_EQ(back.local_op_scale[i].bytes, f.topology.local_op_scale[i].bytes);
-    EXPECT_NEAR(back.local_op_scale[i].scale, f.topology.local_op_scale[i].scale, 1e-8);
-  }
+  expect_curve_written_back(f.topology, &Topology::local_op_scale, &LocalOpScale::bytes);
   EXPECT_EQ(field_of(Param::LocalOp2), "local_op_scale");
   EXPECT_EQ(to_string(Param::LocalOp2), "local_op_scale[2]");
 }
@@ -426,12 +430,7 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
   for (std::size_t i = 2; i < truth.message_scale.size(); ++i)
     EXPECT_NEAR(f.topology.message_scale[i].scale, truth.message_scale[i].scale, 0.03) << i;
   EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
-  const Topology back = parse_topology(topology_yaml(f.topology, {}, {}, nullptr, false), "written");
-  ASSERT_EQ(back.message_scale.size(), f.topology.message_scale.size());
-  for (std::size_t i = 0; i < back.message_scale.size(); ++i) {
-    EXPECT_EQ(back.message_scale[i].bytes, f.topology.message_scale[i].bytes);
-    EXPECT_NEAR(back.message_scale[i].scale, f.topology.message_scale[i].scale, 1e-8);
-  }
+  expect_curve_written_back(f.topology, &Topology::message_scale, &MessageScale::bytes);
   EXPECT_EQ(field_of(Param::Message3), "message_scale");
   EXPECT_EQ(to_string(Param::Message7), "message_scale[7]");
 }
@@ -485,7 +484,8 @@ TEST(RefineParameters, RecoversTheOneWayFactor) {
   start.intra.msg.one_way_factor = 1.0;
   start.intra.latency_s *= 1.3;
   const ParamFit f =
-      refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, Param::IntraOneWay}, FitWeighting::Robust);
+      refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, Param::IntraOneWay},
+                        FitWeighting::Robust);
   EXPECT_NEAR(f.topology.intra.msg.one_way_factor, 0.7, 0.01);
   EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
   EXPECT_LT(f.median_abs_rel_error_after, 1e-3);

@@ -386,7 +386,9 @@ TEST(PriceEqualsClosedForm, ExchangeFactorCountsTheExchanges) {
   t.intra.msg.exchange_factor = 1.5;
   using C = Collective;
   using A = Algorithm;
-  const auto latency = [&t](C c, A a, int p) { return closed_form(t, {c, a, Protocol::None, 1, p, Bytes{64} * 1024}).latency_s; };
+  const auto latency = [&t](C c, A a, int p) {
+    return closed_form(t, {c, a, Protocol::None, 1, p, Bytes{64} * 1024}).latency_s;
+  };
   EXPECT_NEAR(latency(C::AllGather, A::RecursiveDoubling, 8), 3 * 1.5 * kAlpha, 1e-15);
   EXPECT_NEAR(latency(C::AllGather, A::Bruck, 8), 2 * kAlpha + 1.5 * kAlpha, 1e-15);
   EXPECT_NEAR(latency(C::AllGather, A::Ring, 8), 7 * kAlpha, 1e-15);
@@ -489,6 +491,25 @@ TEST(PriceOverheads, ReceiveShare) {
       EXPECT_NEAR(price_schedule(s, t, Placement::uniform(1, p)).time_s, sender_pays, 1e-15) << name(c, a, p, 8 * 4096);
       expect_price_equals_closed_form(t, c, a, p, Bytes{8} * 4096);
     }
+  // Across nodes too, with overheads and shares on both tiers (dgx-h100).
+  Topology dgx = load_topology(resolve_topology_path("dgx-h100"));
+  dgx.memory_bw_Bps = 1e30;
+  dgx.intra.msg.message_overhead_s = 1e-6;
+  dgx.network.msg.message_overhead_s = 3e-6;
+  for (double share : {0.0, 1.0})
+    for (int nodes : {2, 4})
+      for (int G : {2, 8}) {
+        dgx.intra.msg.overhead_receive_share = dgx.network.msg.overhead_receive_share = share;
+        const int p = nodes * G;
+        const Placement pl = Placement::uniform(nodes, G);
+        for (C c : {C::AllGather, C::AllToAll, C::ReduceScatter}) {
+          const Bytes bytes = static_cast<Bytes>(p) * 4 * 1024;
+          const Schedule s = make_schedule({c, A::Direct, p, count_for(bytes), 4, 0, &pl, 0});
+          const double closed = closed_form(dgx, {c, A::Direct, Protocol::None, nodes, G, bytes}).time_s;
+          EXPECT_NEAR(price_schedule(s, dgx, pl).time_s, closed, 1e-9 * closed)
+              << name(c, A::Direct, p, bytes) << " nodes=" << nodes << " share=" << share;
+        }
+      }
   // The double binary tree's broadcast: a rank sends to two children that receive only from it;
   // with the receivers paying, its priced time falls to that without overheads.
   const Topology none = uniform();

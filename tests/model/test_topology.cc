@@ -378,8 +378,8 @@ TEST(TopologyMessageTerms, InlineRegimeBelowTheEagerLimit) {
                            "network: { kind: none }\nintra_node:\n  fabric: shared-memory\n  bandwidth: 5 GB/s\n"
                            "  latency: 1 us\n  eager_limit: 4 KiB\n  rendezvous_latency: 3 us\n"
                            "  message_overhead: 0.4 us\n";
-  const Topology t = parse_topology(head + "  inline_limit: 256 B\n  inline_latency: 0.5 us\n  inline_overhead: 0.1 us\n",
-                                    "inline");
+  const Topology t =
+      parse_topology(head + "  inline_limit: 256 B\n  inline_latency: 0.5 us\n  inline_overhead: 0.1 us\n", "inline");
   EXPECT_EQ(t.intra.msg.inline_limit_bytes, 256u);
   EXPECT_NEAR(t.intra.message_latency_s(256), 0.5e-6, 1e-15);
   EXPECT_NEAR(t.intra.message_latency_s(257), 1e-6, 1e-15);
@@ -410,10 +410,12 @@ TEST(TopologyMessageTerms, LatencyFactorsAndOverheadShare) {
     std::vector<std::string> bad;
     std::string message;
   };
+  const std::string factor = "must be more than 0 and at most 10";
   const std::vector<Field> fields = {
-      {"one_way_factor", &MessageCosts::one_way_factor, 1.0, 0.7, {"0", "-1", "11"}, "must be more than 0 and at most 10"},
-      {"exchange_factor", &MessageCosts::exchange_factor, 1.0, 1.2, {"0", "-1", "11"}, "must be more than 0 and at most 10"},
-      {"overhead_receive_share", &MessageCosts::overhead_receive_share, 0.0, 0.8, {"-0.1", "1.5", "2"}, "must be from 0 to 1"},
+      {"one_way_factor", &MessageCosts::one_way_factor, 1.0, 0.7, {"0", "-1", "11"}, factor},
+      {"exchange_factor", &MessageCosts::exchange_factor, 1.0, 1.2, {"0", "-1", "11"}, factor},
+      {"overhead_receive_share", &MessageCosts::overhead_receive_share, 0.0, 0.8, {"-0.1", "1.5", "2"},
+       "must be from 0 to 1"},
   };
   for (const Field& f : fields) {
     EXPECT_EQ(parse_topology(head, "inline").intra.msg.*f.member, f.default_value) << f.key;
