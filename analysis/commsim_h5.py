@@ -67,10 +67,12 @@ def read_runs(path: str) -> pd.DataFrame:
 
 
 def read_points_file(path: str) -> pd.DataFrame:
-    """The /points table of one file, strings decoded, with `file` and `run_status` columns."""
+    """The /points table of one file, strings decoded, with `file`, `run_status` and `samples` (each
+    point's per-iteration times, us, as an array) columns."""
     with h5py.File(path, "r") as f:
         _check_schema(f, path)
         table = f["points"][:]
+        all_samples = f["samples"][:] if "samples" in f else np.empty(0)
         status_of_run = {}
         for name in f["runs"].keys():
             g = f["runs"][name]
@@ -81,6 +83,8 @@ def read_points_file(path: str) -> pd.DataFrame:
             df[col] = [_text(v) for v in df[col]]
     df["file"] = path
     df["run_status"] = [status_of_run.get(int(r), "") for r in df["run"]] if len(df) else []
+    df["samples"] = [all_samples[int(o): int(o) + int(n)] for o, n in zip(df["samples_offset"], df["samples_count"])] \
+        if len(df) else []
     return df
 
 

@@ -15,7 +15,8 @@ writes into report/:
 The numbers follow the definitions of `commsim report` exactly (src/runtime/report_tables.h):
 relative error = (predicted - measured median) / measured median over points with status "ok";
 geometric mean of max(|error|, 1e-6); winners among hand-written algorithms measured at the same
-(collective, backend, dtype, nodes, ranks, bytes), ties in the model within 1e-6 relative.
+(collective, backend, dtype, nodes, ranks, bytes), ties in the model within 1e-6 relative; the
+samples' verdict on each winner by one-sided Mann-Whitney U tests (p < 0.05, at least 5 samples).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ LARGE_START = 16 * 1024 * 1024
 GEOMEAN_FLOOR = 1e-6
 TIE_TOLERANCE = 1e-6
 BANDS = ["<64KiB", "64KiB-16MiB", ">=16MiB"]
+WINNER_ALPHA = 0.05
+MIN_TEST_SAMPLES = 5
 
 
 def band_index(nbytes: int) -> int:
@@ -95,6 +98,43 @@ def crossover_sizes(sizes, ta, tb) -> list[float]:
     return out
 
 
+def mann_whitney_p_less(a, b) -> float:
+    """One-sided Mann-Whitney U test: p-value of "a is not faster than b" (normal approximation with
+    the tie and continuity corrections), as scipy.stats.mannwhitneyu(a, b, alternative="less",
+    method="asymptotic") and commsim's mann_whitney_p_less give it."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.size == 0 or b.size == 0:
+        return 1.0
+    ranks = pd.Series(np.concatenate([a, b])).rank().to_numpy()
+    _, counts = np.unique(np.concatenate([a, b]), return_counts=True)
+    n1, n2 = float(a.size), float(b.size)
+    n = n1 + n2
+    u = ranks[: a.size].sum() - n1 * (n1 + 1) / 2
+    var = n1 * n2 / 12 * ((n + 1) - float((counts.astype(float) ** 3 - counts).sum()) / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - n1 * n2 / 2 + 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def judge_by_samples(s: pd.DataFrame, winner: str, pick: str, agree: bool) -> dict:
+    """The samples' verdict on one winner case (as WinnerCase in report_tables.h)."""
+    w = s[s["algorithm"] == winner].iloc[0]
+
+    def p_faster(other) -> float:
+        if len(w["samples"]) < MIN_TEST_SAMPLES or len(other["samples"]) < MIN_TEST_SAMPLES:
+            return 1.0
+        return mann_whitney_p_less(w["samples"], other["samples"])
+
+    winner_p = 0.0
+    for _, o in s.iterrows():
+        if o["algorithm"] != winner and abs(o["predicted_us"] - w["predicted_us"]) > TIE_TOLERANCE * w["predicted_us"]:
+            winner_p = max(winner_p, p_faster(o))
+    pick_p = 1.0 if agree else p_faster(s[s["algorithm"] == pick].iloc[0])
+    return {"winner_p": winner_p, "clear": winner_p < WINNER_ALPHA, "pick_p": pick_p,
+            "pick_slower": pick_p < WINNER_ALPHA}
+
+
 def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> dict:
     c = comparable(df)
     r = {"files": files, "points": int(len(df)), "measured": int(np.isfinite(df["measured_median_us"]).sum()) if len(df) else 0,
@@ -115,7 +155,7 @@ def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> 
     hw = c[c["algorithm"].isin(commsim_h5.HAND_WRITTEN)]
     hw = hw.drop_duplicates(subset=["collective", "backend", "dtype", "nodes", "ranks", "bytes", "algorithm"], keep="first")
     rows, crossings = [], []
-    agree = within = 0
+    agree = within = clear = clear_agree = pick_slower = 0
     for (coll, backend, dtype, nodes, ranks), g in sorted(hw.groupby(["collective", "backend", "dtype", "nodes", "ranks"]),
                                                           key=lambda kv: kv[0]):
         for nbytes, s in sorted(g.groupby("bytes"), key=lambda kv: kv[0]):
@@ -127,13 +167,18 @@ def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> 
             measured_winner = s.loc[s["measured_median_us"].idxmin(), "algorithm"]
             tied = s[s["predicted_us"] <= best_pred * (1 + TIE_TOLERANCE)]
             is_agree = measured_winner in set(tied["algorithm"])
-            loss = float(tied["measured_median_us"].min() / best_meas - 1.0)
+            pick = tied.loc[tied["measured_median_us"].idxmin()]
+            loss = float(pick["measured_median_us"] / best_meas - 1.0)
+            verdict = judge_by_samples(s, measured_winner, pick["algorithm"], is_agree)
             agree += int(is_agree)
             within += int(loss <= 0.05)
+            clear += int(verdict["clear"])
+            clear_agree += int(verdict["clear"] and is_agree)
+            pick_slower += int(verdict["pick_slower"])
             rows.append({"collective": coll, "backend": backend, "nodes": int(nodes), "ranks": int(ranks),
                          "bytes": int(nbytes), "candidates": int(len(s)),
                          "predicted_winner": "=".join(tied["algorithm"]), "measured_winner": measured_winner,
-                         "agree": bool(is_agree), "loss": loss})
+                         "agree": bool(is_agree), "loss": loss, **verdict})
         names = sorted(set(g["algorithm"]))
         for i, a in enumerate(names):
             for b in names[i + 1:]:
@@ -154,7 +199,8 @@ def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> 
                     crossings.append({"collective": coll, "backend": backend, "nodes": int(nodes), "ranks": int(ranks),
                                       "a": a, "b": b, "predicted_bytes": pred, "measured_bytes": meas})
     r["winners"] = {"cases": len(rows), "agree": agree, "agreement": agree / len(rows) if rows else 0.0,
-                    "within_5pct": within, "rows": rows}
+                    "within_5pct": within, "alpha": WINNER_ALPHA, "clear": clear, "clear_agree": clear_agree,
+                    "pick_slower": pick_slower, "rows": rows}
     r["crossovers"] = crossings
     c_sorted = c.assign(abs_err=c["err"].abs()).sort_values("abs_err", ascending=False, kind="stable")
     r["outliers"] = [
@@ -332,7 +378,11 @@ def write_markdown(r: dict, figures: dict, out: str) -> None:
                      f"{pct(x['max_abs_rel_error'])} |")
     w = r["winners"]
     lines += ["", f"The model picked the measured winner in {w['agree']} of {w['cases']} cases "
-              f"({pct(w['agreement'])}); its pick measured within 5% of the best in {w['within_5pct']}.", ""]
+              f"({pct(w['agreement'])}); its pick measured within 5% of the best in {w['within_5pct']}.", "",
+              f"The measured winner is clear (faster than every other schedule, one-sided Mann-Whitney U test on "
+              f"the per-iteration samples, p < {w['alpha']:g}) in {w['clear']} cases: the model picked it in "
+              f"{w['clear_agree']} ({pct(w['clear_agree'] / w['clear'] if w['clear'] else 0.0)}). The model's pick "
+              f"measured slower than the winner beyond the noise in {w['pick_slower']} of {w['cases']} cases.", ""]
     lines += ["## Error per collective x algorithm x size band", "",
               "| collective | algorithm | backend | band | n | median | geomean | max |", "|---|---|---|---|---:|---:|---:|---:|"]
     for g in r["groups"]:

@@ -64,10 +64,11 @@ def files(tmp_path_factory):
     run([mpiexec, "--oversubscribe", "-np", "2", binary, "run", "--topology", "local-cpu", "--backend", "host",
          "--collectives", "allreduce,allgather", "--algorithms", "ring,recursive-doubling,mpi",
          "--sizes", "1KiB:4MiB:x4", "--iters", "3", "--warmup", "1", "--out", run_h5])
-    # A second file, 3 ranks, ring and tree: several files, two rank counts, a ring/tree crossover plot.
+    # A second file, 3 ranks, ring and tree: several files, two rank counts, a ring/tree crossover plot,
+    # and enough samples (6, where the 2-rank file has 3) for the winners' significance tests.
     run3_h5 = str(d / "run3.h5")
     run([mpiexec, "--oversubscribe", "-np", "3", binary, "run", "--topology", "local-cpu", "--backend", "host",
-         "--collectives", "allreduce", "--algorithms", "ring,tree", "--sizes", "1KiB:4MiB:x4", "--iters", "3",
+         "--collectives", "allreduce", "--algorithms", "ring,tree", "--sizes", "1KiB:4MiB:x4", "--iters", "6",
          "--warmup", "1", "--out", run3_h5])
     run([binary, "predict", "--topology", "local-cpu", "--collectives", "allreduce", "--algorithms", "ring,tree",
          "--sizes", "1KiB:4MiB:x4", "--out", pred_h5])
@@ -122,10 +123,13 @@ def test_numbers_match_commsim_report(files):
             b["collective"], b["algorithm"], b["backend"], b["band"], b["n"])
         for stat in ("median_abs_rel_error", "geomean_abs_rel_error", "max_abs_rel_error"):
             assert close(a[stat], b[stat]), (a, b)
-    for k in ("cases", "agree", "within_5pct"):
+    for k in ("cases", "agree", "within_5pct", "clear", "clear_agree", "pick_slower"):
         assert py["winners"][k] == cc["winners"][k], k
-    assert [(w["bytes"], w["predicted_winner"], w["measured_winner"]) for w in py["winners"]["rows"]] == [
-        (w["bytes"], w["predicted_winner"], w["measured_winner"]) for w in cc["winners"]["rows"]]
+    assert [(w["bytes"], w["predicted_winner"], w["measured_winner"], w["clear"]) for w in py["winners"]["rows"]] == [
+        (w["bytes"], w["predicted_winner"], w["measured_winner"], w["clear"]) for w in cc["winners"]["rows"]]
+    for a, b in zip(py["winners"]["rows"], cc["winners"]["rows"]):
+        assert close(a["winner_p"], b["winner_p"]) and close(a["pick_p"], b["pick_p"]), (a, b)
+    assert any(0 < w["winner_p"] < 1 for w in cc["winners"]["rows"])  # the tests ran on the 3-rank file
     assert len(py["crossovers"]) == len(cc["crossovers"])
     for a, b in zip(py["crossovers"], cc["crossovers"]):
         assert (a["a"], a["b"]) == (b["a"], b["b"])

@@ -24,7 +24,8 @@ int cmd_report(int argc, char** argv) {
   CommandLine cli("report",
                   "How far the model is from the measurement: relative error per point; median and geometric-mean "
                   "|error| per collective x algorithm x size band (< 64 KiB, 64 KiB - 16 MiB, >= 16 MiB); whether the "
-                  "model's fastest hand-written algorithm was the measured fastest; predicted vs measured crossover "
+                  "model's fastest hand-written algorithm was the measured fastest, and whether the per-iteration samples "
+                  "tell the two apart (one-sided Mann-Whitney U test, p < 0.05); predicted vs measured crossover "
                   "sizes; the worst outliers; failed or missing points. Reads results files of `commsim run` "
                   "(several are combined). With --topology, every point is first predicted again on that topology: "
                   "how a calibrated topology does on measurements already taken.",
@@ -54,7 +55,7 @@ int cmd_report(int argc, char** argv) {
   std::vector<std::string> notes;
   std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
   for (const auto& f : files) {
-    ResultsContents c = read_results(f, false);
+    ResultsContents c = read_results(f, true);
     points.insert(points.end(), c.points.begin(), c.points.end());
     for (std::size_t i = 0; i < c.points.size(); ++i) {
       const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;

@@ -10,6 +10,7 @@
 
 #include "model/collective.h"
 #include "runtime/reporter.h"
+#include "runtime/stats.h"
 
 namespace commsim {
 namespace {
@@ -106,6 +107,29 @@ std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std:
   return out;
 }
 
+namespace {
+
+// WinnerCase's verdict from the samples: is the measured winner faster than every other schedule,
+// and than the model's pick, beyond the noise of the measurement?
+void judge_by_samples(WinnerCase& w, const std::map<std::string, const Point*>& algs, const Point* pick) {
+  const Point* winner = algs.at(w.measured_winner);
+  auto p_faster = [&](const Point* other) {
+    if (winner->samples_us.size() < kMinTestSamples || other->samples_us.size() < kMinTestSamples) return 1.0;
+    return mann_whitney_p_less(winner->samples_us, other->samples_us);
+  };
+  auto same_schedule = [&](const Point* other) {
+    return std::fabs(other->predicted_us - winner->predicted_us) <= kTieTolerance * winner->predicted_us;
+  };
+  w.winner_p = 0;
+  for (const auto& [name, p] : algs)
+    if (p != winner && !same_schedule(p)) w.winner_p = std::max(w.winner_p, p_faster(p));
+  w.clear = w.winner_p < kWinnerAlpha;
+  w.pick_p = w.agree ? 1.0 : p_faster(pick);
+  w.pick_slower = w.pick_p < kWinnerAlpha;
+}
+
+}  // namespace
+
 Report build_report(const std::vector<Point>& points, std::size_t max_outliers) {
   Report r;
   r.points = points.size();
@@ -171,18 +195,22 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
       }
       // Every candidate tied with the predicted best is a model winner; the model's pick is the
       // one of them that measured fastest.
-      double pick_meas = INFINITY;
+      const Point* pick = nullptr;
       std::string tied;
       for (const auto& [name, p] : algs) {
         if (p->predicted_us > best_pred * (1 + kTieTolerance)) continue;
         tied += (tied.empty() ? "" : "=") + name;
-        if (p->measured_median_us < pick_meas) pick_meas = p->measured_median_us;
+        if (!pick || p->measured_median_us < pick->measured_median_us) pick = p;
         if (name == w.measured_winner) w.agree = true;
       }
       w.predicted_winner = tied;
-      w.loss = pick_meas / best_meas - 1.0;
+      w.loss = pick->measured_median_us / best_meas - 1.0;
+      judge_by_samples(w, algs, pick);
       if (w.agree) ++r.winner_agree;
       if (w.loss <= 0.05) ++r.winner_within_5pct;
+      if (w.clear) ++r.winner_clear;
+      if (w.clear && w.agree) ++r.winner_clear_agree;
+      if (w.pick_slower) ++r.winner_pick_slower;
       r.winners.push_back(w);
     }
     // Crossovers between every pair of algorithms measured at two or more common sizes.
@@ -293,13 +321,24 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
     std::snprintf(buf, sizeof buf, "  model picked the measured winner in %zu of %zu cases (%s); its pick measured within 5%% of the best in %zu\n",
                   r.winner_agree, r.winners.size(), pct(r.winner_agreement).c_str(), r.winner_within_5pct);
     out << buf;
-    std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-28s %-19s %8s\n", "collective", "backend", "nodes", "ranks",
-                  "bytes", "predicted", "measured", "loss");
+    // The samples' verdict (one-sided Mann-Whitney U tests): where the measurement itself names a
+    // winner, and where the model's pick is slower than the winner beyond the noise.
+    const double clear_share = r.winner_clear ? static_cast<double>(r.winner_clear_agree) / static_cast<double>(r.winner_clear) : 0.0;
+    std::snprintf(buf, sizeof buf,
+                  "  measured winner clear (faster than every other schedule, one-sided Mann-Whitney U test on the "
+                  "per-iteration samples, p < %g) in %zu cases: the model picked it in %zu (%s)\n"
+                  "  model's pick slower than the measured winner beyond the noise (p < %g) in %zu of %zu cases\n",
+                  kWinnerAlpha, r.winner_clear, r.winner_clear_agree, pct(clear_share).c_str(), kWinnerAlpha,
+                  r.winner_pick_slower, r.winners.size());
+    out << buf;
+    std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-28s %-19s %8s %8s\n", "collective", "backend", "nodes", "ranks",
+                  "bytes", "predicted", "measured", "loss", "winner p");
     out << buf;
     for (const auto& w : r.winners) {
-      std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-28s %-19s %8s%s\n", w.collective.c_str(), w.backend.c_str(),
-                    w.nodes, w.ranks, format_bytes(w.bytes).c_str(), w.predicted_winner.c_str(), w.measured_winner.c_str(),
-                    pct(w.loss).c_str(), w.agree ? "" : "  <- differs");
+      std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-28s %-19s %8s %8.2g%s\n", w.collective.c_str(),
+                    w.backend.c_str(), w.nodes, w.ranks, format_bytes(w.bytes).c_str(), w.predicted_winner.c_str(),
+                    w.measured_winner.c_str(), pct(w.loss).c_str(), w.winner_p,
+                    w.agree ? "" : w.pick_slower ? "  <- differs" : "  <- differs (within the noise)");
       out << buf;
     }
   }
@@ -351,6 +390,8 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
   }
   out << "],\n  \"winners\": {\"cases\": " << r.winners.size() << ", \"agree\": " << r.winner_agree
       << ", \"agreement\": " << json_number(r.winner_agreement) << ", \"within_5pct\": " << r.winner_within_5pct
+      << ", \"alpha\": " << json_number(kWinnerAlpha) << ", \"clear\": " << r.winner_clear
+      << ", \"clear_agree\": " << r.winner_clear_agree << ", \"pick_slower\": " << r.winner_pick_slower
       << ", \"rows\": [";
   for (std::size_t i = 0; i < r.winners.size(); ++i) {
     const auto& w = r.winners[i];
@@ -359,7 +400,9 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
         << ", \"bytes\": " << w.bytes << ", \"candidates\": " << w.candidates
         << ", \"predicted_winner\": " << json_string(w.predicted_winner)
         << ", \"measured_winner\": " << json_string(w.measured_winner) << ", \"agree\": " << (w.agree ? "true" : "false")
-        << ", \"loss\": " << json_number(w.loss) << "}";
+        << ", \"loss\": " << json_number(w.loss) << ", \"winner_p\": " << json_number(w.winner_p)
+        << ", \"clear\": " << (w.clear ? "true" : "false") << ", \"pick_p\": " << json_number(w.pick_p)
+        << ", \"pick_slower\": " << (w.pick_slower ? "true" : "false") << "}";
   }
   out << "]},\n  \"crossovers\": [";
   for (std::size_t i = 0; i < r.crossovers.size(); ++i) {
@@ -414,11 +457,13 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
       out << "\n";
     }
   } else if (table == "winners") {
-    out << "collective,backend,nodes,ranks,bytes,candidates,predicted_winner,measured_winner,agree,loss\n";
+    out << "collective,backend,nodes,ranks,bytes,candidates,predicted_winner,measured_winner,agree,loss,winner_p,clear,"
+           "pick_p,pick_slower\n";
     for (const auto& w : r.winners)
       out << w.collective << "," << w.backend << "," << w.nodes << "," << w.ranks << "," << w.bytes << "," << w.candidates
           << "," << w.predicted_winner << "," << w.measured_winner << "," << (w.agree ? 1 : 0) << ","
-          << json_number(w.loss) << "\n";
+          << json_number(w.loss) << "," << json_number(w.winner_p) << "," << (w.clear ? 1 : 0) << ","
+          << json_number(w.pick_p) << "," << (w.pick_slower ? 1 : 0) << "\n";
   } else if (table == "crossovers") {
     out << "collective,backend,nodes,ranks,a,b,predicted_bytes,measured_bytes\n";
     auto join = [](const std::vector<double>& v) {

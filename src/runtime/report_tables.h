@@ -58,7 +58,22 @@ struct WinnerCase {
   // Measured time of the predicted winner over the measured best, minus 1 (0 when they agree):
   // what choosing by the model costs.
   double loss = 0;
+  // The measurement's own verdict, from the per-iteration samples (one-sided Mann-Whitney U tests,
+  // mann_whitney_p_less). winner_p: the largest p-value of "the measured winner is faster than
+  // another algorithm" over the other algorithms, those the model prices the same as the winner
+  // (the same schedule) left out; 1 when a candidate has fewer than kMinTestSamples samples.
+  // `clear`: winner_p < kWinnerAlpha, the measurement names one winner.
+  double winner_p = 1;
+  bool clear = false;
+  // pick_p: the p-value of "the measured winner is faster than the model's pick" (1 when they
+  // agree); `pick_slower`: pick_p < kWinnerAlpha, the pick measured slower beyond the noise.
+  double pick_p = 1;
+  bool pick_slower = false;
 };
+
+// Significance level of the winner tests, and the fewest samples a point needs to take part.
+inline constexpr double kWinnerAlpha = 0.05;
+inline constexpr std::size_t kMinTestSamples = 5;
 
 struct CrossoverRow {
   std::string collective, backend;
@@ -89,6 +104,9 @@ struct Report {
   std::size_t winner_agree = 0;
   double winner_agreement = 0;        // winner_agree / winners.size(), 0 when none
   std::size_t winner_within_5pct = 0;  // cases where the model's pick measured within 5% of the best
+  std::size_t winner_clear = 0;        // cases whose measured winner is clear (WinnerCase::clear)
+  std::size_t winner_clear_agree = 0;  // ... and the model picked it
+  std::size_t winner_pick_slower = 0;  // cases where the model's pick measured slower beyond the noise
   std::vector<CrossoverRow> crossovers;
   std::vector<Point> outliers;        // largest |rel_error| first
   std::vector<FailedPoint> failed;    // status not ok/predicted, or a run that did not complete

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "runtime/report_tables.h"
+#include "runtime/stats.h"
 
 namespace commsim {
 namespace {
@@ -80,6 +81,68 @@ TEST(ReportTables, TiedPredictionsCountAsAgreement) {
   EXPECT_TRUE(r.winners[0].agree);
   EXPECT_EQ(r.winners[0].predicted_winner, "rabenseifner=ring");
   EXPECT_TRUE(r.crossovers.empty());  // identical in the model: no crossover to compare
+}
+
+TEST(MannWhitney, OneSidedPValuesAsScipyGivesThem) {
+  // Expected values: scipy.stats.mannwhitneyu(a, b, alternative="less", method="asymptotic").
+  auto seq = [](double first, double step, int n) {
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(first + step * i);
+    return v;
+  };
+  EXPECT_NEAR(mann_whitney_p_less(seq(1, 1, 10), seq(11, 1, 10)), 9.133589555477501e-05, 1e-12);  // a all faster
+  EXPECT_NEAR(mann_whitney_p_less(seq(11, 1, 10), seq(1, 1, 10)), 0.9999325785388228, 1e-12);     // a all slower
+  EXPECT_NEAR(mann_whitney_p_less(seq(1, 2, 10), seq(2, 2, 10)), 0.3668649978481236, 1e-12);      // interleaved
+  EXPECT_NEAR(mann_whitney_p_less({1, 1, 2, 2, 3}, {2, 3, 3, 4, 4, 4}), 0.015211892074231353, 1e-12);  // ties
+  EXPECT_EQ(mann_whitney_p_less({5, 5, 5}, {5, 5, 5}), 1.0);
+  EXPECT_EQ(mann_whitney_p_less({}, {1, 2}), 1.0);
+}
+
+// Three algorithms at each of three sizes, with samples: the winner's verdict from the samples.
+TEST(ReportTables, WinnerJudgedByTheSamples) {
+  auto with = [](Point p, double first, std::size_t n = 10) {
+    for (std::size_t i = 0; i < n; ++i) p.samples_us.push_back(first + static_cast<double>(i));
+    return p;
+  };
+  const Bytes a = 1024, b = 2048, c = 4096;
+  std::vector<Point> pts = {
+      // a: ring clearly fastest (10..19 against 30..39 and 50..59), the model picks it.
+      with(make(Algorithm::Ring, a, 14.5, 10), 10), with(make(Algorithm::Tree, a, 34.5, 20), 30),
+      with(make(Algorithm::RecursiveDoubling, a, 54.5, 30), 50),
+      // b: ring and recursive doubling within the noise (10..19, 11..20); the model picks the latter.
+      with(make(Algorithm::Ring, b, 14.5, 20), 10), with(make(Algorithm::Tree, b, 34.5, 30), 30),
+      with(make(Algorithm::RecursiveDoubling, b, 15.5, 10), 11),
+      // c: as b, but the model picks tree, measurably slower; and recursive doubling has too few
+      // samples to be tested (its median is the winner's, so it cannot be the winner).
+      with(make(Algorithm::Ring, c, 14.5, 20), 10), with(make(Algorithm::Tree, c, 34.5, 10), 30),
+      with(make(Algorithm::RecursiveDoubling, c, 16.5, 30), 15, 3),
+  };
+  Report r = build_report(pts);
+  ASSERT_EQ(r.winners.size(), 3u);
+  const WinnerCase &wa = r.winners[0], &wb = r.winners[1], &wc = r.winners[2];
+  EXPECT_TRUE(wa.agree);
+  EXPECT_TRUE(wa.clear);
+  EXPECT_LT(wa.winner_p, 1e-3);
+  EXPECT_EQ(wa.pick_p, 1.0);
+  EXPECT_FALSE(wb.agree);
+  EXPECT_FALSE(wb.clear);  // ring against recursive doubling: p = 0.25
+  EXPECT_NEAR(wb.winner_p, 0.247, 0.001);
+  EXPECT_FALSE(wb.pick_slower);
+  EXPECT_NEAR(wb.pick_p, wb.winner_p, 1e-12);  // the pick is the runner-up
+  EXPECT_FALSE(wc.agree);
+  EXPECT_EQ(wc.winner_p, 1.0);  // recursive doubling cannot be tested: the winner is not clear
+  EXPECT_TRUE(wc.pick_slower);
+  EXPECT_LT(wc.pick_p, 1e-3);
+  EXPECT_EQ(r.winner_clear, 1u);
+  EXPECT_EQ(r.winner_clear_agree, 1u);
+  EXPECT_EQ(r.winner_pick_slower, 1u);
+  std::ostringstream table, csv;
+  print_report_table(table, r, false, pts);
+  print_report_csv(csv, r, "winners", pts);
+  EXPECT_NE(table.str().find("in 1 cases: the model picked it in 1 (100.0%)"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("beyond the noise (p < 0.05) in 1 of 3 cases"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("<- differs (within the noise)"), std::string::npos);
+  EXPECT_NE(csv.str().find(",winner_p,clear,pick_p,pick_slower\n"), std::string::npos) << csv.str();
 }
 
 TEST(ReportTables, CrossoversPredictedAndMeasured) {
