@@ -233,6 +233,44 @@ TEST(Registry, OneRankIsALocalCopy) {
     }
 }
 
+// The source of rank `rank`'s sends in its round `round`.
+std::vector<Span> send_sources(const Schedule& s, int rank, std::size_t round) {
+  std::vector<Span> out;
+  for (const Op& op : s.ranks[rank].rounds.at(round).ops)
+    if (op.kind == OpKind::Send) out.push_back(op.src);
+  return out;
+}
+
+TEST(ScheduleBuilder, DataCopiedFromInputIsSentFromInput) {
+  // Ring allgather, 4 ranks of 3 elements: each rank copies its Input into its block of Output in
+  // round 0 and sends that block at once: from Input. Later rounds forward received blocks.
+  const Schedule ring = make_schedule({Collective::AllGather, Algorithm::Ring, 4, 12, 4, 0, nullptr, 0});
+  for (int r = 0; r < 4; ++r) {
+    const auto first = send_sources(ring, r, 0);
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].buffer, BufferId::Input) << "rank " << r;
+    EXPECT_EQ(first[0].offset, 0u);
+    EXPECT_EQ(first[0].count, 3u);
+    EXPECT_EQ(send_sources(ring, r, 1).at(0).buffer, BufferId::Output) << "rank " << r;
+  }
+  // Hierarchical broadcast on one node: the root copies Input to Output in one round and sends it
+  // in the next: from Input.
+  const Schedule hb = make_schedule({Collective::Broadcast, Algorithm::Hierarchical, 2, 8, 4, 0, nullptr, 0});
+  bool root_sent = false;
+  for (std::size_t round = 0; round < hb.ranks[0].rounds.size(); ++round)
+    for (const Span& src : send_sources(hb, 0, round)) {
+      EXPECT_EQ(src.buffer, BufferId::Input);
+      root_sent = true;
+    }
+  EXPECT_TRUE(root_sent);
+  // Binomial reduce, 4 ranks: rank 2 copies its Input into Output, combines rank 3's data into it,
+  // then sends the partial sum: that is no copy of Input any more and stays in Output.
+  const Schedule red = make_schedule({Collective::Reduce, Algorithm::Binomial, 4, 8, 4, 0, nullptr, 0});
+  const auto partial = send_sources(red, 2, red.ranks[2].rounds.size() - 1);
+  ASSERT_EQ(partial.size(), 1u);
+  EXPECT_EQ(partial[0].buffer, BufferId::Output);
+}
+
 // Height of every v in a tree given by parents (leaves 0); checks every v reaches `root`.
 std::vector<int> heights(const std::vector<int>& parent, int root) {
   const int p = static_cast<int>(parent.size());
