@@ -61,7 +61,8 @@ struct WinnerCase {
   // The measurement's own verdict, from the per-iteration samples (one-sided Mann-Whitney U tests,
   // mann_whitney_p_less). winner_p: the largest p-value of "the measured winner is faster than
   // another algorithm" over the other algorithms, those the model prices the same as the winner
-  // (the same schedule) left out; 1 when a candidate has fewer than kMinTestSamples samples.
+  // (the same schedule) left out; 1 when a candidate has fewer than kMinTestSamples samples, 0 when
+  // every other candidate has the winner's schedule.
   // `clear`: winner_p < kWinnerAlpha, the measurement names one winner.
   double winner_p = 1;
   bool clear = false;

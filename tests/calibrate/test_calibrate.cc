@@ -470,25 +470,31 @@ TEST(RefineParameters, RecoversTheInlineLatencyAndOverhead) {
   EXPECT_EQ(plain.intra.msg.inline_latency_s, 0.0);
 }
 
+// Times `samples` on a host topology whose intra-node latency factor `factor` is `value`, then
+// refits from that factor at 1 and the latency off by `latency_off`: both must come back.
+void expect_latency_factor_recovered(double MessageCosts::*factor, Param param, double value,
+                                     std::vector<CollectiveSample> samples, double latency_off) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.intra.msg.*factor = value;
+  time_on(truth, samples);
+  Topology start = truth;
+  start.intra.msg.*factor = 1.0;
+  start.intra.latency_s *= latency_off;
+  const ParamFit f =
+      refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, param}, FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.msg.*factor, value, 0.01) << to_string(param);
+  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+}
+
 // The factor on one-way latencies comes back from broadcasts and reduces (binomial trees, one-way)
 // measured beside allreduces and allgathers (exchanges), with the latency fitted alongside.
 TEST(RefineParameters, RecoversTheOneWayFactor) {
-  Topology truth = parse_topology(kHostTopology, "test");
-  truth.intra.msg.one_way_factor = 0.7;
-  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 5);
+  std::vector<CollectiveSample> samples = collective_data(parse_topology(kHostTopology, "test"), 0.0, 5);
   for (Collective c : {Collective::Broadcast, Collective::Reduce})
     for (Bytes b = 1024; b <= 256 * 1024; b *= 4)
       for (int ranks : {4, 8}) samples.push_back({c, Algorithm::Binomial, 1, ranks, b, 0.0});
-  time_on(truth, samples);
-  Topology start = truth;
-  start.intra.msg.one_way_factor = 1.0;
-  start.intra.latency_s *= 1.3;
-  const ParamFit f =
-      refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, Param::IntraOneWay},
-                        FitWeighting::Robust);
-  EXPECT_NEAR(f.topology.intra.msg.one_way_factor, 0.7, 0.01);
-  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
-  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  expect_latency_factor_recovered(&MessageCosts::one_way_factor, Param::IntraOneWay, 0.7, samples, 1.3);
   EXPECT_EQ(field_of(Param::IntraOneWay), "intra_node.one_way_factor");
   EXPECT_EQ(to_string(Param::IntraOneWay), "intra.one_way_factor");
 }
@@ -496,8 +502,6 @@ TEST(RefineParameters, RecoversTheOneWayFactor) {
 // The factor on exchange latencies comes back from recursive doubling and halving (exchanges in
 // every step) measured beside rings (shifts), with the latency fitted alongside.
 TEST(RefineParameters, RecoversTheExchangeFactor) {
-  Topology truth = parse_topology(kHostTopology, "test");
-  truth.intra.msg.exchange_factor = 1.2;
   std::vector<CollectiveSample> samples;
   for (Bytes b = 1024; b <= 256 * 1024; b *= 4)
     for (int ranks : {4, 8}) {
@@ -506,15 +510,7 @@ TEST(RefineParameters, RecoversTheExchangeFactor) {
       samples.push_back({Collective::ReduceScatter, Algorithm::RecursiveHalving, 1, ranks, b, 0.0});
       samples.push_back({Collective::AllGather, Algorithm::Bruck, 1, ranks, b, 0.0});
     }
-  time_on(truth, samples);
-  Topology start = truth;
-  start.intra.msg.exchange_factor = 1.0;
-  start.intra.latency_s *= 0.8;
-  const ParamFit f = refine_parameters(start, samples, {Param::IntraLatency, Param::IntraBeta, Param::IntraExchange},
-                                       FitWeighting::Robust);
-  EXPECT_NEAR(f.topology.intra.msg.exchange_factor, 1.2, 0.01);
-  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
-  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  expect_latency_factor_recovered(&MessageCosts::exchange_factor, Param::IntraExchange, 1.2, samples, 0.8);
   EXPECT_EQ(field_of(Param::IntraExchange), "intra_node.exchange_factor");
   EXPECT_EQ(to_string(Param::IntraExchange), "intra.exchange_factor");
 }
