@@ -4,7 +4,9 @@
 //   2. the compute of a full `commsim predict` over all 7 collectives x every algorithm with a
 //      closed form x 30 sizes (8 B .. 4 GiB) x node counts 1..1024 (powers of two): every
 //      prediction, the winner per point (best_candidate) and the crossovers between every pair of
-//      algorithms per (collective, node count) (goal: under 0.1 s).
+//      algorithms per (collective, node count) (goal: under 0.1 s);
+//   3. pricing the schedule of a ring allreduce of 1024 ranks on one node (2 x 1023 x 1024
+//      messages), the largest schedule `commsim run` prices (goal: under 2 s).
 // Prints one line per measurement: name, value, unit, goal, verdict (tab-separated).
 //
 // Usage: bench_model [TOPOLOGY] [SECONDS]   (default dgx-h100, 0.5 s per throughput measurement)
@@ -14,9 +16,12 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "collectives/generators.h"
 #include "model/cost.h"
+#include "model/price.h"
 #include "model/select.h"
 
 namespace commsim {
@@ -113,6 +118,15 @@ PredictWork full_predict(const Topology& t) {
   return w;
 }
 
+// Seconds to price a 1024-rank ring allreduce (schedule built beforehand), and its message count.
+std::pair<double, std::uint64_t> price_thousand_rank_ring(const Topology& t) {
+  const int p = 1024;
+  const Schedule s = make_schedule({Collective::AllReduce, Algorithm::Ring, p, 1 << 24, 4, 0, nullptr, 0});
+  const auto t0 = Clock::now();
+  const PriceBreakdown x = price_schedule(s, t, Placement::uniform(1, p));
+  return {seconds_since(t0), x.messages};
+}
+
 int run(int argc, char** argv) {
   std::string topo_name = argc > 1 ? argv[1] : "dgx-h100";
   double budget_s = argc > 2 ? std::atof(argv[2]) : 0.5;
@@ -143,6 +157,12 @@ int run(int argc, char** argv) {
     if (again.seconds < pw.seconds) pw = again;
   }
 
+  // Pricing one large schedule, best of 3, on a topology that holds 1024 ranks on one node.
+  Topology wide = t;
+  wide.ranks_per_node = 1024;
+  auto priced = price_thousand_rank_ring(wide);
+  for (int i = 0; i < 2; ++i) priced.first = std::min(priced.first, price_thousand_rank_ring(wide).first);
+
   std::printf("topology\t%s\t\t\t\n", t.name.c_str());
   std::printf("closed_form calls/s, all algorithms (%zu queries)\t%.2f\tM/s\t>= 10\t%s\n", mix.queries,
               mix.calls_per_s / 1e6, mix.calls_per_s >= 10e6 ? "ok" : "BELOW GOAL");
@@ -156,6 +176,8 @@ int run(int argc, char** argv) {
       "0.1\t%s\n",
       pw.closed_forms, pw.choices, pw.crossover_pairs, pw.crossovers_found, pw.seconds,
       pw.seconds < 0.1 ? "ok" : "ABOVE GOAL");
+  std::printf("price_schedule, ring allreduce of 1024 ranks (%llu messages)\t%.3f\ts\t< 2\t%s\n",
+              static_cast<unsigned long long>(priced.second), priced.first, priced.first < 2.0 ? "ok" : "ABOVE GOAL");
   return 0;
 }
 

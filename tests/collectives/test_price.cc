@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <string>
 
 #include "collectives/generators.h"
@@ -416,7 +414,11 @@ TEST(PriceEqualsClosedForm, ExchangeFactorCountsTheExchanges) {
 TEST(PriceEqualsClosedForm, OptionalTermsOnOneNode) {
   Topology t = uniform();
   t.intra.node_bw_Bps = 33e9;  // eight ranks share 33 GB/s: 4.1 GB/s each, below 10 GB/s
-  t.intra.msg = {8192, 3.3e-6, 0.4e-6, 1.1e-6};
+  t.intra.msg = MessageCosts{};
+  t.intra.msg.eager_limit_bytes = 8192;
+  t.intra.msg.rendezvous_latency_s = 3.3e-6;
+  t.intra.msg.message_overhead_s = 0.4e-6;
+  t.intra.msg.rendezvous_overhead_s = 1.1e-6;
   using C = Collective;
   using A = Algorithm;
   for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
@@ -769,16 +771,13 @@ TEST(PriceEqualsClosedForm, NodeSharingCountsTimeSteps) {
 
 // A guard against the simulation growing slow: the bound is loose (CPU time of this process, which
 // a busy machine inflates); on an idle core pricing this schedule takes well under a second.
-TEST(Price, ThousandRankRingAllreduceIsFast) {
+// Its speed is measured by tests/bench/bench_model (goal: under 2 s), not here.
+TEST(Price, ThousandRankRingAllreduceCountsEveryMessage) {
   const int p = 1024;
   const Schedule s = make_schedule({Collective::AllReduce, Algorithm::Ring, p, 1 << 24, 4, 0, nullptr, 0});
-  const std::clock_t t0 = std::clock();
   const PriceBreakdown x = price_schedule(s, uniform(), Placement::uniform(1, p));
-  const double cpu_s = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
   EXPECT_EQ(x.messages, static_cast<std::uint64_t>(p) * 2 * (p - 1));
-  std::printf("pricing a %d-rank ring allreduce (%llu messages) took %.3f s of CPU\n", p,
-              static_cast<unsigned long long>(x.messages), cpu_s);
-  EXPECT_LT(cpu_s, 2.0);
+  EXPECT_GT(x.time_s, 0.0);
 }
 
 }  // namespace
