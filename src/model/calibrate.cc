@@ -723,16 +723,15 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     for (const WorkingSetScale& w : t.working_set_scale)
       y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
   }
-  if (!t.local_op_scale.empty()) {
-    y.line(0, "local_op_scale", "", "local_op_scale");
-    for (const LocalOpScale& w : t.local_op_scale)
-      y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
-  }
-  if (!t.message_scale.empty()) {
-    y.line(0, "message_scale", "", "message_scale");
-    for (const MessageScale& w : t.message_scale)
-      y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
-  }
+  // The curves by bytes (local_op_scale, message_scale, written_scale).
+  auto bytes_curve = [&y](const std::string& key, const auto& points) {
+    if (points.empty()) return;
+    y.line(0, key, "", key);
+    for (const auto& w : points) y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
+  };
+  bytes_curve("local_op_scale", t.local_op_scale);
+  bytes_curve("message_scale", t.message_scale);
+  bytes_curve("written_scale", t.written_scale);
   if (t.nccl.present) {
     y.line(0, "nccl", "", "nccl");
     auto table = [&](const char* key, const double (&v)[2][3]) {
@@ -900,6 +899,55 @@ Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int wind
     o.add((w * (s.time_s - static_cast<double>(s.bytes) * beta_s_per_byte) - latency_s) / (w - 1), s.time_s);
   }
   return std::max(0.0, o.value());
+}
+
+namespace {
+// The median time per size, sizes ascending.
+std::map<Bytes, Seconds> median_by_size(const std::vector<TimedSize>& samples) {
+  std::map<Bytes, std::vector<double>> by_size;
+  for (const TimedSize& s : samples) by_size[s.bytes].push_back(s.time_s);
+  std::map<Bytes, Seconds> out;
+  for (auto& [bytes, times] : by_size) {
+    std::sort(times.begin(), times.end());
+    const std::size_t n = times.size();
+    out[bytes] = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
+                                         Seconds latency_s) {
+  const std::map<Bytes, Seconds> c = median_by_size(clean), w = median_by_size(written);
+  std::vector<MessageScale> out;
+  for (const auto& [bytes, tc] : c) {
+    const auto it = w.find(bytes);
+    if (bytes < kWrittenScaleMinBytes || it == w.end()) continue;
+    const double dc = tc - latency_s, dw = it->second - latency_s;
+    if (!(dc > 0) || !(dw > 0)) continue;
+    out.push_back({bytes, dc / dw});
+  }
+  return out;
+}
+
+std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
+                                            Seconds latency_s) {
+  std::vector<MessageScale> curve = written_ratios(clean, written, latency_s);
+  // A cache effect spans a range of sizes: a slow size counts only next to another slow size.
+  std::vector<bool> slow(curve.size());
+  for (std::size_t i = 0; i < curve.size(); ++i) slow[i] = curve[i].scale <= kWrittenScaleNoise;
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    const bool neighbour = (i > 0 && slow[i - 1]) || (i + 1 < curve.size() && slow[i + 1]);
+    curve[i].scale = slow[i] && neighbour ? curve[i].scale : 1.0;
+  }
+  const auto slower = [](const MessageScale& p) { return p.scale < 1.0; };
+  const auto first = std::find_if(curve.begin(), curve.end(), slower);
+  if (first == curve.end()) return {};
+  const auto last = std::find_if(curve.rbegin(), curve.rend(), slower).base();  // one past the last slower point
+  // Keep one 1 on each side (when measured), so the curve comes back to 1 beyond the slow sizes.
+  const auto begin = first == curve.begin() ? first : first - 1;
+  const auto end = last == curve.end() ? last : last + 1;
+  return {begin, end};
 }
 
 }  // namespace commsim

@@ -246,6 +246,27 @@ BytesPerSecond fit_node_bandwidth(BytesPerSecond pair_bw_Bps, BytesPerSecond all
 Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int window, Seconds latency_s,
                              double beta_s_per_byte, Bytes max_bytes, Bytes min_bytes = 0);
 
+// written_scale (Topology::written_scale) from the probe's ring shift inside a node, of data the
+// ranks have not touched (`clean`) and of data each rank has just written (`written`), as (bytes,
+// median time) per size; a size measured more than once counts with the median of its times.
+//
+// written_ratios: for every size of at least kWrittenScaleMinBytes measured both ways, ascending,
+// (t_clean - latency) / (t_written - latency), the rate of just-written data as a factor of the
+// untouched data's rate; a size where either time is not above the latency is left out.
+//
+// fit_written_scale: the curve from those ratios: scale = min(1, ratio), and a scale above
+// kWrittenScaleNoise counts as 1 (the effect only slows a message down; smaller differences are
+// within the probe's noise), as does a slow size whose neighbours in the list are not slow (a
+// cache effect spans a range of sizes; one slow sample is noise). One point per size; the 1s before the first and after the last
+// slower size are dropped except the one next to it, so the curve returns to 1 at both ends.
+// Empty when no size is slower (the topology then has no curve).
+inline constexpr Bytes kWrittenScaleMinBytes = 4096;
+inline constexpr double kWrittenScaleNoise = 0.9;
+std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
+                                         Seconds latency_s);
+std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
+                                            Seconds latency_s);
+
 // Median of |x| (0 for an empty list).
 double median_abs(std::vector<double> values);
 

@@ -111,8 +111,11 @@ struct Env {
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
   double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
-  // Intra-node bytes moved at the rate of a message of m bytes: Topology::message_scale.
-  double moved_i(double m) const { return m / topo->message_scale_at(m); }
+  // Intra-node bytes moved at the rate of a message of m bytes (Topology::message_scale), of data
+  // its sender has just written when `written` (Topology::written_scale).
+  double moved_i(double m, bool written = false) const {
+    return m / topo->message_scale_at(m) / (written ? topo->written_scale_at(m) : 1.0);
+  }
   // Posting overhead of one more message of m bytes on each tier.
   double ovh_i(double m) const { return topo->intra.msg.overhead_s(m); }
   double ovh_n(double m) const { return topo->network.msg.overhead_s(m); }
@@ -145,13 +148,16 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   return e;
 }
 
-// A step inside a node: m bytes per rank, f ranks of the node moving data at once.
-Parts intra(const Env& e, double m, double f, Way w = Way::Shift) {
-  return {e.lat_i(m, w), e.moved_i(m) * e.b_in(f), 0};
+// A step inside a node: m bytes per rank, f ranks of the node moving data at once; `written`: the
+// messages carry data their senders wrote earlier in the collective (forwarded, combined or
+// copied; Topology::written_scale). Where some senders of a step forward and others send
+// untouched data, the step counts as written: the slowest message ends the step.
+Parts intra(const Env& e, double m, double f, Way w = Way::Shift, bool written = false) {
+  return {e.lat_i(m, w), e.moved_i(m, written) * e.b_in(f), 0};
 }
 // All ranks of the node active (G of them; p on one node).
-Parts intra(const Env& e, double m, Way w = Way::Shift) {
-  return intra(e, m, static_cast<double>(e.G), w);
+Parts intra(const Env& e, double m, Way w = Way::Shift, bool written = false) {
+  return intra(e, m, static_cast<double>(e.G), w, written);
 }
 Parts net(const Env& e, double m, double b, Way w = Way::Shift) {
   return {e.lat_n(m, w), m * b, 0};
@@ -165,37 +171,39 @@ Way ring_way(long long q) {
 // too: a sender r is a multiple of 2d and sends to r + d = r XOR d, one-way). With block
 // placement, every message stays inside a node when 2d divides G, every message crosses when
 // d >= G, otherwise some do. f_all / f_some: flows leaving a node when all / some messages cross.
-Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w) {
+Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w,
+               bool written) {
   Parts s;
   if (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))
-    s = intra(e, m, static_cast<double>(e.G), w);
+    s = intra(e, m, static_cast<double>(e.G), w, written);
   else if (d >= e.G)
     s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all), w);
   else
-    s = slower(intra(e, m, static_cast<double>(e.G), w), net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some), w));
+    s = slower(intra(e, m, static_cast<double>(e.G), w, written),
+               net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some), w));
   s.red = e.red(m_reduced);
   return s;
 }
 // Every rank active (recursive doubling/halving): all G cross, or at most 2d per node (d on each side
 // of a node boundary).
-Parts xor_all(const Env& e, long long d, double m, double m_reduced) {
+Parts xor_all(const Env& e, long long d, double m, double m_reduced, bool written) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)),
-                  Way::Exchange);
+                  Way::Exchange, written);
 }
 // The fold of a power-of-two algorithm on p' = 2^floor(lg p) ranks (MPICH's): the r extra ranks
 // send to a partner at distance 1, or get the result back from it. One-way, priced as a
 // distance-1 step of every rank.
-Parts xor_fold(const Env& e, double m, double m_reduced) {
+Parts xor_fold(const Env& e, double m, double m_reduced, bool written) {
   return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)),
-                  Way::OneWay);
+                  Way::OneWay, written);
 }
 // Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
 // G / (2d) of a node's ranks send inside it. Its messages are one-way.
-Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
-  Parts s = xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay);
+Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool written) {
+  Parts s = xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay, written);
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
     const long long span = e.N == 1 ? e.p : e.G;
-    s.bw = e.moved_i(m) * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
+    s.bw = e.moved_i(m, written) * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
   }
   return s;
 }
@@ -203,16 +211,16 @@ Parts xor_tree(const Env& e, long long d, double m, double m_reduced) {
 // One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
 // min(d, p - d); when it is at least G every message crosses (G flows per node), otherwise that
 // many ranks per node cross and the rest stay inside. At d = p/2 the partners exchange.
-Parts shift_step(const Env& e, long long d, double m, double m_reduced) {
+Parts shift_step(const Env& e, long long d, double m, double m_reduced, bool written) {
   Parts s;
   long long dist = std::min(d, e.p - d);
   const Way w = 2 * d == e.p ? Way::Exchange : Way::Shift;
   if (e.N == 1)
-    s = intra(e, m, w);
+    s = intra(e, m, w, written);
   else if (dist >= e.G)
     s = net(e, m, e.b_flow_G, w);
   else
-    s = slower(intra(e, m, w), net(e, m, e.b_flow(static_cast<double>(dist)), w));
+    s = slower(intra(e, m, w, written), net(e, m, e.b_flow(static_cast<double>(dist)), w));
   s.red = e.red(m_reduced);
   return s;
 }
@@ -279,9 +287,14 @@ struct Stage {
   const MessageCosts* mc = nullptr;  // the tier's protocol terms (latency by message size)
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
   const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
+  const Topology* written = nullptr;  // intra-node, forwarding: b at Topology::written_scale too
+  double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
   double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
   // Time to move chunks of x bytes.
-  double bw(double x) const { return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0); }
+  double bw(double x) const {
+    const double w = written ? written_share / written->written_scale_at(x * msg) + (1 - written_share) : 1.0;
+    return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0) * w;
+  }
 };
 struct Phase {
   long long S_i = 0, S_n = 0;
@@ -301,13 +314,24 @@ struct Pipe {
   //    and the last (on the tier of the last hop) are one-way.
   enum class OneWay : std::uint8_t { FirstPass, Chain } one_way = OneWay::FirstPass;
   bool last_hop_net = false;
+  // The intra-node stages forward chunks (Stage::written) but the first hop sends untouched data
+  // (the root's Input, or a leaf's): on one node, the first phase's first stage is `first_i`.
+  bool first_clean = false;
+  Stage first_i;
 };
 
 constexpr double kMinChunkBytes = 4096;
 
-Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f) {
+Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f, bool written = true) {
   return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, &e.topo->intra.msg, msg,
-          e.topo->message_scale.empty() ? nullptr : e.topo};
+          e.topo->message_scale.empty() ? nullptr : e.topo,
+          written && !e.topo->written_scale.empty() ? e.topo : nullptr};
+}
+// The pipeline's first hop on one node sends untouched data (Pipe::first_clean).
+void set_first_clean(const Env& e, Pipe& P) {
+  P.first_clean = e.N == 1 && P.ph[0].S_i > 0 && !e.topo->written_scale.empty();
+  P.first_i = P.ph[0].si;
+  P.first_i.written = nullptr;
 }
 Stage net_stage(const Env& e, double b, double g, double msg) {
   return {e.a_n, b, g, e.eager_n, &e.topo->network.msg, msg};
@@ -323,6 +347,7 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
     t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x), red(ph.si)};
     t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), ph.sn.bw(x), red(ph.sn)};
   }
+  if (P.first_clean) t.bw += P.first_i.bw(x) - P.ph[0].si.bw(x);
   Parts pi{P.ss_i.at(x), P.ss_i.bw(x), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x), red(P.ss_n)};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
   // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
@@ -419,6 +444,10 @@ Pipe tree_pipe(const Env& e, Collective c) {
     P.ph[1] = {S_i, S_n, intra_stage(e, fill, 0, 0.5, fG), net_stage(e, fill * b_n, 0, 0.5)};
     P.ss_i = intra_stage(e, steady, e.g * steady / 2, 0.5, fG);
     P.ss_n = net_stage(e, steady * b_n, e.g * steady / 2, 0.5);
+    // In the steady state a rank sends its own chunk up the tree where it is a leaf (from Input)
+    // and forwards the rest (1 of 2 half-chunks with p = 2). Counted at 7 of 8: the receiving
+    // side of an interior rank takes in forwarded chunks only.
+    P.ss_i.written_share = e.p == 2 ? 0.5 : 0.875;
   } else {
     const double g = c == Collective::Reduce ? e.g : 0;
     P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_n, g, 0.5)};
@@ -427,6 +456,7 @@ Pipe tree_pipe(const Env& e, Collective c) {
   }
   P.has_i = e.G > 1;
   P.has_n = e.N > 1;
+  set_first_clean(e, P);
   return P;
 }
 
@@ -447,6 +477,7 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   P.has_n = P.ph[0].S_n > 0;
   P.one_way = Pipe::OneWay::Chain;
   P.last_hop_net = reduces ? e.N > 1 : e.G == 1 && e.N > 1;
+  set_first_clean(e, P);
   return P;
 }
 
@@ -454,17 +485,17 @@ Pipe chain_pipe(const Env& e, bool reduces) {
 
 // Ring over all p ranks: `steps` steps moving `bytes_total` and reducing `reduced_total` bytes in
 // all. Across nodes the ring crosses each node boundary once: per step one flow leaves each node
-// (bw_flow(1)) while its other G - 1 ranks send inside it; every step waits for the slower.
+// (bw_flow(1)) while its other G - 1 ranks send inside it; every step waits for the slower. The
+// first step sends untouched data (a rank's own block, from Input); every later one forwards what
+// the rank received or combined in the step before.
 Parts ring(const Env& e, double steps, double bytes_total, double reduced_total) {
   const double m = bytes_total / steps;
-  Parts step;
-  if (e.N == 1)
-    step = intra(e, m, ring_way(e.p));
-  else if (e.G == 1)
-    step = net(e, m, e.b_flow_1, ring_way(e.p));
-  else
-    step = slower(intra(e, m, static_cast<double>(e.G - 1)), net(e, m, e.b_flow_1));
-  Parts t = steps * step;
+  auto step = [&](bool written) {
+    if (e.N == 1) return intra(e, m, ring_way(e.p), written);
+    if (e.G == 1) return net(e, m, e.b_flow_1, ring_way(e.p));
+    return slower(intra(e, m, static_cast<double>(e.G - 1), Way::Shift, written), net(e, m, e.b_flow_1));
+  };
+  Parts t = step(false) + (steps - 1) * step(true);
   if (reduced_total > 0) t.red = reduced_total / m * e.red(m);  // steps that reduce, m bytes each
   return t;
 }
@@ -485,9 +516,10 @@ Parts allreduce_rd(const Env& e, double n) {
   int m = floor_lg(e.p);
   long long r = e.p - (1LL << m);
   Parts t;
-  if (r > 0) t += xor_fold(e, n, n);
-  for (int s = 0; s < m; ++s) t += xor_all(e, 1LL << s, n, n);
-  if (r > 0) t += xor_fold(e, n, 0);
+  if (r > 0) t += xor_fold(e, n, n, false);
+  // Step 0 sends Input, unless the rank combined an extra rank's data in the fold.
+  for (int s = 0; s < m; ++s) t += xor_all(e, 1LL << s, n, n, s > 0 || r > 0);
+  if (r > 0) t += xor_fold(e, n, 0, true);
   return t;
 }
 
@@ -507,17 +539,17 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
     scale = ((p - 1) / p) / ((q - 1) / q);
   }
   Parts t;
-  if (r > 0) t += xor_fold(e, n, n);
+  if (r > 0) t += xor_fold(e, n, n, false);
   double size = n * scale;
   for (int s = 0; s < m; ++s) {
     size /= 2;
-    t += xor_all(e, 1LL << s, size, size);
+    t += xor_all(e, 1LL << s, size, size, s > 0 || r > 0);
   }
   for (int s = m - 1; s >= 0; --s) {
-    t += xor_all(e, 1LL << s, size, 0);
+    t += xor_all(e, 1LL << s, size, 0, true);
     size *= 2;
   }
-  if (r > 0) t += xor_fold(e, n, 0);
+  if (r > 0) t += xor_fold(e, n, 0, true);
   return t;
 }
 
@@ -530,7 +562,8 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
 Parts allreduce_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
   Parts t;
-  if (e.G > 1) t = 2 * (G - 1) * intra(e, n / G, ring_way(e.G));
+  // The first intra-node step sends Input; the others forward what was combined or received.
+  if (e.G > 1) t = intra(e, n / G, ring_way(e.G)) + (2 * G - 3) * intra(e, n / G, ring_way(e.G), true);
   t.red = (G - 1) * e.red(n / G);
   if (e.N > 1) {
     double chunk = n / G;
@@ -552,17 +585,20 @@ Parts allgather_ring(const Env& e, double n) {
 // ranks of which min(2^s, r) hold two blocks; then the extra ranks receive all but their own block
 // (a + n(p-1)/p b):
 //   (m+2) a + (n/p)(1 + sum_{s<m} (2^s + min(2^s, r)) + (p-1)) b.
-Parts allgather_rd(const Env& e, double n) {
+// `received`: the ranks' blocks were received before (the allgather of broadcast_rd), so even the
+// first messages forward written data; otherwise a rank's first message is its own block, sent
+// from Input.
+Parts allgather_rd(const Env& e, double n, bool received = false) {
   int m = floor_lg(e.p);
   long long r = e.p - (1LL << m);
   double block = n / static_cast<double>(e.p);
   Parts t;
-  if (r > 0) t += xor_fold(e, block, 0);
+  if (r > 0) t += xor_fold(e, block, 0, received);
   for (int s = 0; s < m; ++s) {
     long long d = 1LL << s;
-    t += xor_all(e, d, static_cast<double>(d + std::min(d, r)) * block, 0);
+    t += xor_all(e, d, static_cast<double>(d + std::min(d, r)) * block, 0, received || s > 0 || r > 0);
   }
-  if (r > 0) t += xor_fold(e, static_cast<double>(e.p - 1) * block, 0);
+  if (r > 0) t += xor_fold(e, static_cast<double>(e.p - 1) * block, 0, true);
   return t;
 }
 
@@ -574,7 +610,9 @@ Parts allgather_bruck(const Env& e, double n) {
   Parts t;
   for (int s = 0; s < K; ++s) {
     long long d = 1LL << s;
-    t += shift_step(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0);
+    // A step of one block sends the rank's own, from Input; larger ones forward received blocks.
+    const long long blocks = std::min(d, e.p - d);
+    t += shift_step(e, d, static_cast<double>(blocks) * block, 0, blocks > 1);
   }
   return t;
 }
@@ -586,7 +624,9 @@ Parts allgather_bruck(const Env& e, double n) {
 Parts allgather_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
   Parts t;
-  if (e.G > 1) t = (G - 1) * intra(e, n / G, ring_way(e.G));
+  // Inside the node, the first step sends a rank's own block (from Input) on one node, and the
+  // blocks gathered across the network otherwise; every later step forwards.
+  if (e.G > 1) t = intra(e, n / G, ring_way(e.G), e.N > 1) + (G - 2) * intra(e, n / G, ring_way(e.G), true);
   if (e.N > 1) t += (N - 1) * net(e, n / p, e.b_flow_G, ring_way(e.N));
   return t;
 }
@@ -608,13 +648,15 @@ Parts reducescatter_rh(const Env& e, double n) {
   long long p2 = 1LL << m, r = e.p - p2;
   double block = n / static_cast<double>(e.p);
   Parts t;
-  if (r > 0) t += xor_fold(e, n, n);
+  if (r > 0) t += xor_fold(e, n, n, false);
   for (int s = 0; s < m; ++s) {
     long long gs = p2 >> (s + 1);
     double size = static_cast<double>(gs + std::min(gs, r)) * block;
-    t += xor_all(e, gs, size, size);
+    // In step 0 the largest message carries blocks a fold partner combined when r > gs, and
+    // blocks a rank without one sends from Input otherwise.
+    t += xor_all(e, gs, size, size, s > 0 || r > gs);
   }
-  if (r > 0) t += xor_fold(e, block, 0);
+  if (r > 0) t += xor_fold(e, block, 0, true);
   return t;
 }
 
@@ -622,7 +664,8 @@ Parts reducescatter_rh(const Env& e, double n) {
 Parts broadcast_binomial(const Env& e, double n) {
   int K = ceil_lg(e.p);
   Parts t;
-  for (int s = K - 1; s >= 0; --s) t += xor_tree(e, 1LL << s, n, 0);
+  // At distance d the root sends from Input; the ranks that received earlier forward, from 2d on.
+  for (int s = K - 1; s >= 0; --s) t += xor_tree(e, 1LL << s, n, 0, 3 * (1LL << s) < e.p);
   return t;
 }
 
@@ -634,21 +677,22 @@ Parts scatter_binomial(const Env& e, double n) {
   Parts t;
   for (int s = K - 1; s >= 0; --s) {
     long long d = 1LL << s;
-    t += xor_tree(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0);
+    t += xor_tree(e, d, static_cast<double>(std::min(d, e.p - d)) * block, 0, 3 * d < e.p);
   }
   return t;
 }
 // broadcast recursive doubling (van de Geijn): binomial scatter + recursive-doubling allgather:
 // 2 lg p a + 2n(p-1)/p b for p = 2^k; otherwise scatter + the folded allgather above.
 Parts broadcast_rd(const Env& e, double n) {
-  return scatter_binomial(e, n) + allgather_rd(e, n);
+  return scatter_binomial(e, n) + allgather_rd(e, n, true);
 }
 
 // reduce binomial: ceil(lg p)(a + n b + n g), distance 1 first.
 Parts reduce_binomial(const Env& e, double n) {
   int K = ceil_lg(e.p);
   Parts t;
-  for (int s = 0; s < K; ++s) t += xor_tree(e, 1LL << s, n, n);
+  // At distance d >= 2 a sender sends what it combined, unless it had no child (d + 1 >= p).
+  for (int s = 0; s < K; ++s) t += xor_tree(e, 1LL << s, n, n, s > 0 && (1LL << s) + 1 < e.p);
   return t;
 }
 
@@ -662,28 +706,31 @@ Parts reduce_rabenseifner(const Env& e, double n) {
   int m = floor_lg(e.p);
   long long p2 = 1LL << m, r = e.p - p2;
   Parts t;
-  if (r > 0) t += xor_fold(e, n, n);
+  if (r > 0) t += xor_fold(e, n, n, false);
   double size = n;
   for (int s = 0; s < m; ++s) {
     size /= 2;
-    t += xor_all(e, p2 >> (s + 1), size, size);
+    t += xor_all(e, p2 >> (s + 1), size, size, s > 0 || r > 0);
   }
   const double chunk = n / static_cast<double>(p2);
   for (int s = 0; s < m; ++s) {
     long long d = 1LL << s;
-    t += xor_tree(e, d, static_cast<double>(d) * chunk, 0);
+    t += xor_tree(e, d, static_cast<double>(d) * chunk, 0, true);
   }
   return t;
 }
 
 // Binomial broadcast (reduced: reduce) of n bytes on one node of G ranks, all nodes at once:
 // ceil(lg G)(a_i + n b_i [+ n g]); in the step at distance d about G / (2d) ranks of a node send.
+// Which steps send written data is as in broadcast_binomial and reduce_binomial; a broadcast
+// across nodes starts inside each node from a rank that received the data over the network.
 Parts node_binomial_whole(const Env& e, double n, bool reduced) {
   int K = ceil_lg(e.G);
   Parts t;
   for (int s = 0; s < K; ++s) {
     long long d = 1LL << s;
-    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))), Way::OneWay);
+    const bool written = reduced ? s > 0 && d + 1 < e.G : e.N > 1 || 3 * d < e.G;
+    t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))), Way::OneWay, written);
   }
   if (reduced) t.red = static_cast<double>(K) * e.red(n);
   return t;
@@ -735,7 +782,7 @@ Parts alltoall_bruck(const Env& e, double n) {
   for (int s = 0; s < K; ++s) {
     long long d = 1LL << s;
     long long count = (e.p >> (s + 1)) * d + std::max(0LL, (e.p & (2 * d - 1)) - d);
-    t += shift_step(e, d, static_cast<double>(count) * block, 0);
+    t += shift_step(e, d, static_cast<double>(count) * block, 0, true);  // blocks packed by a copy
   }
   return t;
 }

@@ -31,10 +31,13 @@
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
 // (together), and of the reductions on arrival of a round (together); message_scale scales the
 // intra-node bandwidths by the bytes of each message (each message's bytes count as
-// bytes / factor in the sharing above).
+// bytes / factor in the sharing above); written_scale scales them again for a message of data its
+// sender wrote earlier in the schedule (received, combined, copied or reduced).
 #include "model/price.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -72,6 +75,34 @@ struct RoundState {
 double per_byte(BytesPerSecond bw) {
   return bw > 0 ? 1.0 / bw : 0.0;
 }
+
+// The element ranges one rank has written, per buffer, merged: [begin, end) by begin.
+class WrittenRanges {
+ public:
+  void clear() { ranges_.clear(); }
+  void add(const Span& s) {
+    if (s.count == 0) return;
+    auto& m = ranges_[s.buffer];
+    std::uint64_t begin = s.offset, end = s.offset + s.count;
+    auto it = m.upper_bound(begin);
+    if (it != m.begin() && std::prev(it)->second >= begin) --it;  // the range before touches it
+    while (it != m.end() && it->first <= end) {
+      begin = std::min(begin, it->first);
+      end = std::max(end, it->second);
+      it = m.erase(it);
+    }
+    m.emplace(begin, end);
+  }
+  bool overlaps(const Span& s) const {
+    const auto b = ranges_.find(s.buffer);
+    if (b == ranges_.end() || s.count == 0) return false;
+    auto it = b->second.upper_bound(s.offset + s.count - 1);  // the first range starting after s
+    return it != b->second.begin() && std::prev(it)->second > s.offset;
+  }
+
+ private:
+  std::map<BufferId, std::map<std::uint64_t, std::uint64_t>> ranges_;
+};
 
 class Pricer : public ScheduleVisitor {
  public:
@@ -115,7 +146,9 @@ class Pricer : public ScheduleVisitor {
       if (v.size() <= i) v.resize(i + 1, 0.0);
       v[i] += x;
     };
-    for (const MatchedTransfer& t : transfers) {
+    if (!topo_.written_scale.empty()) mark_written(transfers);
+    for (std::size_t ti = 0; ti < transfers.size(); ++ti) {
+      const MatchedTransfer& t = transfers[ti];
       const std::uint64_t bytes = t.count * s_.elem_size;
       RoundLoad& ls = rounds_[index_(t.send.rank, t.send.round)].load;
       RoundLoad& lr = rounds_[index_(t.recv.rank, t.recv.round)].load;
@@ -125,8 +158,10 @@ class Pricer : public ScheduleVisitor {
       ls.sends += 1;
       lr.recvs += 1;
       if (pl_.same_node(t.send.rank, t.recv.rank)) {
-        // Bytes at the rate of a message of this size (Topology::message_scale).
-        const double moved = static_cast<double>(bytes) / topo_.message_scale_at(static_cast<double>(bytes));
+        // Bytes at the rate of a message of this size (Topology::message_scale), and of data its
+        // sender has just written (Topology::written_scale).
+        double moved = static_cast<double>(bytes) / topo_.message_scale_at(static_cast<double>(bytes));
+        if (!written_.empty() && written_[ti]) moved /= topo_.written_scale_at(static_cast<double>(bytes));
         if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), moved);
         ls.out_intra += moved;
         lr.in_intra += moved;
@@ -165,6 +200,29 @@ class Pricer : public ScheduleVisitor {
         r.load.combine_s = r.load.combined * gamma_ / topo_.local_op_scale_at(r.load.combined);
       if (r.load.reduced_locally > 0)
         r.post.t += r.load.reduced_locally * gamma_ / topo_.local_op_scale_at(r.load.reduced_locally);
+    }
+  }
+
+  // written_[i]: transfer i sends data that its sender wrote earlier in the schedule: received or
+  // combined in an earlier round, or copied or reduced by a local op (of this round or an earlier
+  // one). Any overlap counts: the message's lines are in the sender's caches.
+  void mark_written(const std::vector<MatchedTransfer>& transfers) {
+    written_.assign(transfers.size(), false);
+    std::vector<std::vector<std::size_t>> by_round(index_.size());
+    for (std::size_t i = 0; i < transfers.size(); ++i)
+      by_round[index_(transfers[i].send.rank, transfers[i].send.round)].push_back(i);
+    WrittenRanges written;
+    for (int r = 0; r < s_.nranks; ++r) {
+      written.clear();
+      const auto& rounds = s_.ranks[r].rounds;
+      for (std::uint32_t ro = 0; ro < rounds.size(); ++ro) {
+        for (const Op& op : rounds[ro].ops)
+          if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) written.add(op.dst);
+        for (std::size_t i : by_round[index_(r, ro)])
+          written_[i] = written.overlaps(rounds[ro].ops[transfers[i].send.op].src);
+        for (const Op& op : rounds[ro].ops)
+          if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) written.add(op.dst);
+      }
     }
   }
 
@@ -238,6 +296,7 @@ class Pricer : public ScheduleVisitor {
   std::vector<RoundState> rounds_;                       // [round]
   std::vector<double> posted_before_;                    // [transfer]: sends its round posts before it
   std::vector<double> received_before_;                  // [transfer]: receives its receiver's round has before it
+  std::vector<bool> written_;  // [transfer]: it sends just-written data (only with a written_scale)
   std::vector<bool> exchange_;  // [transfer]: its receiver's round sends to its sender (only with an exchange_factor)
   std::vector<std::vector<double>> node_out_, node_in_;  // [node][step]: network bytes
   const double node_intra_s_per_byte_;

@@ -192,10 +192,19 @@ struct Topology {
   //    on intra_node.bandwidth and intra_node.node_bandwidth by the bytes of one message
   //    (recursive doubling's last message is n/2, ring's n/p). Interpolated and held like
   //    working_set_scale. Empty: no scaling.
+  //  - written_scale: a message inside a node whose data its sender wrote earlier in the same
+  //    collective (received, combined or copied: a ring forwarding a block, a tree passing a chunk
+  //    on) can move slower than one the sender has not touched, while the written lines still sit
+  //    in the sender core's caches and the receiver must fetch them from there. The points
+  //    (ascending sizes) give a factor on intra_node.bandwidth and intra_node.node_bandwidth by the
+  //    bytes of such a message, on top of message_scale; `commsim probe` measures it (a ring shift
+  //    of just-written data against one of untouched data). Interpolated and held like
+  //    working_set_scale. Empty: no difference.
   Seconds call_overhead_s = 0;
   std::vector<WorkingSetScale> working_set_scale;
   std::vector<LocalOpScale> local_op_scale;
   std::vector<MessageScale> message_scale;
+  std::vector<MessageScale> written_scale;
 
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
@@ -208,6 +217,8 @@ struct Topology {
   double local_op_scale_at(double bytes) const;
   // The factor of message_scale for one intra-node message of `bytes` bytes (1 without the curve).
   double message_scale_at(double bytes) const;
+  // The factor of written_scale for one intra-node message of just-written data (1 without the curve).
+  double written_scale_at(double bytes) const;
 };
 
 

@@ -235,7 +235,8 @@ int cmd_calibrate(int argc, char** argv) {
                   "on the ring-shift measurements of `commsim probe` (inside a node, across the network), gamma "
                   "(reduction) from the probe's reduction loop and, given measured runs, from reducing "
                   "collectives; for host ranks also the message library's protocol steps (inline, eager and "
-                  "rendezvous latencies), per-message overheads and the node's shared bandwidth. Prints R^2, "
+                  "rendezvous latencies), per-message overheads, the node's shared bandwidth and how much slower "
+                  "just-written data moves inside a node (written_scale). Prints R^2, "
                   "residuals and a held-out check (fit on every other size, error on the rest), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
@@ -398,6 +399,32 @@ int cmd_calibrate(int argc, char** argv) {
         }
       } catch (const Error& e) {
         out << "  inside a node, by protocol: not fitted (" << e.what() << ")\n";
+      }
+      // Just-written data: the probe's ring shift of data each rank has just written against the
+      // same shift after writing another buffer (the control), with the latency fitted above taken
+      // off both.
+      const std::vector<TimedSize> written = probe_series(probes, "ring-shift-written", "intra-node");
+      const std::vector<TimedSize> control = probe_series(probes, "ring-shift-control", "intra-node");
+      if (!written.empty() && !control.empty()) {
+        const std::vector<MessageScale> ratios = written_ratios(control, written, topo.intra.latency_s);
+        topo.written_scale = fit_written_scale(control, written, topo.intra.latency_s);
+        const std::string what = "ring-shift-written vs ring-shift-control intra-node, " +
+                                 std::to_string(ratios.size()) + " sizes";
+        out << "  just-written data inside a node: " << what << " >= " << format_bytes(kWrittenScaleMinBytes)
+            << ", latency " << fnum("%.3f", topo.intra.latency_s * 1e6) << " us taken off\n"
+            << "      per size, bandwidth factor (x the time of the control, latency off):";
+        for (std::size_t i = 0; i < ratios.size(); ++i)
+          out << (i % 6 == 0 ? "\n       " : "") << " " << format_bytes(ratios[i].bytes) << " "
+              << fnum("%.2f", ratios[i].scale) << " (x" << fnum("%.2f", 1 / ratios[i].scale) << ")";
+        out << "\n      written_scale:";
+        if (topo.written_scale.empty())
+          out << " none (no size slower beyond the probe's noise: factor > " << kWrittenScaleNoise
+              << ", or slower alone among its neighbouring sizes)";
+        for (const MessageScale& p : topo.written_scale)
+          out << " " << format_bytes(p.bytes) << " " << fnum("%.3g", p.scale)
+              << (&p == &topo.written_scale.back() ? "" : ",");
+        out << "\n";
+        comments.push_back({"written_scale", "measured " + today.substr(0, 10) + " from " + what});
       }
     }
     if (probe.ranks_per_node > 0) topo.ranks_per_node = std::max(topo.ranks_per_node, probe.ranks_per_node);

@@ -1,6 +1,7 @@
 // commsim probe: under mpirun, measures latency and bandwidth between ranks on each tier (same node,
-// other node), host memory copies and reductions, and GPU copies when there are GPUs; prints the
-// machine portrait and stores every measurement in HDF5 (/probe, see HDF5_SCHEMA.md).
+// other node; inside a node also of just-written data), host memory copies and reductions, and GPU
+// copies when there are GPUs; prints the machine portrait and stores every measurement in HDF5
+// (/probe, see HDF5_SCHEMA.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -87,13 +89,32 @@ std::vector<std::vector<int>> ranks_by_node(const Placement& pl) {
 
 // One timed operation of the measurement patterns, repeated `reps` times. Returns this rank's
 // seconds per operation.
-enum class Kind { PingPong, Stream, RingShift };
+//  RingShiftWritten: the ring shift, except that before every operation each rank writes its whole
+//  send buffer (a new byte value each time), outside the timed part: the data a ring collective
+//  forwards was just received, combined or copied by its sender, and inside a node such data can
+//  move slower than data nobody touched (the lines still sit in the sender core's caches).
+//  RingShiftControl: the same, but each rank writes another buffer of the same size, so the two
+//  differ only in which buffer was written (the writes also shift the ranks against each other a
+//  little, and evict the caches; the control pays that too).
+enum class Kind { PingPong, Stream, RingShift, RingShiftWritten, RingShiftControl };
+
+unsigned char g_write_value = 0;  // the byte RingShiftWritten and RingShiftControl write next
+std::vector<char> g_control_buffer;  // what RingShiftControl writes
 
 double run_once(Kind kind, const Role& me, bool first_of_pair, char* sbuf, char* rbuf, Bytes bytes, int reps) {
   const int n = static_cast<int>(bytes);
+  const bool write_first = (kind == Kind::RingShiftWritten || kind == Kind::RingShiftControl) && me.to >= 0;
+  if (kind == Kind::RingShiftControl && g_control_buffer.size() < bytes) g_control_buffer.resize(bytes);
+  char* const write_to = kind == Kind::RingShiftControl ? g_control_buffer.data() : sbuf;
+  double elapsed = 0;
   double t0 = MPI_Wtime();
   if (me.active()) {
     for (int r = 0; r < reps; ++r) {
+      if (write_first) {
+        elapsed += MPI_Wtime() - t0;
+        std::memset(write_to, ++g_write_value, bytes);
+        t0 = MPI_Wtime();
+      }
       switch (kind) {
         case Kind::PingPong:
           if (first_of_pair) {
@@ -120,6 +141,8 @@ double run_once(Kind kind, const Role& me, bool first_of_pair, char* sbuf, char*
           break;
         }
         case Kind::RingShift:
+        case Kind::RingShiftWritten:
+        case Kind::RingShiftControl:
           MPI_Sendrecv(sbuf, me.to >= 0 ? n : 0, MPI_BYTE, me.to >= 0 ? me.to : MPI_PROC_NULL, 4, rbuf,
                        me.from >= 0 ? n : 0, MPI_BYTE, me.from >= 0 ? me.from : MPI_PROC_NULL, 4, MPI_COMM_WORLD,
                        MPI_STATUS_IGNORE);
@@ -127,7 +150,8 @@ double run_once(Kind kind, const Role& me, bool first_of_pair, char* sbuf, char*
       }
     }
   }
-  double per_op = (MPI_Wtime() - t0) / reps;
+  elapsed += MPI_Wtime() - t0;
+  double per_op = elapsed / reps;
   if (kind == Kind::PingPong) per_op /= 2;  // one way
   if (kind == Kind::Stream) per_op /= 8;    // per message of the window
   return per_op;
@@ -311,6 +335,34 @@ std::string tier_line(const ProbeData& d, const std::string& tier) {
   return s;
 }
 
+// How much longer a ring shift inside a node takes with just-written data, at the measured sizes
+// nearest 64 KiB, 1 MiB and 16 MiB (of at least 4 KiB); "" without ring-shift-written rows.
+std::string written_line(const ProbeData& d) {
+  std::map<Bytes, std::pair<double, double>> both;  // bytes -> (control, written) median us
+  for (const auto& r : d.rows) {
+    if (r.tier != "intra-node" || r.bytes < kWrittenScaleMinBytes || !(r.median_us > 0)) continue;
+    if (r.kind == "ring-shift-control") both[r.bytes].first = r.median_us;
+    if (r.kind == "ring-shift-written") both[r.bytes].second = r.median_us;
+  }
+  std::erase_if(both, [](const auto& e) { return !(e.second.first > 0) || !(e.second.second > 0); });
+  if (both.empty()) return "";
+  std::set<Bytes> shown;
+  for (double target : {65536.0, 1048576.0, 16777216.0}) {
+    Bytes best = both.begin()->first;
+    for (const auto& [bytes, t] : both)
+      if (std::fabs(std::log(bytes / target)) < std::fabs(std::log(best / target))) best = bytes;
+    shown.insert(best);
+  }
+  std::string s = "a ring shift of just-written data takes";
+  char buf[80];
+  for (Bytes b : shown) {
+    std::snprintf(buf, sizeof buf, "%s x%.2f%s at %s", b == *shown.begin() ? "" : ",", both[b].second / both[b].first,
+                  b == *shown.begin() ? " the time of untouched data" : "", format_bytes(b).c_str());
+    s += buf;
+  }
+  return s;
+}
+
 std::string build_portrait(const World& w, const ProbeData& d, const std::string& mpi_version,
                            const std::string& net_devices, const std::string& memory_total) {
   std::ostringstream s;
@@ -341,6 +393,7 @@ std::string build_portrait(const World& w, const ProbeData& d, const std::string
   s << "  MPI              : " << mpi_version << "\n";
   s << "  inside a node    : " << d.intra_fabric << "\n";
   s << "                     " << tier_line(d, "intra-node") << "\n";
+  if (const std::string written = written_line(d); !written.empty()) s << "                     " << written << "\n";
   s << "  across the network: " << (d.nodes > 1 ? d.network : "not measured (all ranks on one host)") << "\n";
   if (d.nodes > 1) s << "                     " << tier_line(d, "network") << "\n";
   s << "  network devices  : " << net_devices << "\n";
@@ -374,11 +427,11 @@ std::string build_portrait(const World& w, const ProbeData& d, const std::string
 
 void print_rows(std::ostream& out, const ProbeData& d) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "\n%-11s %-10s %-7s %12s %6s %6s %12s %12s %10s\n", "kind", "tier", "memory", "bytes",
+  std::snprintf(buf, sizeof buf, "\n%-18s %-10s %-7s %12s %6s %6s %12s %12s %10s\n", "kind", "tier", "memory", "bytes",
                 "ranks", "reps", "median_us", "p95_us", "GB/s");
   out << buf;
   for (const auto& r : d.rows) {
-    std::snprintf(buf, sizeof buf, "%-11s %-10s %-7s %12llu %6d %6d %12.3f %12.3f %10.3f\n", r.kind.c_str(),
+    std::snprintf(buf, sizeof buf, "%-18s %-10s %-7s %12llu %6d %6d %12.3f %12.3f %10.3f\n", r.kind.c_str(),
                   r.tier.c_str(), r.memory.c_str(), static_cast<unsigned long long>(r.bytes), r.ranks, r.reps,
                   r.median_us, r.p95_us, r.bw_gbps);
     out << buf;
@@ -494,6 +547,16 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
       if (w.rank == 0) d.rows.push_back(make_row("stream", t.name, "host", bytes, 2, reps, s));
       s = time_pattern(w, Kind::RingShift, t.ring, false, sbuf.data(), rbuf.data(), bytes, o, reps);
       if (w.rank == 0) d.rows.push_back(make_row("ring-shift", t.name, "host", bytes, t.ring_ranks, reps, s));
+      if (t.name == "intra-node") {
+        // The control and the written shift one after the other, so both see the machine in the
+        // same state.
+        s = time_pattern(w, Kind::RingShiftControl, t.ring, false, sbuf.data(), rbuf.data(), bytes, o, reps);
+        if (w.rank == 0)
+          d.rows.push_back(make_row("ring-shift-control", t.name, "host", bytes, t.ring_ranks, reps, s));
+        s = time_pattern(w, Kind::RingShiftWritten, t.ring, false, sbuf.data(), rbuf.data(), bytes, o, reps);
+        if (w.rank == 0)
+          d.rows.push_back(make_row("ring-shift-written", t.name, "host", bytes, t.ring_ranks, reps, s));
+      }
     }
     if (w.rank == 0) std::fprintf(stderr, "commsim probe: %s tier done\n", t.name.c_str());
   }
@@ -548,9 +611,10 @@ int cmd_probe(int argc, char** argv) {
   Options o;
   CommandLine cli("probe",
                   "Measure the machine under mpirun/srun: latency and bandwidth between ranks of one node and of "
-                  "different nodes (ping-pong, streaming, and a ring shift with every rank at once), host memory "
-                  "copies and reductions, GPU copies when GPUs are present. Prints the machine portrait and "
-                  "stores every measurement in HDF5 (/probe) for `commsim calibrate`.",
+                  "different nodes (ping-pong, streaming, and a ring shift with every rank at once, inside a node "
+                  "also of data each rank has just written), host memory copies and reductions, GPU copies when "
+                  "GPUs are present. Prints the machine portrait and stores every measurement in HDF5 (/probe) for "
+                  "`commsim calibrate`.",
                   "mpirun -np 16 commsim probe --out portrait.h5\n"
                   "mpirun -np 2 commsim probe --sizes 8B:1MiB:x4 --iters 5 --out quick.h5");
   cli.options().add_options()                                                                            //

@@ -14,6 +14,10 @@ namespace commsim {
 //          "stream"     a window of messages one way between a pair, time per message (bandwidth)
 //          "ring-shift" every rank sends to the next and receives from the previous rank of its
 //                       tier at once (one step of a ring collective; what calibrate fits)
+//          "ring-shift-written"  the intra-node ring shift of data each rank has just written
+//                       (before every operation, untimed): calibrate's written_scale
+//          "ring-shift-control"  the same, each rank writing another buffer instead: what the
+//                       written shift is compared with
 //          "memcpy"     local copy of host memory on one rank
 //          "reduce"     local dst += src on one rank (float32, the executors' reduction loop)
 //          "d2d", "h2d", "d2h", "peer"  cudaMemcpy device-device, host-device (pinned),

@@ -16,12 +16,17 @@ fi
 "${mpirun[@]}" "$bin" probe --sizes 8B:1MiB:x4 --iters 5 --warmup 1 --no-table --out portrait.h5 | tee probe.txt
 grep -q "machine portrait" probe.txt
 grep -q "inside a node" probe.txt
+grep -Eq "a ring shift of just-written data takes x[0-9.]+ the time of untouched data at [0-9]+[KMG]?i?B" probe.txt
 
 "$bin" calibrate portrait.h5 --out fitted.yaml | tee calibrate.txt
 grep -q "held-out check" calibrate.txt
 grep -q "R^2" calibrate.txt
 grep -q "^intra_node:" fitted.yaml
 grep -q "fitted .* from ring-shift intra-node" fitted.yaml
+# The probe file holds the intra-node ring shift of just-written data beside the untouched one, and
+# calibrate reads it (whether it finds a written_scale curve depends on the machine).
+grep -q "just-written data inside a node: ring-shift-written vs ring-shift-control intra-node, [1-9][0-9]* sizes" calibrate.txt
+grep -q "written_scale:" calibrate.txt
 # An existing output is refused without --force.
 if "$bin" calibrate portrait.h5 --out fitted.yaml 2>err.txt; then echo "overwrote without --force"; exit 1; fi
 grep -q -- "--force" err.txt

@@ -339,6 +339,112 @@ TEST(TopologyYaml, WritesTheMessageTermsBack) {
   EXPECT_EQ(back.network.msg.exchange_factor, 1.0);
 }
 
+// The probe's ring shift inside a node, t = latency + bytes * beta, with the data moving at
+// `slowdown(bytes)` times the time where it was just written.
+template <typename F>
+std::pair<std::vector<TimedSize>, std::vector<TimedSize>> ring_shifts(Seconds latency, F slowdown) {
+  const double beta = 1 / 5e9;
+  std::vector<TimedSize> clean, written;
+  for (Bytes b : {Bytes{1} << 10, Bytes{4} << 10, Bytes{64} << 10, Bytes{1} << 20, Bytes{16} << 20, Bytes{64} << 20}) {
+    clean.push_back({b, latency + b * beta});
+    written.push_back({b, latency + b * beta * slowdown(b)});
+  }
+  return {clean, written};
+}
+
+TEST(FitWrittenScale, SlowerAtMidSizesBackToOneAtBothEnds) {
+  const Seconds a = 1e-6;
+  // 3x at 1 KiB (below 4 KiB: not used), equal at 4 KiB, 2x at 64 KiB, 1.2x at 1 MiB, equal from 16 MiB.
+  const auto [clean, written] = ring_shifts(a, [](Bytes b) {
+    return b == 1024 ? 3.0 : b == 65536 ? 2.0 : b == (Bytes{1} << 20) ? 1.2 : 1.0;
+  });
+  const std::vector<MessageScale> c = fit_written_scale(clean, written, a);
+  ASSERT_EQ(c.size(), 4u);  // 4 KiB 1, 64 KiB, 1 MiB, 16 MiB 1; 64 MiB (a second 1) dropped
+  EXPECT_EQ(c[0].bytes, 4096u);
+  EXPECT_EQ(c[0].scale, 1.0);
+  EXPECT_EQ(c[1].bytes, 65536u);
+  EXPECT_NEAR(c[1].scale, 0.5, 1e-9);
+  EXPECT_EQ(c[2].bytes, Bytes{1} << 20);
+  EXPECT_NEAR(c[2].scale, 1 / 1.2, 1e-9);
+  EXPECT_EQ(c[3].bytes, Bytes{16} << 20);
+  EXPECT_EQ(c[3].scale, 1.0);
+  // The ratios behind it: every size of at least 4 KiB measured both ways, the latency taken off.
+  const std::vector<MessageScale> r = written_ratios(clean, written, a);
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(r.front().bytes, 4096u);
+  EXPECT_NEAR(r[1].scale, 0.5, 1e-9);
+  // The curve as the model reads it: the interpolated factor, 1 outside the slow sizes.
+  Topology t = parse_topology(kHostTopology, "inline");
+  t.written_scale = c;
+  EXPECT_NEAR(t.written_scale_at(65536), 0.5, 1e-9);
+  EXPECT_EQ(t.written_scale_at(1024), 1.0);
+  EXPECT_EQ(t.written_scale_at(Bytes{64} << 20), 1.0);
+}
+
+TEST(FitWrittenScale, NoCurveWithinTheNoiseOrWhenWrittenIsFaster) {
+  const Seconds a = 1e-6;
+  // 8% slower at 64 KiB, 5% faster at 1 MiB, 1.5x slower only at 1 KiB (not used): no curve.
+  const auto [clean, written] = ring_shifts(a, [](Bytes b) {
+    return b == 1024 ? 1.5 : b == 65536 ? 1.08 : b == (Bytes{1} << 20) ? 0.95 : 1.0;
+  });
+  EXPECT_TRUE(fit_written_scale(clean, written, a).empty());
+  EXPECT_EQ(written_ratios(clean, written, a).size(), 5u);
+  // Much faster just-written data does not make a factor above 1 either.
+  const auto [c2, w2] = ring_shifts(a, [](Bytes) { return 0.5; });
+  EXPECT_TRUE(fit_written_scale(c2, w2, a).empty());
+  EXPECT_TRUE(fit_written_scale(clean, {}, a).empty());
+}
+
+TEST(FitWrittenScale, EdgesRepeatsAndSizesMeasuredOneWay) {
+  const Seconds a = 1e-6;
+  // Slower from the first used size on: the curve starts there, without a 1 before it; a 1 between
+  // two slower ranges stays; slower up to the largest size: no 1 after it.
+  auto [clean, written] = ring_shifts(a, [](Bytes b) {
+    return b == 4096 || b == 65536 ? 1.5 : b == (Bytes{1} << 20) ? 1.0 : 1.25;
+  });
+  std::vector<MessageScale> c = fit_written_scale(clean, written, a);
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_EQ(c.front().bytes, 4096u);
+  EXPECT_NEAR(c.front().scale, 1 / 1.5, 1e-9);
+  EXPECT_EQ(c[2].scale, 1.0);
+  EXPECT_NEAR(c.back().scale, 0.8, 1e-9);
+  // A size measured only one way is skipped; a size measured three times counts with its median
+  // time; a time not above the latency is skipped.
+  written.erase(written.begin() + 2);                          // no written 64 KiB
+  clean.push_back({Bytes{16} << 20, clean[4].time_s});         // 16 MiB measured three times
+  clean.push_back({Bytes{16} << 20, 10 * clean[4].time_s});
+  clean[1].time_s = 0.5 * a;                                   // 4 KiB below the latency
+  c = fit_written_scale(clean, written, a);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.front().bytes, Bytes{1} << 20);
+  EXPECT_EQ(c.front().scale, 1.0);
+  EXPECT_NEAR(c[1].scale, 0.8, 1e-9);
+}
+
+// One slow size among sizes that are not slow is the probe's noise, not a cache effect (which
+// spans neighbouring sizes): no curve.
+TEST(FitWrittenScale, ALoneSlowSizeIsNoise) {
+  const Seconds a = 1e-6;
+  const auto [clean, written] = ring_shifts(a, [](Bytes b) { return b == (Bytes{1} << 20) ? 1.3 : 1.0; });
+  EXPECT_TRUE(fit_written_scale(clean, written, a).empty());
+  EXPECT_NEAR(written_ratios(clean, written, a)[2].scale, 1 / 1.3, 1e-9);  // measured, but not kept
+}
+
+TEST(TopologyYaml, WritesTheWrittenScaleCurveWithItsComment) {
+  Topology t = parse_topology(kHostTopology, "inline");
+  t.written_scale = {{16384, 1.0}, {65536, 0.45}, {Bytes{1} << 20, 0.8}, {Bytes{16} << 20, 1.0}};
+  const std::string text =
+      topology_yaml(t, {}, {{"written_scale", "measured 2026-01-31 from ring-shift-written vs ring-shift-control intra-node, 13 sizes"}},
+                    nullptr, false);
+  EXPECT_NE(text.find("written_scale:  # measured 2026-01-31 from ring-shift-written"), std::string::npos) << text;
+  const Topology back = parse_topology(text, "written");
+  ASSERT_EQ(back.written_scale.size(), 4u);
+  EXPECT_EQ(back.written_scale[1].bytes, 65536u);
+  EXPECT_NEAR(back.written_scale[1].scale, 0.45, 1e-12);
+  t.written_scale.clear();
+  EXPECT_EQ(topology_yaml(t, {}, {}, nullptr, false).find("written_scale"), std::string::npos);
+}
+
 // --refine all: the per-message and per-call terms and the working-set curve come back from
 // collectives the model generated, and the written file carries them.
 TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
