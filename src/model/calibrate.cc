@@ -933,6 +933,7 @@ std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, co
 std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
                                             Seconds latency_s) {
   std::vector<MessageScale> curve = written_ratios(clean, written, latency_s);
+  std::erase_if(curve, [](const MessageScale& p) { return p.scale < kWrittenScaleFloor; });
   // A cache effect spans a range of sizes: a slow size counts only next to another slow size.
   std::vector<bool> slow(curve.size());
   for (std::size_t i = 0; i < curve.size(); ++i) slow[i] = curve[i].scale <= kWrittenScaleNoise;

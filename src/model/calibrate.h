@@ -257,11 +257,14 @@ Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int wind
 // fit_written_scale: the curve from those ratios: scale = min(1, ratio), and a scale above
 // kWrittenScaleNoise counts as 1 (the effect only slows a message down; smaller differences are
 // within the probe's noise), as does a slow size whose neighbours in the list are not slow (a
-// cache effect spans a range of sizes; one slow sample is noise). One point per size; the 1s before the first and after the last
+// cache effect spans a range of sizes; one slow sample is noise). A size below
+// kWrittenScaleFloor (more than 5 times slower, where the machines measured show at most 2.7) is a
+// disturbed measurement and left out. One point per size; the 1s before the first and after the last
 // slower size are dropped except the one next to it, so the curve returns to 1 at both ends.
 // Empty when no size is slower (the topology then has no curve).
 inline constexpr Bytes kWrittenScaleMinBytes = 4096;
 inline constexpr double kWrittenScaleNoise = 0.9;
+inline constexpr double kWrittenScaleFloor = 0.2;
 std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
                                          Seconds latency_s);
 std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,

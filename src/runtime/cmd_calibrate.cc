@@ -53,13 +53,16 @@ std::string fnum(const char* f, double v) {
 }
 
 // Probe rows of one kind and tier as (bytes, seconds), optionally only sizes >= min_bytes.
+// The median time of each row of `kind` on `tier` (of at least min_bytes); with `fastest`, the
+// fastest sample instead, which a rank descheduled by other work during some samples does not move.
 std::vector<TimedSize> probe_series(const std::vector<ProbeData>& probes, const std::string& kind,
-                                    const std::string& tier, Bytes min_bytes = 0) {
+                                    const std::string& tier, Bytes min_bytes = 0, bool fastest = false) {
   std::vector<TimedSize> out;
   for (const auto& p : probes)
-    for (const auto& r : p.rows)
-      if (r.kind == kind && r.tier == tier && r.median_us > 0 && r.bytes >= min_bytes)
-        out.push_back({r.bytes, r.median_us * 1e-6});
+    for (const auto& r : p.rows) {
+      const double us = fastest && r.min_us > 0 ? r.min_us : r.median_us;
+      if (r.kind == kind && r.tier == tier && us > 0 && r.bytes >= min_bytes) out.push_back({r.bytes, us * 1e-6});
+    }
   return out;
 }
 
@@ -401,10 +404,10 @@ int cmd_calibrate(int argc, char** argv) {
         out << "  inside a node, by protocol: not fitted (" << e.what() << ")\n";
       }
       // Just-written data: the probe's ring shift of data each rank has just written against the
-      // same shift after writing another buffer (the control), with the latency fitted above taken
-      // off both.
-      const std::vector<TimedSize> written = probe_series(probes, "ring-shift-written", "intra-node");
-      const std::vector<TimedSize> control = probe_series(probes, "ring-shift-control", "intra-node");
+      // same shift after writing another buffer (the control), the fastest sample of each, with
+      // the latency fitted above taken off both.
+      const std::vector<TimedSize> written = probe_series(probes, "ring-shift-written", "intra-node", 0, true);
+      const std::vector<TimedSize> control = probe_series(probes, "ring-shift-control", "intra-node", 0, true);
       if (!written.empty() && !control.empty()) {
         const std::vector<MessageScale> ratios = written_ratios(control, written, topo.intra.latency_s);
         topo.written_scale = fit_written_scale(control, written, topo.intra.latency_s);
@@ -420,6 +423,10 @@ int cmd_calibrate(int argc, char** argv) {
         if (topo.written_scale.empty())
           out << " none (no size slower beyond the probe's noise: factor > " << kWrittenScaleNoise
               << ", or slower alone among its neighbouring sizes)";
+        for (const MessageScale& r : ratios)
+          if (r.scale < kWrittenScaleFloor)
+            out << "\n      " << format_bytes(r.bytes) << " left out: x" << fnum("%.1f", 1 / r.scale)
+                << " is a disturbed measurement (more than x" << fnum("%.0f", 1 / kWrittenScaleFloor) << ")";
         for (const MessageScale& p : topo.written_scale)
           out << " " << format_bytes(p.bytes) << " " << fnum("%.3g", p.scale)
               << (&p == &topo.written_scale.back() ? "" : ",");

@@ -422,12 +422,21 @@ TEST(FitWrittenScale, EdgesRepeatsAndSizesMeasuredOneWay) {
 }
 
 // One slow size among sizes that are not slow is the probe's noise, not a cache effect (which
-// spans neighbouring sizes): no curve.
+// spans neighbouring sizes): no curve. A size 200 times slower (a rank descheduled during the
+// measurement) is left out, and does not make its slow neighbour count.
 TEST(FitWrittenScale, ALoneSlowSizeIsNoise) {
   const Seconds a = 1e-6;
   const auto [clean, written] = ring_shifts(a, [](Bytes b) { return b == (Bytes{1} << 20) ? 1.3 : 1.0; });
   EXPECT_TRUE(fit_written_scale(clean, written, a).empty());
   EXPECT_NEAR(written_ratios(clean, written, a)[2].scale, 1 / 1.3, 1e-9);  // measured, but not kept
+  const auto [c2, w2] = ring_shifts(a, [](Bytes b) { return b == 65536 ? 200.0 : b == (Bytes{1} << 20) ? 2.0 : 1.0; });
+  EXPECT_TRUE(fit_written_scale(c2, w2, a).empty());
+  const auto [c3, w3] = ring_shifts(a, [](Bytes b) { return b == 65536 ? 2.0 : b == (Bytes{1} << 20) ? 1.5 : b == (Bytes{16} << 20) ? 200.0 : 1.0; });
+  const std::vector<MessageScale> c = fit_written_scale(c3, w3, a);
+  ASSERT_EQ(c.size(), 4u);  // 4 KiB 1, 64 KiB, 1 MiB, 64 MiB 1 (16 MiB left out)
+  EXPECT_NEAR(c[2].scale, 1 / 1.5, 1e-9);
+  EXPECT_EQ(c[3].bytes, Bytes{64} << 20);
+  EXPECT_EQ(c[3].scale, 1.0);
 }
 
 TEST(TopologyYaml, WritesTheWrittenScaleCurveWithItsComment) {
