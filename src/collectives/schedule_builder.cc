@@ -101,23 +101,20 @@ void send_copied_data_from_input(std::vector<Round>& rounds) {
     copied.erase(std::remove_if(copied.begin(), copied.end(), [&](const Copied& c) { return overlap(c.dst, dst); }),
                  copied.end());
   };
-  for (Round& round : rounds) {
-    for (const Op& op : round.ops) {  // local ops run first, in their order
-      if (op.kind != OpKind::Copy && op.kind != OpKind::Reduce) continue;
-      written(op.dst);
-      if (op.kind == OpKind::Copy && op.src.buffer == BufferId::Input) copied.push_back({op.dst, op.src.offset});
-    }
-    for (Op& op : round.ops) {
-      if (op.kind != OpKind::Send || op.src.buffer == BufferId::Input || op.src.count == 0) continue;
-      for (const Copied& c : copied)
-        if (within(op.src, c.dst)) {
-          op.src = Span{BufferId::Input, c.input_offset + (op.src.offset - c.dst.offset), op.src.count};
-          break;
-        }
-    }
-    for (const Op& op : round.ops)
-      if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) written(op.dst);
-  }
+  for_each_write_and_send(
+      rounds,
+      [&](const Op& op) {
+        written(op.dst);
+        if (op.kind == OpKind::Copy && op.src.buffer == BufferId::Input) copied.push_back({op.dst, op.src.offset});
+      },
+      [&](Op& op, std::uint32_t, std::uint32_t) {
+        if (op.src.buffer == BufferId::Input || op.src.count == 0) return;
+        for (const Copied& c : copied)
+          if (within(op.src, c.dst)) {
+            op.src = Span{BufferId::Input, c.input_offset + (op.src.offset - c.dst.offset), op.src.count};
+            return;
+          }
+      });
 }
 
 }  // namespace

@@ -778,6 +778,21 @@ struct ConstFit {
 };
 }  // namespace
 
+namespace {
+// The median time per size, sizes ascending.
+std::map<Bytes, Seconds> median_by_size(const std::vector<TimedSize>& samples) {
+  std::map<Bytes, std::vector<double>> by_size;
+  for (const TimedSize& s : samples) by_size[s.bytes].push_back(s.time_s);
+  std::map<Bytes, Seconds> out;
+  for (auto& [bytes, times] : by_size) {
+    std::sort(times.begin(), times.end());
+    const std::size_t n = times.size();
+    out[bytes] = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  }
+  return out;
+}
+}  // namespace
+
 ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_bytes, const std::string& what) {
   std::vector<TimedSize> large;
   std::set<Bytes> small_sizes;
@@ -800,14 +815,9 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
   // most from one measured size to the next, by ratio: a protocol switch is a step, while a
   // per-byte cost that beta misses only makes the residual drift. Then one latency per side.
   const std::vector<Bytes> sizes(small_sizes.begin(), small_sizes.end());
+  const std::map<Bytes, Seconds> median = median_by_size(samples);
   std::vector<double> residual;
-  for (Bytes b : sizes) {
-    std::vector<double> r;
-    for (const TimedSize& s : samples)
-      if (s.bytes == b) r.push_back(s.time_s - static_cast<double>(b) * beta);
-    std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
-    residual.push_back(r[r.size() / 2]);
-  }
+  for (Bytes b : sizes) residual.push_back(median.at(b) - static_cast<double>(b) * beta);
   // Levels: one latency per run of sizes between the steps (fitted on the samples below
   // beta_from_bytes, beta fixed) and the stepped model's squared relative error, judged on those
   // sizes, where latency decides the time (the large sizes' residuals are the bandwidth's, which
@@ -900,21 +910,6 @@ Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int wind
   }
   return std::max(0.0, o.value());
 }
-
-namespace {
-// The median time per size, sizes ascending.
-std::map<Bytes, Seconds> median_by_size(const std::vector<TimedSize>& samples) {
-  std::map<Bytes, std::vector<double>> by_size;
-  for (const TimedSize& s : samples) by_size[s.bytes].push_back(s.time_s);
-  std::map<Bytes, Seconds> out;
-  for (auto& [bytes, times] : by_size) {
-    std::sort(times.begin(), times.end());
-    const std::size_t n = times.size();
-    out[bytes] = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-  }
-  return out;
-}
-}  // namespace
 
 std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
                                          Seconds latency_s) {

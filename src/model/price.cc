@@ -205,24 +205,27 @@ class Pricer : public ScheduleVisitor {
 
   // written_[i]: transfer i sends data that its sender wrote earlier in the schedule: received or
   // combined in an earlier round, or copied or reduced by a local op (of this round or an earlier
-  // one). Any overlap counts: the message's lines are in the sender's caches.
+  // one). Any overlap counts: the message's lines are in the sender's caches. The transfers come
+  // grouped by sending rank (match_transfers).
   void mark_written(const std::vector<MatchedTransfer>& transfers) {
     written_.assign(transfers.size(), false);
-    std::vector<std::vector<std::size_t>> by_round(index_.size());
-    for (std::size_t i = 0; i < transfers.size(); ++i)
-      by_round[index_(transfers[i].send.rank, transfers[i].send.round)].push_back(i);
     WrittenRanges written;
+    std::vector<std::size_t> first_op;  // [round]: the index of its op 0 in `sends_written`
+    std::vector<bool> sends_written;    // [op of the rank]: a Send of just-written data
+    std::size_t i = 0;
     for (int r = 0; r < s_.nranks; ++r) {
-      written.clear();
       const auto& rounds = s_.ranks[r].rounds;
-      for (std::uint32_t ro = 0; ro < rounds.size(); ++ro) {
-        for (const Op& op : rounds[ro].ops)
-          if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) written.add(op.dst);
-        for (std::size_t i : by_round[index_(r, ro)])
-          written_[i] = written.overlaps(rounds[ro].ops[transfers[i].send.op].src);
-        for (const Op& op : rounds[ro].ops)
-          if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) written.add(op.dst);
-      }
+      first_op.assign(1, 0);
+      for (const Round& round : rounds) first_op.push_back(first_op.back() + round.ops.size());
+      sends_written.assign(first_op.back(), false);
+      written.clear();
+      for_each_write_and_send(
+          rounds, [&](const Op& op) { written.add(op.dst); },
+          [&](const Op& op, std::uint32_t round, std::uint32_t index) {
+            sends_written[first_op[round] + index] = written.overlaps(op.src);
+          });
+      for (; i < transfers.size() && transfers[i].send.rank == r; ++i)
+        written_[i] = sends_written[first_op[transfers[i].send.round] + transfers[i].send.op];
     }
   }
 

@@ -121,6 +121,25 @@ struct MatchedTransfer {
 std::vector<MatchedTransfer> match_transfers(const Schedule& schedule,
                                              const std::function<void(const OpRef&, const Op&)>& local_op = {});
 
+// One rank's rounds (a Program's `rounds`, const or not) in the order their ops take effect on its
+// buffers: in each round its local ops (Copy, Reduce) first, in their order, then its sends, then
+// its receives (Recv, RecvReduce), which complete at the round's end. wrote(op) is called for every
+// op that writes its `dst`, send(op, round, index) for every Send after the writes that precede it:
+// what a send reads was written earlier in the collective when it overlaps the `dst` of an earlier
+// wrote(). The schedule builder and the pricer both follow this order.
+template <class Rounds, class Wrote, class Sent>
+void for_each_write_and_send(Rounds& rounds, Wrote&& wrote, Sent&& send) {
+  for (std::uint32_t ro = 0; ro < rounds.size(); ++ro) {
+    auto& ops = rounds[ro].ops;
+    for (const Op& op : ops)
+      if (op.kind == OpKind::Copy || op.kind == OpKind::Reduce) wrote(op);
+    for (std::uint32_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == OpKind::Send) send(ops[i], ro, i);
+    for (const Op& op : ops)
+      if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) wrote(op);
+  }
+}
+
 // A dense index of every (rank, round) of a schedule, rank by rank, for arrays with one entry per
 // round.
 class RoundIndex {

@@ -198,7 +198,7 @@ struct Topology {
   //    in the sender core's caches and the receiver must fetch them from there. The points
   //    (ascending sizes) give a factor on intra_node.bandwidth and intra_node.node_bandwidth by the
   //    bytes of such a message, on top of message_scale; `commsim probe` measures it (a ring shift
-  //    of just-written data against one of untouched data). Interpolated and held like
+  //    of just-written data against one after writing another buffer). Interpolated and held like
   //    working_set_scale. Empty: no difference.
   Seconds call_overhead_s = 0;
   std::vector<WorkingSetScale> working_set_scale;
