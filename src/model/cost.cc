@@ -290,10 +290,25 @@ struct Stage {
   const Topology* written = nullptr;  // intra-node, forwarding: b at Topology::written_scale too
   double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
   double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
-  // Time to move chunks of x bytes.
-  double bw(double x) const {
-    const double w = written ? written_share / written->written_scale_at(x * msg) + (1 - written_share) : 1.0;
-    return x * b / (scaled ? scaled->message_scale_at(x * msg) : 1.0) * w;
+  // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
+  template <typename Curves>
+  double bw(double x, Curves& curves) const {
+    if (!scaled && !written) return x * b;
+    curves.at(x * msg);
+    const double w = written ? written_share / curves.written + (1 - written_share) : 1.0;
+    return x * b / (scaled ? curves.message : 1.0) * w;
+  }
+};
+// The message_scale and written_scale factors of the last message size asked for: the stages of a
+// pipeline mostly send messages of one size.
+struct CurvesAt {
+  const Topology* topo;
+  double bytes = -1, message = 1, written = 1;
+  void at(double m) {
+    if (m == bytes) return;
+    bytes = m;
+    message = topo->message_scale_at(m);
+    written = topo->written_scale_at(m);
   }
 };
 struct Phase {
@@ -342,13 +357,14 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   double x = n / k;
   // A stage's g is gamma times the bytes it reduces per byte of chunk: x g / e.g bytes a step.
   auto red = [&](const Stage& s) { return s.g > 0 ? e.red(x * s.g / e.g) : 0.0; };
+  CurvesAt c{e.topo};
   for (int i = 0; i < P.nph; ++i) {
     const Phase& ph = P.ph[i];
-    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x), red(ph.si)};
-    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), ph.sn.bw(x), red(ph.sn)};
+    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x, c), red(ph.si)};
+    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), ph.sn.bw(x, c), red(ph.sn)};
   }
-  if (P.first_clean) t.bw += P.first_i.bw(x) - P.ph[0].si.bw(x);
-  Parts pi{P.ss_i.at(x), P.ss_i.bw(x), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x), red(P.ss_n)};
+  if (P.first_clean) t.bw += P.first_i.bw(x, c) - P.ph[0].si.bw(x, c);
+  Parts pi{P.ss_i.at(x), P.ss_i.bw(x, c), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x, c), red(P.ss_n)};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
   // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
   const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
