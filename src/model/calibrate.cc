@@ -129,7 +129,7 @@ int message_index(Param p) {
 }
 bool is_scale_param(Param p) {
   return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay ||
-         p == Param::IntraExchange;
+         p == Param::IntraExchange || p == Param::NetOneWay;
 }
 bool is_beta_param(Param p) {
   return p == Param::IntraBeta || p == Param::NetBeta || p == Param::Gamma || p == Param::MemoryBeta;
@@ -288,6 +288,7 @@ std::string_view to_string(Param p) {
     case Param::IntraOneWay: return "intra.one_way_factor";
     case Param::IntraReceiveShare: return "intra.overhead_receive_share";
     case Param::IntraExchange: return "intra.exchange_factor";
+    case Param::NetOneWay: return "network.one_way_factor";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -327,6 +328,7 @@ std::string_view field_of(Param p) {
     case Param::IntraOneWay: return "intra_node.one_way_factor";
     case Param::IntraReceiveShare: return "intra_node.overhead_receive_share";
     case Param::IntraExchange: return "intra_node.exchange_factor";
+    case Param::NetOneWay: return "network.one_way_factor";
     default:
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
@@ -403,6 +405,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraOneWay: return topo.intra.msg.one_way_factor;
     case Param::IntraReceiveShare: return topo.intra.msg.overhead_receive_share;
     case Param::IntraExchange: return topo.intra.msg.exchange_factor;
+    case Param::NetOneWay: return topo.network.msg.one_way_factor;
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -443,6 +446,7 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::IntraOneWay: topo.intra.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
     case Param::IntraReceiveShare: topo.intra.msg.overhead_receive_share = std::clamp(value, 0.0, 1.0); break;
     case Param::IntraExchange: topo.intra.msg.exchange_factor = std::min(value, 10.0); break;  // the file's limit
+    case Param::NetOneWay: topo.network.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
     default: {
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
@@ -723,7 +727,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     for (const WorkingSetScale& w : t.working_set_scale)
       y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
   }
-  // The curves by bytes (local_op_scale, message_scale, written_scale).
+  // The curves by bytes (local_op_scale, message_scale, written_scale, network_message_scale).
   auto bytes_curve = [&y](const std::string& key, const auto& points) {
     if (points.empty()) return;
     y.line(0, key, "", key);
@@ -732,6 +736,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   bytes_curve("local_op_scale", t.local_op_scale);
   bytes_curve("message_scale", t.message_scale);
   bytes_curve("written_scale", t.written_scale);
+  bytes_curve("network_message_scale", t.network_message_scale);
   if (t.nccl.present) {
     y.line(0, "nccl", "", "nccl");
     auto table = [&](const char* key, const double (&v)[2][3]) {
@@ -909,6 +914,43 @@ Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int wind
     o.add((w * (s.time_s - static_cast<double>(s.bytes) * beta_s_per_byte) - latency_s) / (w - 1), s.time_s);
   }
   return std::max(0.0, o.value());
+}
+
+NetworkRateFit fit_network_rate(const std::vector<TimedSize>& samples) {
+  NetworkRateFit out;
+  const std::map<Bytes, Seconds> median = median_by_size(samples);
+  const auto middle = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  // The latency of the small sizes and the rate of the large ones, each with the other taken off
+  // (twice: the first latency still holds the small sizes' bytes).
+  Seconds latency = 0;
+  double beta = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<double> small, rates;
+    for (const auto& [bytes, t] : median)
+      if (bytes <= kNetworkLatencyMaxBytes) small.push_back(t - static_cast<double>(bytes) * beta);
+    if (small.size() < 2) return out;
+    latency = middle(small);
+    for (const auto& [bytes, t] : median)
+      if (bytes >= kNetworkRateMinBytes && t > latency) rates.push_back((t - latency) / static_cast<double>(bytes));
+    if (rates.size() < 2) return out;
+    beta = middle(rates);
+  }
+  out.done = true;
+  out.latency_s = latency;
+  out.beta_s_per_byte = beta;
+  bool beyond_noise = false;
+  for (const auto& [bytes, t] : median) {
+    const double moved = static_cast<double>(bytes) * beta;
+    if (moved < 0.5 * latency || !(t > latency)) continue;
+    const double f = std::clamp(moved / (t - latency), 0.1, 10.0);
+    out.factors.push_back({bytes, f});
+    beyond_noise = beyond_noise || std::abs(f - 1.0) > kNetworkCurveNoise;
+  }
+  if (beyond_noise) out.curve = out.factors;
+  return out;
 }
 
 std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,

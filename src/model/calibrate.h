@@ -110,6 +110,7 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //    curves' points);
 //  - intra_node.exchange_factor, the factor on the latency of messages answered in the same round
 //    (a scale);
+//  - network.one_way_factor, the same as intra_node's for messages between nodes;
 //  - intra_node.overhead_receive_share, the part of the message overheads paid by the receiving
 //    rank (from 0 to 1).
 enum class Param : std::uint8_t {
@@ -124,8 +125,9 @@ enum class Param : std::uint8_t {
   IntraOneWay,
   IntraReceiveShare,
   IntraExchange,
+  NetOneWay,
 };
-inline constexpr int kParamCount = 33;
+inline constexpr int kParamCount = 34;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -269,6 +271,29 @@ std::vector<MessageScale> written_ratios(const std::vector<TimedSize>& clean, co
                                          Seconds latency_s);
 std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean, const std::vector<TimedSize>& written,
                                             Seconds latency_s);
+
+// The network's rate by message size (Topology::network_message_scale), from a ring shift across
+// the network (the median time of each size):
+//  - latency_s: the median time of the sizes up to kNetworkLatencyMaxBytes;
+//  - beta: the median of (t - latency) / bytes over the sizes of at least kNetworkRateMinBytes
+//    (the large-message rate, network.nic_bandwidth);
+//  - curve: at every size whose bytes * beta is at least half the latency (below, the time is
+//    the latency), the factor (bytes * beta) / (t - latency), clamped to [0.1, 10]: above 1 a
+//    message of that size moves faster than a large one (it fits the transport's buffers), below
+//    1 slower (a protocol switch's handshake).
+// done is false without at least two sizes on each side; curve is empty when every factor lies
+// within kNetworkCurveNoise of 1 (the line t = latency + bytes * beta explains the sizes).
+struct NetworkRateFit {
+  bool done = false;
+  Seconds latency_s = 0;
+  double beta_s_per_byte = 0;
+  std::vector<MessageScale> curve;
+  std::vector<MessageScale> factors;  // the factor at every size it was taken at (also when curve is empty)
+};
+inline constexpr Bytes kNetworkLatencyMaxBytes = 1024;
+inline constexpr Bytes kNetworkRateMinBytes = 1024 * 1024;
+inline constexpr double kNetworkCurveNoise = 0.1;
+NetworkRateFit fit_network_rate(const std::vector<TimedSize>& samples);
 
 // Median of |x| (0 for an empty list).
 double median_abs(std::vector<double> values);

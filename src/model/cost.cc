@@ -116,6 +116,8 @@ struct Env {
   double moved_i(double m, bool written = false) const {
     return m / topo->message_scale_at(m) / (written ? topo->written_scale_at(m) : 1.0);
   }
+  // Network bytes moved at the rate of a message of m bytes (Topology::network_message_scale).
+  double moved_n(double m) const { return m / topo->network_message_scale_at(m); }
   // Posting overhead of one more message of m bytes on each tier.
   double ovh_i(double m) const { return topo->intra.msg.overhead_s(m); }
   double ovh_n(double m) const { return topo->network.msg.overhead_s(m); }
@@ -160,7 +162,7 @@ Parts intra(const Env& e, double m, Way w = Way::Shift, bool written = false) {
   return intra(e, m, static_cast<double>(e.G), w, written);
 }
 Parts net(const Env& e, double m, double b, Way w = Way::Shift) {
-  return {e.lat_n(m, w), m * b, 0};
+  return {e.lat_n(m, w), e.moved_n(m) * b, 0};
 }
 // A ring of q ranks: each sends to its successor; on two ranks that is an exchange.
 Way ring_way(long long q) {
@@ -264,7 +266,7 @@ Parts direct(const Env& e, double block, bool reduced) {
   if (e.N > 1) {
     double outside = static_cast<double>(e.p - e.G);
     double rate = std::min(e.node_bw / static_cast<double>(e.G), outside * e.nic_bw);
-    out = {e.lat_n(block, Way::Exchange) + posted_before * e.ovh_n(block), outside * block / rate, 0};
+    out = {e.lat_n(block, Way::Exchange) + posted_before * e.ovh_n(block), outside * e.moved_n(block) / rate, 0};
   }
   Parts t = slower(in, out);
   if (reduced) t.red = e.red(static_cast<double>(e.p - 1) * block);  // all in one round
@@ -288,27 +290,30 @@ struct Stage {
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
   const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
   const Topology* written = nullptr;  // intra-node, forwarding: b at Topology::written_scale too
+  bool network_scaled = false;        // network: b at the rate of one message (Topology::network_message_scale)
   double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
   double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
   // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
   template <typename Curves>
   double bw(double x, Curves& curves) const {
-    if (!scaled && !written) return x * b;
+    if (!scaled && !written && !network_scaled) return x * b;
     curves.at(x * msg);
+    if (network_scaled) return x * b / curves.network;
     const double w = written ? written_share / curves.written + (1 - written_share) : 1.0;
     return x * b / (scaled ? curves.message : 1.0) * w;
   }
 };
-// The message_scale and written_scale factors of the last message size asked for: the stages of a
-// pipeline mostly send messages of one size.
+// The message_scale, written_scale and network_message_scale factors of the last message size
+// asked for: the stages of a pipeline mostly send messages of one size.
 struct CurvesAt {
   const Topology* topo;
-  double bytes = -1, message = 1, written = 1;
+  double bytes = -1, message = 1, written = 1, network = 1;
   void at(double m) {
     if (m == bytes) return;
     bytes = m;
     message = topo->message_scale_at(m);
     written = topo->written_scale_at(m);
+    network = topo->network_message_scale_at(m);
   }
 };
 struct Phase {
@@ -349,7 +354,9 @@ void set_first_clean(const Env& e, Pipe& P) {
   P.first_i.written = nullptr;
 }
 Stage net_stage(const Env& e, double b, double g, double msg) {
-  return {e.a_n, b, g, e.eager_n, &e.topo->network.msg, msg};
+  Stage s{e.a_n, b, g, e.eager_n, &e.topo->network.msg, msg};
+  s.network_scaled = !e.topo->network_message_scale.empty();
+  return s;
 }
 
 Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {

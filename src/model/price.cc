@@ -32,7 +32,9 @@
 // (together), and of the reductions on arrival of a round (together); message_scale scales the
 // intra-node bandwidths by the bytes of each message (each message's bytes count as
 // bytes / factor in the sharing above); written_scale scales them again for a message of data its
-// sender wrote earlier in the schedule (received, combined, copied or reduced).
+// sender wrote earlier in the schedule (received, combined, copied or reduced);
+// network_message_scale scales the network bandwidths by the bytes of each message between nodes
+// (a NIC's flow and the node's share, as message_scale inside a node).
 #include "model/price.h"
 
 #include <algorithm>
@@ -171,8 +173,10 @@ class Pricer : public ScheduleVisitor {
       if (!topo_.network.present())
         throw Error("price_schedule: ranks " + std::to_string(t.send.rank) + " and " + std::to_string(t.recv.rank) +
                     " are on different nodes but topology '" + topo_.name + "' has no network (nics_per_node is 0)");
-      add_at(node_out_[pl_.node_of_rank[t.send.rank]], step_of(t.send), static_cast<double>(bytes));
-      add_at(node_in_[pl_.node_of_rank[t.recv.rank]], step_of(t.recv), static_cast<double>(bytes));
+      // Bytes at the rate of a message of this size between nodes (Topology::network_message_scale).
+      const double moved = static_cast<double>(bytes) / topo_.network_message_scale_at(static_cast<double>(bytes));
+      add_at(node_out_[pl_.node_of_rank[t.send.rank]], step_of(t.send), moved);
+      add_at(node_in_[pl_.node_of_rank[t.recv.rank]], step_of(t.recv), moved);
       out_.inter_bytes += bytes;
     }
     out_.messages = transfers.size();
@@ -287,7 +291,7 @@ class Pricer : public ScheduleVisitor {
                                        node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
     return topo_.network.message_latency_s(bytes) * topo_.network.msg.latency_factor(one_way, exchange) +
            topo_.network.msg.queued_overhead_s(bytes, posted_before, received_before) +
-           std::max(bytes * nic_s_per_byte_, node_bytes * node_s_per_byte_);
+           std::max(bytes / topo_.network_message_scale_at(bytes) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 
   const Schedule& s_;

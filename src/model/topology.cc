@@ -362,7 +362,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   MapReader top(ctx, root, "",
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
                  "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
-                 "working_set_scale", "local_op_scale", "message_scale", "written_scale"});
+                 "working_set_scale", "local_op_scale", "message_scale", "written_scale", "network_message_scale"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -476,6 +476,9 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   read_curve(ctx, top, "local_op_scale", "bytes", t.local_op_scale, &LocalOpScale::bytes);
   read_curve(ctx, top, "message_scale", "bytes", t.message_scale, &MessageScale::bytes);
   read_curve(ctx, top, "written_scale", "bytes", t.written_scale, &MessageScale::bytes);
+  read_curve(ctx, top, "network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
+  if (!t.network_message_scale.empty() && !t.network.present())
+    fail(ctx, top.mark(), "network_message_scale", "needs a network (nics_per_node > 0)");
   if (auto cal = top.optional("calibrated")) {
     MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
     read_calibrated(c, t.calibrated);
@@ -580,6 +583,10 @@ double Topology::message_scale_at(double bytes) const {
 
 double Topology::written_scale_at(double bytes) const {
   return curve_at(written_scale, &MessageScale::bytes, bytes);
+}
+
+double Topology::network_message_scale_at(double bytes) const {
+  return curve_at(network_message_scale, &MessageScale::bytes, bytes);
 }
 
 Topology with_transport(const Topology& topology, std::string_view transport) {

@@ -149,10 +149,10 @@ struct LocalOpScale {
   double scale = 1.0;  // factor on reduction.bandwidth and device.memory_bandwidth at that size
 };
 
-// One point of the message-size curve (Topology::message_scale).
+// One point of a message-size curve (Topology::message_scale, written_scale, network_message_scale).
 struct MessageScale {
-  Bytes bytes = 0;     // bytes of one message between two ranks of a node
-  double scale = 1.0;  // factor on intra_node.bandwidth and intra_node.node_bandwidth at that size
+  Bytes bytes = 0;     // bytes of one message (between two ranks of a node; between nodes for the network's)
+  double scale = 1.0;  // factor on the tier's bandwidths at that size
 };
 
 struct Topology {
@@ -200,11 +200,18 @@ struct Topology {
   //    bytes of such a message, on top of message_scale; `commsim probe` measures it (a ring shift
   //    of just-written data against one after writing another buffer). Interpolated and held like
   //    working_set_scale. Empty: no difference.
+  //  - network_message_scale: one message between nodes moves at a rate that depends on its size
+  //    (the transport's buffers and protocol switches: a TCP message of 64 KiB can move twice as
+  //    fast as one of 4 MiB). The points (ascending sizes) give a factor on network.nic_bandwidth and
+  //    the node's share of it, by the bytes of one message; `commsim probe` measures it (the network
+  //    ring shift at every size against its latency and its large-message rate). Interpolated and
+  //    held like working_set_scale. Empty: no scaling.
   Seconds call_overhead_s = 0;
   std::vector<WorkingSetScale> working_set_scale;
   std::vector<LocalOpScale> local_op_scale;
   std::vector<MessageScale> message_scale;
   std::vector<MessageScale> written_scale;
+  std::vector<MessageScale> network_message_scale;
 
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
@@ -219,6 +226,8 @@ struct Topology {
   double message_scale_at(double bytes) const;
   // The factor of written_scale for one intra-node message of just-written data (1 without the curve).
   double written_scale_at(double bytes) const;
+  // The factor of network_message_scale for one message between nodes (1 without the curve).
+  double network_message_scale_at(double bytes) const;
 };
 
 

@@ -476,10 +476,39 @@ int cmd_calibrate(int argc, char** argv) {
     // and the NICs of a node carry all of its ranks.
     int per_node = std::max(1, probe.ranks_per_node);
     topo.network.latency_s = net.fit.alpha_s;
-    topo.network.nic_bw_Bps = net.fit.bw_Bps() * per_node / topo.network.nics_per_node * topo.network.oversubscription;
-    comments.push_back({"network.nic_bandwidth", from(net.source) + " (per-rank rate x " + std::to_string(per_node) +
+    BytesPerSecond per_rank_bw = net.fit.bw_Bps();
+    std::string how = net.source;
+    // The rate by message size: a transport's buffers and protocol switches make one line through
+    // every size miss both the middle sizes and the large ones.
+    const NetworkRateFit rate = fit_network_rate(net.samples);
+    if (rate.done) {
+      out << "  across the network, by message size: latency " << fnum("%.3f", rate.latency_s * 1e6) << " us (sizes <= "
+          << format_bytes(kNetworkLatencyMaxBytes) << "), 1/beta " << format_bandwidth(1 / rate.beta_s_per_byte)
+          << " (sizes >= " << format_bytes(kNetworkRateMinBytes) << ")\n"
+          << "      per size, bandwidth factor (x the large-message rate, latency off):";
+      for (std::size_t i = 0; i < rate.factors.size(); ++i)
+        out << (i % 8 == 0 ? "\n       " : "") << " " << format_bytes(rate.factors[i].bytes) << " "
+            << fnum("%.2f", rate.factors[i].scale);
+      out << "\n      network_message_scale: ";
+      if (rate.curve.empty()) {
+        out << "none (every factor within " << pct(kNetworkCurveNoise) << " of 1: the line above stands)\n";
+      } else {
+        out << rate.curve.size() << " points, " << format_bytes(rate.curve.front().bytes) << ".."
+            << format_bytes(rate.curve.back().bytes) << "\n";
+        topo.network.latency_s = rate.latency_s;
+        per_rank_bw = 1 / rate.beta_s_per_byte;
+        topo.network_message_scale = rate.curve;
+        how += ": latency of the sizes <= " + format_bytes(kNetworkLatencyMaxBytes) + ", rate of the sizes >= " +
+               format_bytes(kNetworkRateMinBytes);
+        comments.push_back({"network_message_scale",
+                            "measured " + today.substr(0, 10) + " from " + net.source +
+                                ": (bytes x beta) / (time - latency) at every size, beta the large-message rate"});
+      }
+    }
+    topo.network.nic_bw_Bps = per_rank_bw * per_node / topo.network.nics_per_node * topo.network.oversubscription;
+    comments.push_back({"network.nic_bandwidth", from(how) + " (per-rank rate x " + std::to_string(per_node) +
                                                      " ranks per node / NICs)"});
-    comments.push_back({"network.latency", from(net.source)});
+    comments.push_back({"network.latency", from(how)});
   }
   if (!topo.gpu && reduce.done) {
     topo.reduce_bw_Bps = reduce.fit.bw_Bps();
@@ -512,6 +541,7 @@ int cmd_calibrate(int argc, char** argv) {
         params.push_back(Param::IntraReceiveShare);
         params.push_back(Param::IntraExchange);
       }
+      if (topo.network.present()) params.push_back(Param::NetOneWay);
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
       for (Param p : add_message_points(topo, samples)) params.push_back(p);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "collectives/generators.h"
@@ -452,6 +453,116 @@ TEST(TopologyYaml, WritesTheWrittenScaleCurveWithItsComment) {
   EXPECT_NEAR(back.written_scale[1].scale, 0.45, 1e-12);
   t.written_scale.clear();
   EXPECT_EQ(topology_yaml(t, {}, {}, nullptr, false).find("written_scale"), std::string::npos);
+}
+
+// A ring shift across the network of a transport whose middle sizes move faster than its large
+// ones (2x from 16 KiB to 128 KiB) and whose 64 KiB step costs a handshake.
+std::vector<TimedSize> network_shift(Seconds latency, double beta, const std::function<double(Bytes)>& factor,
+                                     Seconds handshake_from_64k = 0) {
+  std::vector<TimedSize> out;
+  for (Bytes b = 8; b <= (Bytes{16} << 20); b *= 2)
+    for (int rep = 0; rep < 3; ++rep)
+      out.push_back({b, latency + static_cast<double>(b) * beta / factor(b) + (b >= 65536 ? handshake_from_64k : 0.0)});
+  return out;
+}
+
+TEST(FitNetworkRate, MiddleSizesFasterThanLargeOnes) {
+  const Seconds a = 6e-6;
+  const double beta = 1 / 1.5e9;
+  auto f = [](Bytes b) { return b >= 16384 && b <= 131072 ? 2.0 : 1.0; };
+  const NetworkRateFit r = fit_network_rate(network_shift(a, beta, f));
+  ASSERT_TRUE(r.done);
+  EXPECT_NEAR(r.latency_s, a, 1e-3 * a);
+  EXPECT_NEAR(r.beta_s_per_byte, beta, 1e-3 * beta);
+  // From the first size whose bytes * beta reach half the latency (4 KiB here: 2.7 us >= 3 us is
+  // false, 8 KiB: 5.5 us), every size up to the largest.
+  ASSERT_FALSE(r.curve.empty());
+  EXPECT_EQ(r.curve.front().bytes, 8192u);
+  EXPECT_EQ(r.curve.back().bytes, Bytes{16} << 20);
+  for (const MessageScale& p : r.curve) EXPECT_NEAR(p.scale, f(p.bytes), 1e-3) << p.bytes;
+  // As the model reads it: 2x at 64 KiB, 1 at 4 MiB, in between on a log scale.
+  Topology t = parse_topology(kHostTopology, "inline");
+  t.network_message_scale = r.curve;
+  EXPECT_NEAR(t.network_message_scale_at(65536), 2.0, 1e-3);
+  EXPECT_NEAR(t.network_message_scale_at(Bytes{4} << 20), 1.0, 1e-3);
+  EXPECT_NEAR(t.network_message_scale_at(3 * 65536), 1.5, 0.1);
+  // A handshake from 64 KiB on shows as a slower rate at the sizes where it is a large part.
+  const NetworkRateFit h = fit_network_rate(network_shift(a, beta, [](Bytes) { return 1.0; }, 20e-6));
+  ASSERT_FALSE(h.curve.empty());
+  for (const MessageScale& p : h.curve) {
+    if (p.bytes < 65536) EXPECT_NEAR(p.scale, 1.0, 0.02) << p.bytes;  // the rate of the large sizes holds a bit of it
+    if (p.bytes == 65536) EXPECT_LT(p.scale, 0.75);
+  }
+}
+
+TEST(FitNetworkRate, NoCurveWhereALineExplainsTheSizes) {
+  const NetworkRateFit r = fit_network_rate(network_shift(30e-6, 1 / 1.25e9, [](Bytes b) {
+    return b == 65536 ? 1.05 : 1.0;  // within the noise
+  }));
+  ASSERT_TRUE(r.done);
+  EXPECT_TRUE(r.curve.empty());
+  EXPECT_FALSE(r.factors.empty());  // still printed
+  // Without two sizes of at least 1 MiB (or two up to 1 KiB) nothing is fitted.
+  std::vector<TimedSize> small;
+  for (const TimedSize& x : network_shift(30e-6, 1 / 1.25e9, [](Bytes) { return 1.0; }))
+    if (x.bytes < (Bytes{2} << 20)) small.push_back(x);
+  EXPECT_FALSE(fit_network_rate(small).done);
+  EXPECT_FALSE(fit_network_rate({}).done);
+}
+
+TEST(TopologyYaml, WritesTheNetworkMessageScaleCurve) {
+  Topology t = parse_topology(kHostTopology, "inline");
+  t.network_message_scale = {{8192, 1.2}, {65536, 2.0}, {Bytes{4} << 20, 1.0}};
+  const std::string text =
+      topology_yaml(t, {}, {{"network_message_scale", "measured 2026-01-31 from ring-shift network"}}, nullptr, false);
+  EXPECT_NE(text.find("network_message_scale:  # measured 2026-01-31 from ring-shift network"), std::string::npos)
+      << text;
+  const Topology back = parse_topology(text, "written");
+  ASSERT_EQ(back.network_message_scale.size(), 3u);
+  EXPECT_EQ(back.network_message_scale[1].bytes, 65536u);
+  EXPECT_NEAR(back.network_message_scale[1].scale, 2.0, 1e-12);
+  // A curve for a network the topology does not have is an error that names the field.
+  const std::string none = std::string(R"(
+name: one-node
+ranks_per_node: 8
+device: { name: CPU, memory_bandwidth: 20 GB/s }
+intra_node: { fabric: shared-memory, bandwidth: 5 GB/s, latency: 0.5 us }
+network: { kind: none }
+reduction: { bandwidth: 4 GB/s }
+network_message_scale:
+  - { bytes: 8KiB, scale: 1.2 }
+)");
+  try {
+    parse_topology(none, "one-node.yaml");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("network_message_scale: needs a network"), std::string::npos) << e.what();
+  }
+}
+
+// The network's factor on one-way latencies comes back from broadcasts (one-way) beside
+// allreduces (exchanges) across nodes, one rank per node, with the network latency alongside.
+TEST(RefineParameters, RecoversTheNetworkOneWayFactor) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.network.msg.one_way_factor = 0.7;
+  std::vector<CollectiveSample> samples;
+  for (Bytes b = 1024; b <= 256 * 1024; b *= 4)
+    for (int nodes : {2, 4}) {
+      samples.push_back({Collective::Broadcast, Algorithm::Binomial, nodes, 1, b, 0.0});
+      samples.push_back({Collective::AllReduce, Algorithm::RecursiveDoubling, nodes, 1, b, 0.0});
+      samples.push_back({Collective::AllGather, Algorithm::Ring, nodes, 1, b, 0.0});
+    }
+  time_on(truth, samples);
+  Topology start = truth;
+  start.network.msg.one_way_factor = 1.0;
+  start.network.latency_s *= 1.3;
+  const ParamFit f =
+      refine_parameters(start, samples, {Param::NetLatency, Param::NetBeta, Param::NetOneWay}, FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.network.msg.one_way_factor, 0.7, 0.01);
+  EXPECT_NEAR(f.topology.network.latency_s, truth.network.latency_s, 0.01 * truth.network.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  EXPECT_EQ(field_of(Param::NetOneWay), "network.one_way_factor");
+  EXPECT_EQ(to_string(Param::NetOneWay), "network.one_way_factor");
 }
 
 // --refine all: the per-message and per-call terms and the working-set curve come back from

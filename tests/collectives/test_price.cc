@@ -343,6 +343,10 @@ TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
   Topology exchanges = plain;
   exchanges.intra.msg.exchange_factor = 1.4;
   exchanges.network.msg.exchange_factor = 1.3;
+  // And with a network rate by message size (network_message_scale), on every network message and
+  // the node's share alike.
+  Topology curved = plain;
+  curved.network_message_scale = {{4096, 2.0}, {256 * 1024, 1.5}, {16 << 20, 0.6}};
   using C = Collective;
   using A = Algorithm;
   const std::vector<std::pair<C, A>> pairs = {
@@ -354,7 +358,7 @@ TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
       {C::Broadcast, A::Ring},          {C::Reduce, A::Binomial},             {C::Reduce, A::Rabenseifner},
       {C::Reduce, A::Hierarchical},     {C::SendRecv, A::Direct},
       {C::AllToAll, A::Direct},         {C::AllToAll, A::Bruck}};
-  for (const Topology& topo : {plain, exchanges})
+  for (const Topology& topo : {plain, exchanges, curved})
     for (int nodes : {2, 3, 4})
       for (int G : {2, 4, 8}) {
         const int p = nodes * G;
@@ -370,10 +374,19 @@ TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
             const double priced = price_schedule(s, topo, pl).time_s, closed = closed_form(topo, q).time_s;
             EXPECT_NEAR(priced, closed, 0.02 * closed)
                 << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G
-                << " exchange_factor=" << topo.intra.msg.exchange_factor;
+                << " exchange_factor=" << topo.intra.msg.exchange_factor
+                << " network curve=" << !topo.network_message_scale.empty();
           }
         }
       }
+  // One message between two nodes moves at the NIC's rate times the curve's factor at its size.
+  for (Bytes bytes : {Bytes{64} * 1024, Bytes{64} << 20}) {
+    const CostQuery q{Collective::SendRecv, Algorithm::Direct, Protocol::None, 2, 1, bytes};
+    const double n = static_cast<double>(bytes);
+    EXPECT_NEAR(closed_form(curved, q).bandwidth_s, n / curved.network_message_scale_at(n) / curved.network.nic_bw_Bps,
+                1e-9 * n / curved.network.nic_bw_Bps);
+    EXPECT_NE(closed_form(curved, q).time_s, closed_form(plain, q).time_s);
+  }
 }
 
 // exchange_factor: a message whose receiver sends back to its sender in the same round pays its
