@@ -288,9 +288,9 @@ struct Stage {
   double limit = INFINITY;     // the eager limit of the tier's messages (bytes)
   const MessageCosts* mc = nullptr;  // the tier's protocol terms (latency by message size)
   double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
-  const Topology* scaled = nullptr;  // intra-node: b at the rate of one message (Topology::message_scale)
-  const Topology* written = nullptr;  // intra-node, forwarding: b at Topology::written_scale too
-  bool network_scaled = false;        // network: b at the rate of one message (Topology::network_message_scale)
+  bool scaled = false;          // intra-node: b at the rate of one message (Topology::message_scale)
+  bool written = false;         // intra-node, forwarding: b at Topology::written_scale too
+  bool network_scaled = false;  // network: b at the rate of one message (Topology::network_message_scale)
   double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
   double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
   // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
@@ -344,14 +344,13 @@ constexpr double kMinChunkBytes = 4096;
 
 Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f, bool written = true) {
   return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, &e.topo->intra.msg, msg,
-          e.topo->message_scale.empty() ? nullptr : e.topo,
-          written && !e.topo->written_scale.empty() ? e.topo : nullptr};
+          !e.topo->message_scale.empty(), written && !e.topo->written_scale.empty()};
 }
 // The pipeline's first hop on one node sends untouched data (Pipe::first_clean).
 void set_first_clean(const Env& e, Pipe& P) {
   P.first_clean = e.N == 1 && P.ph[0].S_i > 0 && !e.topo->written_scale.empty();
   P.first_i = P.ph[0].si;
-  P.first_i.written = nullptr;
+  P.first_i.written = false;
 }
 Stage net_stage(const Env& e, double b, double g, double msg) {
   Stage s{e.a_n, b, g, e.eager_n, &e.topo->network.msg, msg};
