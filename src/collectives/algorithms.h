@@ -73,11 +73,6 @@ void recursive_doubling_exchange(ScheduleBuilder& b, const std::vector<int>& mem
 void fold_in_reduction(ScheduleBuilder& b, const std::vector<int>& group, const PowerOfTwoFold& fold, const Span& own,
                        const Span& acc);
 
-// tree.cc. The double binary tree over relative ranks 0..p-1: parent[v] in tree 0 (A) or 1 (B),
-// -1 for its root; `rooted`: the trees of broadcast and reduce (both rooted at v = 0), else those of
-// allreduce. (Exposed for tests.)
-std::vector<int> double_tree_parents(int p, int tree, bool rooted);
-
 // ---- generators (one per (collective, algorithm), see registry.cc) ---------------------------------
 // Each receives a builder whose buffers are sized for the request; nranks >= 2.
 

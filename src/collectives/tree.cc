@@ -35,6 +35,7 @@
 // interior and one up in the tree where it is a leaf (and receives as many): four messages of
 // n/(2k) bytes each way, against two for broadcast or reduce alone.
 #include "collectives/algorithms.h"
+#include "model/double_tree.h"
 
 namespace commsim {
 namespace {
@@ -46,16 +47,6 @@ struct BinaryTree {
   std::vector<int> height;                 // [v], 0 at leaves
   std::vector<int> depth;                  // [v], 0 at the root
 };
-
-// The parent of label x in the in-order binary tree over [lo, hi] (lo >= 1), or -1 for its root.
-int inorder_parent(int lo, int hi, int x) {
-  const int bit = x & -x, left = x - bit, right = x + bit;
-  const bool has_left = left >= lo, has_right = right <= hi;
-  if (has_left && has_right) return (left & -left) < (right & -right) ? left : right;
-  if (has_left) return left;
-  if (has_right) return right;
-  return -1;
-}
 
 BinaryTree from_parents(std::vector<int> parent) {
   const int p = static_cast<int>(parent.size());
@@ -78,32 +69,12 @@ BinaryTree from_parents(std::vector<int> parent) {
   return t;
 }
 
-// The in-order tree over labels [lo, hi] on the ranks `first`..p-1 (label(v), rank(label) convert);
-// its root hangs below v = 0 when first == 1.
-template <class Label, class Rank>
-BinaryTree inorder_tree(int p, int first, int lo, int hi, Label label, Rank rank) {
-  std::vector<int> parent(p, -1);
-  for (int v = first; v < p; ++v) {
-    const int up = inorder_parent(lo, hi, label(v));
-    parent[v] = up >= 0 ? rank(up) : first == 1 ? 0 : -1;
-  }
-  return from_parents(std::move(parent));
-}
-
 BinaryTree tree_a(int p) {
-  return inorder_tree(
-      p, 1, 1, p - 1, [](int v) { return v; }, [](int x) { return x; });
+  return from_parents(double_tree_parents(p, false)[0]);
 }
 
 BinaryTree tree_b(int p, bool rooted) {
-  if (!rooted)
-    return inorder_tree(
-        p, 0, 1, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
-  if (p % 2 == 1)
-    return inorder_tree(
-        p, 1, 1, p - 1, [p](int v) { return p - v; }, [p](int x) { return p - x; });
-  return inorder_tree(
-      p, 1, 2, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
+  return from_parents(double_tree_parents(p, rooted)[1]);
 }
 
 // One tree with its half of the data.
@@ -181,10 +152,6 @@ void broadcast_down(ScheduleBuilder& b, const DoubleTree& d, const std::size_t s
 }
 
 }  // namespace
-
-std::vector<int> double_tree_parents(int p, int tree, bool rooted) {
-  return (tree == 0 ? tree_a(p) : tree_b(p, rooted)).parent;
-}
 
 void tree_allreduce(ScheduleBuilder& b) {
   const DoubleTree d = double_tree(b, false);

@@ -42,8 +42,12 @@
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "model/double_tree.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -436,6 +440,49 @@ Parts run_pipe(const Env& e, const Pipe& P, double n) {
   return pipe_time(e, P, n, best_chunks(e, P, n));
 }
 
+}  // namespace
+
+// How the nodes cut the double binary tree (model/cost.h).
+TreeCut tree_cut(long long N, long long G, bool rooted) {
+  thread_local std::map<std::tuple<long long, long long, bool>, TreeCut> counted;
+  const auto key = std::make_tuple(N, G, rooted);
+  if (const auto it = counted.find(key); it != counted.end()) return it->second;
+  TreeCut cut;
+  std::vector<long long> out(static_cast<std::size_t>(N), 0), in(static_cast<std::size_t>(N), 0);
+  const int p = static_cast<int>(N * G);
+  for (const std::vector<int>& parent : double_tree_parents(p, rooted)) {
+    // Depth and edges between nodes above every rank, from the root down.
+    std::vector<long long> depth(p, -1), cuts(p, 0);
+    std::vector<int> path;
+    for (int v = 0; v < p; ++v) {
+      for (int x = v; x >= 0 && depth[x] < 0; x = parent[x]) path.push_back(x);
+      while (!path.empty()) {
+        const int x = path.back();
+        path.pop_back();
+        const int up = parent[x];
+        const bool crosses = up >= 0 && x / G != up / G;
+        depth[x] = up < 0 ? 0 : depth[up] + 1;
+        cuts[x] = up < 0 ? 0 : cuts[up] + (crosses ? 1 : 0);
+        if (!crosses) continue;
+        ++out[static_cast<std::size_t>(up / G)];  // down the tree (broadcast, allreduce)
+        ++in[static_cast<std::size_t>(x / G)];
+        if (!rooted) {  // and up (allreduce's reduction)
+          ++out[static_cast<std::size_t>(x / G)];
+          ++in[static_cast<std::size_t>(up / G)];
+        }
+      }
+      cut.levels = std::max(cut.levels, cuts[v]);
+      cut.height = std::max(cut.height, depth[v]);
+    }
+  }
+  long long most = 1;
+  for (std::size_t i = 0; i < out.size(); ++i) most = std::max({most, out[i], in[i]});
+  cut.flows = static_cast<double>(most);
+  return counted[key] = cut;
+}
+
+namespace {
+
 // Double binary tree (Sanders, Speck & Traeff 2009; NCCL), as src/collectives/tree.cc builds it:
 // two trees, each carrying half of the data in k chunks (a pipeline chunk is a pair of
 // half-chunks, n/k bytes); every rank is interior (two children) in one tree and a leaf in the
@@ -450,22 +497,34 @@ Parts run_pipe(const Env& e, const Pipe& P, double n) {
 //      T = (k + 2H - 1) a + 2(k + H - 1)(n/k) b + (k + H - 1)(n/k) g.
 //    With p = 2 each tree's interior rank has one child: every step moves n/(2k) half-chunks
 //    in each tree, n/k each way in the steady state and n/(2k) while filling.
-// Across nodes the H levels are ceil(lg G) inside each node and ceil(lg nodes) across; one
-// message is one flow (bw_flow(1)).
+// Across nodes the trees' edges between nodes are counted (tree_cut): S_n of the H levels cross
+// the network (the most on a path from a root to a leaf), the other H - S_n stay inside a node.
+// Every edge between two nodes carries one half-chunk (n/(2k)) a step, each its own flow: a step
+// across the network takes n/(2k) bw_flow(f), f the messages out of (or into) the busiest node (one
+// or two while the pipeline fills).
 Pipe tree_pipe(const Env& e, Collective c) {
   Pipe P;
   const bool pow2 = (e.p & (e.p - 1)) == 0;
-  long long S_i = ceil_lg(e.G), S_n = ceil_lg(e.N);
-  if (c != Collective::AllReduce && pow2 && e.p > 2) (e.G > 1 ? S_i : S_n) += 1;
-  const double b_n = e.N > 1 ? e.b_flow_1 : 0;
+  long long S_i = ceil_lg(e.G), S_n = 0;
+  if (c != Collective::AllReduce && pow2 && e.p > 2 && e.N == 1) S_i += 1;
+  double flows = 1;
+  if (e.N > 1) {
+    const TreeCut cut = tree_cut(e.N, e.G, c != Collective::AllReduce);
+    S_n = cut.levels;
+    S_i = cut.height - cut.levels;
+    flows = cut.flows;
+  }
+  // s/B across the network per byte of pipeline chunk, in the steady state and while filling.
+  const double b_n = e.N > 1 ? 0.5 * e.b_flow(flows) : 0;
   const double fG = static_cast<double>(e.G);
   if (c == Collective::AllReduce) {
     const double fill = e.p == 2 ? 0.5 : 1, steady = e.p == 2 ? 1 : 2;
+    const double b_fill = e.N > 1 ? 0.5 * e.b_flow(e.p == 2 ? 1 : std::min(flows, 2.0)) : 0;
     P.nph = 2;
-    P.ph[0] = {S_i, S_n, intra_stage(e, fill, e.g * fill, 0.5, fG), net_stage(e, fill * b_n, e.g * fill, 0.5)};
-    P.ph[1] = {S_i, S_n, intra_stage(e, fill, 0, 0.5, fG), net_stage(e, fill * b_n, 0, 0.5)};
+    P.ph[0] = {S_i, S_n, intra_stage(e, fill, e.g * fill, 0.5, fG), net_stage(e, b_fill, e.g * fill, 0.5)};
+    P.ph[1] = {S_i, S_n, intra_stage(e, fill, 0, 0.5, fG), net_stage(e, b_fill, 0, 0.5)};
     P.ss_i = intra_stage(e, steady, e.g * steady / 2, 0.5, fG);
-    P.ss_n = net_stage(e, steady * b_n, e.g * steady / 2, 0.5);
+    P.ss_n = net_stage(e, b_n, e.g * steady / 2, 0.5);
     // In the steady state a rank sends its own chunk up the tree where it is a leaf (from Input)
     // and forwards the rest (1 of 2 half-chunks with p = 2). Counted at 7 of 8: the receiving
     // side of an interior rank takes in forwarded chunks only.

@@ -41,6 +41,23 @@ Cost closed_form(const Topology& topo, const CostQuery& q);
 // tree), and NCCL's model is asked only of a topology with `nccl` constants.
 bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p);
 
+// Where the nodes cut the double binary tree (src/collectives/tree.cc) of `nodes` nodes of
+// `ranks_per_node` ranks, block placement, root 0, counted on the trees themselves and remembered
+// per (nodes, ranks_per_node, rooted); `rooted`: broadcast and reduce, otherwise allreduce.
+//  - flows: the most messages one node sends, or receives, across the network in a step of the
+//    steady state (every tree edge between two nodes carries one half-chunk a step, both ways in
+//    allreduce, one way in broadcast and reduce). Allreduce: 2, 3, then 4 from 4 nodes with one
+//    rank per node; 4, 5, then 6 with 2, 4 or 8; more where the ranks per node are not a power of
+//    two. Broadcast and reduce: 2 and 3;
+//  - levels: the most edges between nodes on a path from a root to a leaf: ceil(lg nodes) with
+//    one rank per node, one more with 2, 4 or 8;
+//  - height: the taller tree's height (ceil(lg p) for allreduce).
+struct TreeCut {
+  double flows = 1;
+  long long levels = 0, height = 0;
+};
+TreeCut tree_cut(long long nodes, long long ranks_per_node, bool rooted);
+
 // Pipeline depth k (number of chunks) that the closed form of Algorithm::Tree uses: the k in [1,
 // max(1, bytes / 4 KiB)] that minimises the closed form (allreduce, broadcast, reduce; 1 otherwise).
 int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);

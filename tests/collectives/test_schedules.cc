@@ -11,6 +11,7 @@
 #include "collectives/generators.h"
 #include "collectives/reduce.h"
 #include "collectives/reference_executor.h"
+#include "model/double_tree.h"
 #include "model/error.h"
 #include "model/placement.h"
 
@@ -306,7 +307,7 @@ TEST(Tree, TwoBinaryTreesWithComplementaryLeaves) {
       std::vector<int> kids[2];
       for (int t = 0; t < 2; ++t) {
         const std::string where = "p=" + std::to_string(p) + " tree " + std::to_string(t) + (rooted ? " rooted" : "");
-        const std::vector<int> parent = double_tree_parents(p, t, rooted);
+        const std::vector<int> parent = double_tree_parents(p, rooted)[t];
         ASSERT_EQ(static_cast<int>(parent.size()), p);
         kids[t].assign(p, 0);
         for (int v = 0; v < p; ++v) {

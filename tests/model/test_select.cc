@@ -39,9 +39,20 @@ TEST(Select, BestCandidateIsTheMinimum) {
   EXPECT_THROW(best_candidate(cpu, Collective::AllReduce, 1, 8, 8, {{Algorithm::Nccl, Protocol::None}}), Error);
 }
 
-TEST(Select, RingTreeCrossoverOn16DgxH100Nodes) {
+// On 16 DGX H100 nodes with one NIC each, every flow between nodes shares it: the tree's edges
+// between nodes then carry more than the ring's one flow per node boundary. (With the preset's
+// eight NICs the tree's edges use several NICs of a node at once and the tree wins at every size;
+// hierarchical, one ring per NIC, wins from a few MiB.)
+TEST(Select, RingTreeCrossoverOn16DgxH100NodesOfOneNic) {
   Topology t = preset("dgx-h100");
+  t.network.nics_per_node = 1;
   Candidate ring{Algorithm::Ring, Protocol::None}, tree{Algorithm::Tree, Protocol::None};
+  {
+    Topology eight = preset("dgx-h100");
+    EXPECT_TRUE(crossovers(eight, Collective::AllReduce, 16, 8, ring, tree, 8, 16ull << 30).empty());
+    EXPECT_LT(t_of(eight, Collective::AllReduce, tree, 16, 8, 1ull << 30),
+              t_of(eight, Collective::AllReduce, ring, 16, 8, 1ull << 30) / 3);
+  }
   auto xs = crossovers(t, Collective::AllReduce, 16, 8, ring, tree, 8, 16ull << 30);
   ASSERT_EQ(xs.size(), 1u);
   const Crossover& x = xs[0];
