@@ -5,6 +5,11 @@
 #   cluster.sh stop [--keep] [--force]  cancel every job, stop the daemons, remove namespaces and links
 #   cluster.sh status              daemons, nodes and jobs; exit 0 when the cluster answers
 #   cluster.sh logs                print the daemon logs
+#   cluster.sh check               exit 0 when a cluster can start here (root, the commands it needs),
+#                                  else say what is missing and exit 1
+#   cluster.sh wait JOBID [SECONDS]  wait for a job to end (default 600 s); prints its state, exit 0
+#                                  only when it COMPLETED (`sbatch --wait` can return 0 for a job
+#                                  cancelled while pending)
 #
 # Without --nodes: one node, the machine itself. With --nodes N: N emulated hosts node1..nodeN, each
 # a slurmd in its own network, hostname and mount namespace, joined by a bridge on a private /24
@@ -42,7 +47,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 need_root_and_tools() {
   [ "$(id -u)" = 0 ] || die "must run as root (it starts daemons and creates network namespaces)"
   local t missing=()
-  for t in slurmctld slurmd sinfo squeue scancel munged munge unmunge runuser ip nsenter unshare; do
+  for t in slurmctld slurmd sinfo squeue scancel sbatch scontrol munged munge unmunge runuser ip nsenter unshare; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
   [ ${#missing[@]} -eq 0 ] || die "missing commands: ${missing[*]} (apt-get install slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux)"
@@ -427,11 +432,27 @@ cmd_status() {
 
 cmd_logs() { load_state || die "no cluster recorded"; print_logs; }
 
+cmd_wait() {
+  local job=${1:?usage: cluster.sh wait JOBID [SECONDS]} limit=${2:-600} state= i
+  [ -n "${SLURM_CONF:-}" ] || { load_state || die "no cluster recorded"; export SLURM_CONF=$DIR/slurm.conf; }
+  for ((i = 0; i < limit * 5; i++)); do
+    state=$(scontrol show job -o "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    case "$state" in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED) break ;;
+    esac
+    sleep 0.2
+  done
+  echo "${state:-UNKNOWN}"
+  [ "$state" = COMPLETED ]
+}
+
 case "${1:-}" in
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
   status) shift; cmd_status ;;
   logs) shift; cmd_logs ;;
+  wait) shift; cmd_wait "$@" ;;
+  check) need_root_and_tools ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

@@ -18,10 +18,7 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 fail() { echo "FAIL (ucx across 2 nodes): $*" >&2; exit 1; }
 
 [ -f "$cluster" ] || skip "no tests/slurm/cluster.sh"
-[ "$(id -u)" = 0 ] || skip "needs root (the emulated cluster starts daemons and network namespaces)"
-for t in slurmctld slurmd sbatch scontrol munged ip nsenter unshare; do
-  command -v "$t" >/dev/null 2>&1 || skip "$t not installed"
-done
+why=$(bash "$cluster" check 2>&1) || skip "${why#cluster.sh: error: }"
 commsim=$(cd "$(dirname "$commsim")" && pwd)/$(basename "$commsim")
 
 # The job's files live where every emulated node sees them (the nodes share the file system).
@@ -55,16 +52,7 @@ chmod +x "$work/job.sh"
 job=$(sbatch --parsable -N 2 --ntasks-per-node=2 -O -t 10 -o "$work/job.out" -e "$work/job.err" "$work/job.sh") ||
   fail "sbatch failed"
 
-# Poll the job (sbatch --wait can return 0 for a job cancelled while pending).
-state=
-for _ in $(seq 1 3000); do
-  state=$(scontrol show job -o "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  case "$state" in
-    COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED) break ;;
-  esac
-  sleep 0.2
-done
-if [ "$state" != COMPLETED ]; then
+if ! state=$(bash "$cluster" wait "$job" 600); then
   cat "$work/job.out" "$work/job.err" 2>/dev/null
   fail "job $job ended $state"
 fi
