@@ -531,9 +531,10 @@ Pipe tree_pipe(const Env& e, Collective c) {
     P.ss_i.written_share = e.p == 2 ? 0.5 : 0.875;
   } else {
     const double g = c == Collective::Reduce ? e.g : 0;
-    P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_n, g, 0.5)};
+    const double b_fill = e.N > 1 ? 0.5 * e.b_flow(std::min(flows, 2.0)) : 0;
+    P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_fill, g, 0.5)};
     P.ss_i = P.ph[0].si;
-    P.ss_n = P.ph[0].sn;
+    P.ss_n = net_stage(e, b_n, g, 0.5);
   }
   P.has_i = e.G > 1;
   P.has_n = e.N > 1;

@@ -435,9 +435,9 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
   // allreduce overlaps its reduce and broadcast phases: fill both (n/k per intra stage, g going
   // up), then k - 1 steady steps moving 2n/k inside a node and combining n/k. Across the network
   // every edge between nodes carries a half-chunk (n/(2k)) a step as its own flow, at
-  // bw_flow(f) = min(nic_bw, node_bw / f) with f the cut's flows (steady state), one or two (fill,
-  // allreduce). The reduce chain has N network stages (N - 1 with G = 1) and the rest intra, one
-  // flow each.
+  // bw_flow(f) = min(nic_bw, node_bw / f) with f the cut's flows (steady state), at most two while
+  // the pipeline fills (one for allreduce on two ranks). The reduce chain has N network stages
+  // (N - 1 with G = 1) and the rest intra, one flow each.
   // The second topology has slow intra-node messages but a slower network bandwidth, so which stage
   // is the slowest depends on the chunk size (the kink of the max).
   struct Params {
@@ -472,11 +472,11 @@ TEST(ClosedFormTiers, PipelinesAcrossNodes) {
             double si = a_i + x * st * (b_i + g / 2), sn = a_n + x * (bn_ss + st * g / 2);
             return fill + (k - 1) * (G == 1 ? sn : std::max(si, sn));
           };
-          const double bn_b = 0.5 * b_flow(bc.flows);
+          const double bn_b = 0.5 * b_flow(bc.flows), bn_b_fill = 0.5 * b_flow(std::min(bc.flows, 2.0));
           auto bcast_T = [&](int k) {
-            const double x = n / k, ti = a_i + x * b_i, tn = a_n + x * bn_b;
+            const double x = n / k, ti = a_i + x * b_i, tn = a_n + x * bn_b, tn_fill = a_n + x * bn_b_fill;
             const double slowest = G == 1 ? tn : std::max(ti, tn);
-            return Sib * ti + Snb * tn + (k - 1) * slowest;
+            return Sib * ti + Snb * tn_fill + (k - 1) * slowest;
           };
           int k = tree_pipeline_chunks(t, Collective::AllReduce, N, G, nb);
           std::string where = "N=" + std::to_string(N) + " G=" + std::to_string(G) + " n=" + std::to_string(nb);
