@@ -123,13 +123,17 @@ int local_op_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::LocalOp1) + 1;
   return i >= 1 && i <= 5 ? i : -1;
 }
+int net_message_index(Param p) {
+  const int i = static_cast<int>(p) - static_cast<int>(Param::NetMessage1);
+  return i >= 0 && i < 6 ? i : -1;
+}
 int message_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::Message1) + 1;
   return i >= 1 && i <= 7 ? i : -1;
 }
 bool is_scale_param(Param p) {
   return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay ||
-         p == Param::IntraExchange || p == Param::NetOneWay;
+         p == Param::IntraExchange || p == Param::NetOneWay || net_message_index(p) >= 0;
 }
 bool is_beta_param(Param p) {
   return p == Param::IntraBeta || p == Param::NetBeta || p == Param::Gamma || p == Param::MemoryBeta;
@@ -289,6 +293,12 @@ std::string_view to_string(Param p) {
     case Param::IntraReceiveShare: return "intra.overhead_receive_share";
     case Param::IntraExchange: return "intra.exchange_factor";
     case Param::NetOneWay: return "network.one_way_factor";
+    case Param::NetMessage1: return "network_message_scale[0]";
+    case Param::NetMessage2: return "network_message_scale[1]";
+    case Param::NetMessage3: return "network_message_scale[2]";
+    case Param::NetMessage4: return "network_message_scale[3]";
+    case Param::NetMessage5: return "network_message_scale[4]";
+    case Param::NetMessage6: return "network_message_scale[5]";
     case Param::WorkingSet1: return "working_set_scale[1]";
     case Param::WorkingSet2: return "working_set_scale[2]";
     case Param::WorkingSet3: return "working_set_scale[3]";
@@ -330,6 +340,7 @@ std::string_view field_of(Param p) {
     case Param::IntraExchange: return "intra_node.exchange_factor";
     case Param::NetOneWay: return "network.one_way_factor";
     default:
+      if (net_message_index(p) >= 0) return "network_message_scale";
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
 }
@@ -388,6 +399,20 @@ std::vector<Param> add_message_points(Topology& topo, const std::vector<Collecti
   return add_curve_points(topo.message_scale, 1024, largest, 7, Param::Message1);
 }
 
+std::vector<Param> add_network_message_points(Topology& topo) {
+  const std::vector<MessageScale>& measured = topo.network_message_scale;
+  if (measured.empty()) return {};
+  std::vector<MessageScale> grid;
+  for (Bytes b = 4096; b < measured.back().bytes && grid.size() < 6; b *= 4)
+    grid.push_back({b, topo.network_message_scale_at(static_cast<double>(b))});
+  grid.push_back(measured.back());
+  topo.network_message_scale = grid;
+  std::vector<Param> params;
+  for (std::size_t i = 0; i + 1 < grid.size(); ++i)
+    params.push_back(static_cast<Param>(static_cast<int>(Param::NetMessage1) + static_cast<int>(i)));
+  return params;
+}
+
 double get_param(const Topology& topo, Param p) {
   switch (p) {
     case Param::IntraLatency: return topo.intra.latency_s;
@@ -407,6 +432,10 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraExchange: return topo.intra.msg.exchange_factor;
     case Param::NetOneWay: return topo.network.msg.one_way_factor;
     default: {
+      if (net_message_index(p) >= 0) {
+        const auto i = static_cast<std::size_t>(net_message_index(p));
+        return i < topo.network_message_scale.size() ? topo.network_message_scale[i].scale : 1.0;
+      }
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
         return i < topo.local_op_scale.size() ? topo.local_op_scale[i].scale : 1.0;
@@ -448,6 +477,11 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::IntraExchange: topo.intra.msg.exchange_factor = std::min(value, 10.0); break;  // the file's limit
     case Param::NetOneWay: topo.network.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
     default: {
+      if (net_message_index(p) >= 0) {
+        const auto i = static_cast<std::size_t>(net_message_index(p));
+        if (i < topo.network_message_scale.size()) topo.network_message_scale[i].scale = value;
+        break;
+      }
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
         if (i < topo.local_op_scale.size()) topo.local_op_scale[i].scale = value;

@@ -126,8 +126,9 @@ enum class Param : std::uint8_t {
   IntraReceiveShare,
   IntraExchange,
   NetOneWay,
+  NetMessage1, NetMessage2, NetMessage3, NetMessage4, NetMessage5, NetMessage6,
 };
-inline constexpr int kParamCount = 34;
+inline constexpr int kParamCount = 40;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -148,6 +149,11 @@ std::vector<Param> add_local_op_points(Topology& topo, const std::vector<Collect
 // message size among `samples` (recursive doubling's largest message; eight at most).
 // Returns Message1, ...
 std::vector<Param> add_message_points(Topology& topo, const std::vector<CollectiveSample>& samples);
+// The network's measured rate curve (Topology::network_message_scale) for the fit: resampled on
+// 4 KiB, 16 KiB, ... (x4) below its last point, at most 6 of them, each starting at the measured
+// factor there, and the last point kept. Returns NetMessage1, ... for the points before the last
+// (the last is the large-message rate that network.nic_bandwidth stands for); none without a curve.
+std::vector<Param> add_network_message_points(Topology& topo);
 
 // Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).

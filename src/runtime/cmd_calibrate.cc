@@ -545,6 +545,7 @@ int cmd_calibrate(int argc, char** argv) {
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
       for (Param p : add_message_points(topo, samples)) params.push_back(p);
+      for (Param p : add_network_message_points(topo)) params.push_back(p);
     }
     const Topology before_refine = topo;
     const SchedulePricer pricer(points, run_topology_text, samples);

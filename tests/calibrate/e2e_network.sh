@@ -66,6 +66,9 @@ grep -Eq "^  nic_bandwidth: .* # fitted .* from ring-shift network" fitted.yaml 
 grep -Eq "^  latency: .* # fitted .* from ring-shift network" fitted.yaml || fail "network latency not fitted"
 if grep -q "points," calibrate.txt; then
   grep -q "^network_message_scale:  # measured" fitted.yaml || fail "the curve is not in the topology"
+  # --refine all refits its points (every 4x from 4 KiB) with the other terms.
+  grep -Eq "network_message_scale\[0\]: [0-9.]+ -> [0-9.]+" refine.txt || { cat refine.txt; fail "the curve is not refitted"; }
+  grep -q "^network_message_scale:  # fitted" refined.yaml || fail "the refitted curve is not in the topology"
 fi
 # The refit moves the network's terms (the only tier these collectives cross).
 grep -Eq "network.latency: [0-9.]+ us -> [0-9.]+ us" refine.txt || { cat refine.txt; fail "network latency not refitted"; }

@@ -664,6 +664,49 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
   EXPECT_EQ(to_string(Param::Message7), "message_scale[7]");
 }
 
+// The network's measured curve is resampled on 4 KiB, 16 KiB, ... and its points before the last
+// come back from collectives across nodes (one rank per node), with the network's latency and
+// bandwidth fitted alongside.
+TEST(RefineParameters, RecoversTheNetworkMessageCurve) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.network_message_scale = {{8192, 1.2}, {65536, 2.0}, {262144, 1.4}, {Bytes{1} << 20, 0.9}, {Bytes{16} << 20, 1.0}};
+  Topology start = truth;
+  const std::vector<Param> curve = add_network_message_points(start);
+  // 4, 16, 64, 256 KiB, 1 and 4 MiB, then the measured last point (16 MiB), which stays.
+  ASSERT_EQ(curve.size(), 6u);
+  ASSERT_EQ(start.network_message_scale.size(), 7u);
+  EXPECT_EQ(start.network_message_scale.front().bytes, Bytes{4096});
+  EXPECT_NEAR(start.network_message_scale[0].scale, 1.2, 1e-12);  // held below the first measured point
+  EXPECT_NEAR(start.network_message_scale[2].scale, 2.0, 1e-12);  // 64 KiB, measured
+  EXPECT_EQ(start.network_message_scale.back().bytes, Bytes{16} << 20);
+  truth.network_message_scale = start.network_message_scale;
+  for (std::size_t i = 0; i + 1 < truth.network_message_scale.size(); ++i)
+    truth.network_message_scale[i].scale *= i % 2 ? 1.25 : 0.8;  // the collectives move otherwise
+  std::vector<CollectiveSample> samples;
+  for (Bytes b = 1024; b <= (Bytes{64} << 20); b *= 2)
+    for (int nodes : {2, 4}) {
+      samples.push_back({Collective::AllGather, Algorithm::Ring, nodes, 1, b * nodes, 0.0});
+      samples.push_back({Collective::AllReduce, Algorithm::RecursiveDoubling, nodes, 1, b, 0.0});
+    }
+  time_on(truth, samples);
+  start.network.latency_s *= 1.3;
+  std::vector<Param> params = {Param::NetLatency, Param::NetBeta};
+  params.insert(params.end(), curve.begin(), curve.end());
+  const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
+  for (std::size_t i = 0; i < truth.network_message_scale.size(); ++i)
+    EXPECT_NEAR(f.topology.network_message_scale[i].scale, truth.network_message_scale[i].scale,
+                0.03 * truth.network_message_scale[i].scale)
+        << i;
+  EXPECT_NEAR(f.topology.network.latency_s, truth.network.latency_s, 0.02 * truth.network.latency_s);
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  EXPECT_EQ(field_of(Param::NetMessage2), "network_message_scale");
+  EXPECT_EQ(to_string(Param::NetMessage1), "network_message_scale[0]");
+  // Without a measured curve there is nothing to refit.
+  Topology plain = parse_topology(kHostTopology, "test");
+  EXPECT_TRUE(add_network_message_points(plain).empty());
+  EXPECT_TRUE(plain.network_message_scale.empty());
+}
+
 // The inline regime's latency and overhead come back from collectives whose messages are that small
 // (direct and ring allgather of a few KiB on 8 ranks), with the other terms fitted alongside.
 TEST(RefineParameters, RecoversTheInlineLatencyAndOverhead) {
