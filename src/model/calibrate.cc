@@ -149,6 +149,9 @@ double param_floor(Param p) {
   if (is_scale_param(p)) return 0.02;  // a cache effect of 50x is beyond any machine
   return kMinBetaSPerByte;
 }
+bool is_latency_factor(Param p) {
+  return p == Param::IntraOneWay || p == Param::IntraExchange || p == Param::NetOneWay;
+}
 double param_step(Param p, double value) {
   double typical = is_time_param(p) ? 1e-7 : is_beta_param(p) ? 1e-12 : 1.0;
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
@@ -411,6 +414,11 @@ std::vector<Param> add_network_message_points(Topology& topo) {
   for (std::size_t i = 0; i + 1 < grid.size(); ++i)
     params.push_back(static_cast<Param>(static_cast<int>(Param::NetMessage1) + static_cast<int>(i)));
   return params;
+}
+
+bool at_fit_limit(Param p, double value) {
+  if (is_latency_factor(p)) return value >= 10.0 * (1 - 1e-9);
+  return is_scale_param(p) && value <= param_floor(p) * (1 + 1e-9);
 }
 
 double get_param(const Topology& topo, Param p) {

@@ -158,6 +158,10 @@ std::vector<Param> add_network_message_points(Topology& topo);
 // Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).
 double get_param(const Topology& topo, Param p);
+// True when a fitted value sits at the end of its parameter's range: a curve's factor at 0.02 (the
+// floor) or a latency factor (one-way, exchange) at 10. The measurements then did not pin it down:
+// the fit pushed it as far as it may go to absorb something else.
+bool at_fit_limit(Param p, double value);
 void set_param(Topology& topo, Param p, double value);
 
 struct ParamFit {

@@ -559,9 +559,17 @@ int cmd_calibrate(int argc, char** argv) {
         << run_files.size() << " run file(s))\n";
     out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "
         << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n";
-    for (Param p : fit.fitted)
+    int at_limit = 0;
+    for (Param p : fit.fitted) {
+      const bool limit = at_fit_limit(p, get_param(fit.topology, p));
+      at_limit += limit ? 1 : 0;
       out << "  " << to_string(p) << ": " << param_text(p, get_param(topo, p)) << " -> "
-          << param_text(p, get_param(fit.topology, p)) << "\n";
+          << param_text(p, get_param(fit.topology, p)) << (limit ? " (at the end of its range)" : "") << "\n";
+    }
+    if (at_limit > 0)
+      out << "  " << at_limit << " term(s) ended at the end of their range (a factor of 0.02 or 10): these "
+          << "measurements do not pin them down, and the fit used them to absorb what other terms do not "
+          << "explain. More sizes, or runs with more ranks per node, pin them down.\n";
     for (Param p : fit.held) out << "  " << to_string(p) << ": no measurement depends on it; kept\n";
     std::string what = std::to_string(fit.samples) + " collective points of " + std::to_string(run_files.size()) +
                        " run file(s)";
@@ -586,8 +594,14 @@ int cmd_calibrate(int argc, char** argv) {
         std::vector<double> errs;
         for (const auto& s : test)
           if (const double t = predict(half.topology, s); std::isfinite(t)) errs.push_back((t - s.time_s) / s.time_s);
-        out << "  held-out check (fit on every other size, predict the rest): median |error| " << pct(median_abs(errs))
+        const double held_out = median_abs(errs);
+        out << "  held-out check (fit on every other size, predict the rest): median |error| " << pct(held_out)
             << " on " << errs.size() << " points\n";
+        if (held_out > 0.1 && held_out > 2 * fit.median_abs_rel_error_after)
+          out << "  the held-out error is " << fnum("%.1f", held_out / fit.median_abs_rel_error_after)
+              << " times the fit's own: the fitted terms follow these sizes more than the machine; expect "
+              << "errors nearer " << pct(held_out) << " than " << pct(fit.median_abs_rel_error_after)
+              << " on sizes the fit did not see\n";
       } catch (const Error& e) {
         out << "  held-out check not possible: " << e.what() << "\n";
       }

@@ -707,6 +707,33 @@ TEST(RefineParameters, RecoversTheNetworkMessageCurve) {
   EXPECT_TRUE(plain.network_message_scale.empty());
 }
 
+// A fitted value at the end of its range is flagged: the measurements did not pin it down.
+TEST(RefineParameters, SaysWhichTermsEndAtTheirLimit) {
+  EXPECT_TRUE(at_fit_limit(Param::WorkingSet3, 0.02));
+  EXPECT_TRUE(at_fit_limit(Param::NetMessage1, 0.02));
+  EXPECT_FALSE(at_fit_limit(Param::WorkingSet3, 0.021));
+  EXPECT_TRUE(at_fit_limit(Param::IntraOneWay, 10.0));
+  EXPECT_TRUE(at_fit_limit(Param::NetOneWay, 10.0));
+  EXPECT_FALSE(at_fit_limit(Param::IntraExchange, 9.9));
+  EXPECT_FALSE(at_fit_limit(Param::IntraLatency, 0.0));  // a latency may be 0
+  EXPECT_FALSE(at_fit_limit(Param::IntraReceiveShare, 1.0));  // a share at 1 is a finding
+  // A fit that has to absorb more than its terms can: the data say one-way messages are 20 times
+  // dearer, the factor stops at 10 and is flagged.
+  Topology truth = parse_topology(kHostTopology, "test");
+  std::vector<CollectiveSample> samples;
+  for (Bytes b = 1024; b <= 16 * 1024; b *= 2)
+    for (int nodes : {2, 4}) {
+      samples.push_back({Collective::Broadcast, Algorithm::Binomial, nodes, 1, b, 0.0});
+      samples.push_back({Collective::AllReduce, Algorithm::RecursiveDoubling, nodes, 1, b, 0.0});
+    }
+  time_on(truth, samples);
+  for (CollectiveSample& x : samples)
+    if (x.collective == Collective::Broadcast) x.time_s *= 20;
+  const ParamFit f = refine_parameters(truth, samples, {Param::NetLatency, Param::NetOneWay}, FitWeighting::Robust);
+  EXPECT_TRUE(at_fit_limit(Param::NetOneWay, get_param(f.topology, Param::NetOneWay)))
+      << get_param(f.topology, Param::NetOneWay);
+}
+
 // The inline regime's latency and overhead come back from collectives whose messages are that small
 // (direct and ring allgather of a few KiB on 8 ranks), with the other terms fitted alongside.
 TEST(RefineParameters, RecoversTheInlineLatencyAndOverhead) {
