@@ -239,7 +239,8 @@ int cmd_calibrate(int argc, char** argv) {
                   "(reduction) from the probe's reduction loop and, given measured runs, from reducing "
                   "collectives; for host ranks also the message library's protocol steps (inline, eager and "
                   "rendezvous latencies), per-message overheads, the node's shared bandwidth and how much slower "
-                  "just-written data moves inside a node (written_scale). Prints R^2, "
+                  "just-written data moves inside a node (written_scale), and across the network the rate of "
+                  "each message size (network_message_scale). Prints R^2, "
                   "residuals and a held-out check (fit on every other size, error on the rest), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
@@ -254,7 +255,8 @@ int cmd_calibrate(int argc, char** argv) {
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
        "the latency of one-way messages and of exchanges, the share of the message overheads paid by "
-       "receivers, and the cache curves by working set, by local-operation size and by message size); "
+       "receivers, the cache curves by working set, by local-operation size and by message size, and the "
+       "points of the network's rate by message size); "
        "auto = gamma when run files are given")  //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
