@@ -210,12 +210,16 @@ void fill_quality(ParamFit& fit, const std::vector<CollectiveSample>& samples, c
 
 }  // namespace
 
-double median_abs(std::vector<double> values) {
+double median(std::vector<double> values) {
   if (values.empty()) return 0;
-  for (double& v : values) v = std::fabs(v);
   std::sort(values.begin(), values.end());
-  std::size_t n = values.size();
+  const std::size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double median_abs(std::vector<double> values) {
+  for (double& v : values) v = std::fabs(v);
+  return median(std::move(values));
 }
 
 LineFit fit_line(const std::vector<TimedSize>& samples, FitWeighting weighting, const std::string& what) {
@@ -831,11 +835,7 @@ std::map<Bytes, Seconds> median_by_size(const std::vector<TimedSize>& samples) {
   std::map<Bytes, std::vector<double>> by_size;
   for (const TimedSize& s : samples) by_size[s.bytes].push_back(s.time_s);
   std::map<Bytes, Seconds> out;
-  for (auto& [bytes, times] : by_size) {
-    std::sort(times.begin(), times.end());
-    const std::size_t n = times.size();
-    out[bytes] = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-  }
+  for (auto& [bytes, times] : by_size) out[bytes] = median(std::move(times));
   return out;
 }
 }  // namespace
@@ -960,31 +960,27 @@ Seconds fit_message_overhead(const std::vector<TimedSize>& per_message, int wind
 
 NetworkRateFit fit_network_rate(const std::vector<TimedSize>& samples) {
   NetworkRateFit out;
-  const std::map<Bytes, Seconds> median = median_by_size(samples);
-  const auto middle = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
+  const std::map<Bytes, Seconds> by_size = median_by_size(samples);
   // The latency of the small sizes and the rate of the large ones, each with the other taken off
   // (twice: the first latency still holds the small sizes' bytes).
   Seconds latency = 0;
   double beta = 0;
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<double> small, rates;
-    for (const auto& [bytes, t] : median)
+    for (const auto& [bytes, t] : by_size)
       if (bytes <= kNetworkLatencyMaxBytes) small.push_back(t - static_cast<double>(bytes) * beta);
     if (small.size() < 2) return out;
-    latency = middle(small);
-    for (const auto& [bytes, t] : median)
+    latency = median(small);
+    for (const auto& [bytes, t] : by_size)
       if (bytes >= kNetworkRateMinBytes && t > latency) rates.push_back((t - latency) / static_cast<double>(bytes));
     if (rates.size() < 2) return out;
-    beta = middle(rates);
+    beta = median(rates);
   }
   out.done = true;
   out.latency_s = latency;
   out.beta_s_per_byte = beta;
   bool beyond_noise = false;
-  for (const auto& [bytes, t] : median) {
+  for (const auto& [bytes, t] : by_size) {
     const double moved = static_cast<double>(bytes) * beta;
     if (moved < 0.5 * latency || !(t > latency)) continue;
     const double f = std::clamp(moved / (t - latency), 0.1, 10.0);

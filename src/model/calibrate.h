@@ -111,6 +111,8 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //  - intra_node.exchange_factor, the factor on the latency of messages answered in the same round
 //    (a scale);
 //  - network.one_way_factor, the same as intra_node's for messages between nodes;
+//  - the network's rate curve (Topology::network_message_scale), when the probe measured one: its
+//    points every 4x from 4 KiB below the last (add_network_message_points);
 //  - intra_node.overhead_receive_share, the part of the message overheads paid by the receiving
 //    rank (from 0 to 1).
 enum class Param : std::uint8_t {
@@ -305,6 +307,8 @@ inline constexpr Bytes kNetworkRateMinBytes = 1024 * 1024;
 inline constexpr double kNetworkCurveNoise = 0.1;
 NetworkRateFit fit_network_rate(const std::vector<TimedSize>& samples);
 
+// Median (the mean of the middle two for an even count; 0 for an empty list).
+double median(std::vector<double> values);
 // Median of |x| (0 for an empty list).
 double median_abs(std::vector<double> values);
 

@@ -51,6 +51,15 @@ Priced price(Collective c, Algorithm a, int p, Bytes bytes, int root = 0, const 
   return {price_schedule(s, topo, Placement::uniform(1, p)).time_s, closed_form(topo, q).time_s, chunk};
 }
 
+// The same across `nodes` nodes of G ranks (block placement, root 0).
+Priced price_across(const Topology& topo, Collective c, Algorithm a, int nodes, int G, Bytes bytes) {
+  const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
+  const Bytes chunk = pipeline_chunk_bytes(topo, q);
+  const Placement pl = Placement::uniform(nodes, G);
+  const Schedule s = make_schedule({c, a, nodes * G, count_for(bytes), 4, 0, &pl, chunk});
+  return {price_schedule(s, topo, pl).time_s, closed_form(topo, q).time_s, chunk};
+}
+
 std::string name(Collective c, Algorithm a, int p, Bytes bytes) {
   return std::string(to_string(c)) + "/" + std::string(to_string(a)) + " p=" + std::to_string(p) +
          " bytes=" + std::to_string(bytes);
@@ -362,17 +371,13 @@ TEST(PriceEqualsClosedForm, AcrossNodesOnDgxH100) {
     for (int nodes : {2, 3, 4})
       for (int G : {2, 4, 8}) {
         const int p = nodes * G;
-        const Placement pl = Placement::uniform(nodes, G);
         for (auto [c, a] : pairs) {
           if (!pow2(p) && (a == A::Rabenseifner || a == A::Pairwise || a == A::RecursiveDoubling ||
                            a == A::RecursiveHalving))
             continue;
           for (Bytes bytes : {static_cast<Bytes>(p) * 4 * 1024, static_cast<Bytes>(p) * 4 * 65536 * 4}) {
-            const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
-            const Bytes chunk = pipeline_chunk_bytes(topo, q);
-            const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, &pl, chunk});
-            const double priced = price_schedule(s, topo, pl).time_s, closed = closed_form(topo, q).time_s;
-            EXPECT_NEAR(priced, closed, 0.02 * closed)
+            const Priced x = price_across(topo, c, a, nodes, G, bytes);
+            EXPECT_NEAR(x.schedule_s, x.closed_s, 0.02 * x.closed_s)
                 << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G
                 << " exchange_factor=" << topo.intra.msg.exchange_factor
                 << " network curve=" << !topo.network_message_scale.empty();
@@ -403,15 +408,11 @@ TEST(PriceEqualsClosedForm, DoubleBinaryTreeAcrossNodes) {
   for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce})
     for (int nodes : {2, 3, 4, 8})
       for (int G : {1, 2, 4, 8}) {
-        const Placement pl = Placement::uniform(nodes, G);
         for (Bytes bytes : {Bytes{64} << 10, Bytes{1} << 20, Bytes{64} << 20})
           for (const Topology* t : {&dgx, &one_nic}) {
             if (t == &one_nic && bytes < (Bytes{64} << 20)) continue;
-            const CostQuery q{c, Algorithm::Tree, Protocol::None, nodes, G, bytes};
-            const Schedule s =
-                make_schedule({c, Algorithm::Tree, nodes * G, count_for(bytes), 4, 0, &pl, pipeline_chunk_bytes(*t, q)});
-            const double priced = price_schedule(s, *t, pl).time_s, closed = closed_form(*t, q).time_s;
-            EXPECT_NEAR(closed, priced, (t == &dgx ? 0.01 : 0.07) * priced)
+            const Priced x = price_across(*t, c, Algorithm::Tree, nodes, G, bytes);
+            EXPECT_NEAR(x.closed_s, x.schedule_s, (t == &dgx ? 0.01 : 0.07) * x.schedule_s)
                 << name(c, Algorithm::Tree, nodes * G, bytes) << " nodes=" << nodes << " G=" << G
                 << " nics=" << t->network.nics_per_node;
           }
@@ -612,7 +613,6 @@ TEST(PriceEqualsClosedForm, OneWayMessages) {
   for (int nodes : {2, 4})
     for (int G : {2, 8}) {
       const int p = nodes * G;
-      const Placement pl = Placement::uniform(nodes, G);
       for (auto [c, a] : std::vector<std::pair<C, A>>{{C::Broadcast, A::Binomial},
                                                       {C::Broadcast, A::Hierarchical},
                                                       {C::Broadcast, A::Ring},
@@ -620,12 +620,11 @@ TEST(PriceEqualsClosedForm, OneWayMessages) {
                                                       {C::Reduce, A::Hierarchical},
                                                       {C::Reduce, A::Ring}}) {
         const Bytes bytes = static_cast<Bytes>(p) * 4 * 1024;
+        const Priced x = price_across(dgx, c, a, nodes, G, bytes);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 0.02 * x.closed_s) << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G;
         const CostQuery q{c, a, Protocol::None, nodes, G, bytes};
-        const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, 0, &pl, pipeline_chunk_bytes(dgx, q)});
-        const double priced = price_schedule(s, dgx, pl).time_s, closed = closed_form(dgx, q).time_s;
-        EXPECT_NEAR(priced, closed, 0.02 * closed) << name(c, a, p, bytes) << " nodes=" << nodes << " G=" << G;
-        const double plain_closed = closed_form(load_topology(resolve_topology_path("dgx-h100")), q).time_s;
-        EXPECT_LT(closed, plain_closed) << name(c, a, p, bytes);
+        EXPECT_LT(x.closed_s, closed_form(load_topology(resolve_topology_path("dgx-h100")), q).time_s)
+            << name(c, a, p, bytes);
       }
     }
 }

@@ -421,7 +421,6 @@ TEST(ClosedFormTiers, TreeCutCountsTheEdgesBetweenNodes) {
       EXPECT_EQ(ar.height, clg(p)) << where;
       EXPECT_EQ(bc.height, tree_h(p)) << where;
       EXPECT_LE(bc.levels, bc.height) << where;
-      EXPECT_EQ(tree_cut(N, G, false).flows, ar.flows) << where;  // remembered, the same
     }
   // Ranks per node that are not a power of two cut the in-order trees in more places.
   EXPECT_EQ(tree_cut(4, 3, false).flows, 9);
