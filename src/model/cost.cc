@@ -98,6 +98,7 @@ struct Env {
   double g = 0;                                  // s per byte reduced
   const Topology* topo = nullptr;                // for local_op_scale
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
+  double node_intra_b = 0;                       // 1 / node_intra_bw (0 when unlimited)
   double eager_i = INFINITY, eager_n = INFINITY;  // eager limits (B)
 
   // Precomputed for the common flow counts (only when nodes > 1).
@@ -105,7 +106,7 @@ struct Env {
 
   double b_flow(double f) const { return 1.0 / std::min(nic_bw, node_bw / f); }
   // Intra-node s/B when f ranks of the node move data inside it at once.
-  double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f / node_intra_bw) : b_i; }
+  double b_in(double f) const { return node_intra_bw > 0 ? std::max(b_i, f * node_intra_b) : b_i; }
   // Latency of one message of m bytes on each tier, by its pattern (Way).
   double lat_i(double m, Way w = Way::Shift) const { return lat(topo->intra.msg, a_i, m, w); }
   double lat_n(double m, Way w = Way::Shift) const { return lat(topo->network.msg, a_n, m, w); }
@@ -118,7 +119,7 @@ struct Env {
   // Intra-node bytes moved at the rate of a message of m bytes (Topology::message_scale), of data
   // its sender has just written when `written` (Topology::written_scale).
   double moved_i(double m, bool written = false) const {
-    return m / topo->message_scale_at(m) / (written ? topo->written_scale_at(m) : 1.0);
+    return m / (written ? topo->message_scale_at(m) * topo->written_scale_at(m) : topo->message_scale_at(m));
   }
   // Network bytes moved at the rate of a message of m bytes (Topology::network_message_scale).
   double moved_n(double m) const { return m / topo->network_message_scale_at(m); }
@@ -144,6 +145,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.g = 1.0 / (t.reduce_bw_Bps * f);
   e.topo = &t;
   e.node_intra_bw = t.intra.node_bw_Bps * f;
+  if (e.node_intra_bw > 0) e.node_intra_b = 1.0 / e.node_intra_bw;
   if (t.intra.msg.eager_limit_bytes > 0) e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
   if (t.network.msg.eager_limit_bytes > 0) e.eager_n = static_cast<double>(t.network.msg.eager_limit_bytes);
   if (e.N > 1) {
@@ -206,12 +208,13 @@ Parts xor_fold(const Env& e, double m, double m_reduced, bool written) {
 // Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
 // G / (2d) of a node's ranks send inside it. Its messages are one-way.
 Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool written) {
-  Parts s = xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay, written);
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
     const long long span = e.N == 1 ? e.p : e.G;
-    s.bw = e.moved_i(m, written) * e.b_in(static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))));
+    Parts s = intra(e, m, static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))), Way::OneWay, written);
+    s.red = e.red(m_reduced);
+    return s;
   }
-  return s;
+  return xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay, written);
 }
 
 // One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
@@ -308,16 +311,27 @@ struct Stage {
   }
 };
 // The message_scale, written_scale and network_message_scale factors of the last message size
-// asked for: the stages of a pipeline mostly send messages of one size.
+// asked for, and the local_op_scale factor of the last reduction size (red()): the stages of a
+// pipeline mostly send and reduce chunks of one size.
 struct CurvesAt {
   const Topology* topo;
   double bytes = -1, message = 1, written = 1, network = 1;
+  double reduced = -1, local = 1;
   void at(double m) {
     if (m == bytes) return;
     bytes = m;
     message = topo->message_scale_at(m);
     written = topo->written_scale_at(m);
     network = topo->network_message_scale_at(m);
+  }
+  // Env::red(m), with the last factor remembered.
+  double red(double m, double g) {
+    if (m <= 0) return 0.0;
+    if (m != reduced) {
+      reduced = m;
+      local = topo->local_op_scale_at(m);
+    }
+    return m * g / local;
   }
 };
 struct Phase {
@@ -366,8 +380,8 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   Parts t;
   double x = n / k;
   // A stage's g is gamma times the bytes it reduces per byte of chunk: x g / e.g bytes a step.
-  auto red = [&](const Stage& s) { return s.g > 0 ? e.red(x * s.g / e.g) : 0.0; };
   CurvesAt c{e.topo};
+  auto red = [&](const Stage& s) { return s.g > 0 ? c.red(x * s.g / e.g, e.g) : 0.0; };
   for (int i = 0; i < P.nph; ++i) {
     const Phase& ph = P.ph[i];
     t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x, c), red(ph.si)};
@@ -389,9 +403,14 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   return t;
 }
 
-int best_chunks(const Env& e, const Pipe& P, double n) {
+// The number of chunks k that minimises the pipeline's time, and that time.
+struct BestPipe {
+  int k = 1;
+  Parts t;
+};
+BestPipe best_pipe(const Env& e, const Pipe& P, double n) {
   const double kmax = std::max(1.0, std::min(std::floor(n / kMinChunkBytes), static_cast<double>(1 << 30)));
-  if (kmax <= 1 || !(P.has_i || P.has_n)) return 1;
+  if (kmax <= 1 || !(P.has_i || P.has_n)) return {1, pipe_time(e, P, n, 1)};
   // Real-valued candidates: the stationary point of T with steady stage X the slowest
   // (k = sqrt(n * (fill bytes coefficient - steady X's) / a_X)), and the kink s_i = s_n.
   double fill = 0;
@@ -426,18 +445,21 @@ int best_chunks(const Env& e, const Pipe& P, double n) {
   const Stage& s0 = P.has_i ? P.ss_i : P.ss_n;
   if (std::isfinite(s0.limit) && s0.limit > 0) add(std::ceil(n * s0.msg / s0.limit));
   double best_k = 1, best_t = INFINITY;
+  Parts best;
   for (int i = 0; i < nc; ++i) {
-    double t = pipe_time(e, P, n, cand[i]).total();
+    const Parts x = pipe_time(e, P, n, cand[i]);
+    const double t = x.total();
     if (t < best_t || (t == best_t && cand[i] < best_k)) {
       best_t = t;
       best_k = cand[i];
+      best = x;
     }
   }
-  return static_cast<int>(best_k);
+  return {static_cast<int>(best_k), best};
 }
 
 Parts run_pipe(const Env& e, const Pipe& P, double n) {
-  return pipe_time(e, P, n, best_chunks(e, P, n));
+  return best_pipe(e, P, n).t;
 }
 
 }  // namespace
@@ -445,8 +467,14 @@ Parts run_pipe(const Env& e, const Pipe& P, double n) {
 // How the nodes cut the double binary tree (model/cost.h).
 TreeCut tree_cut(long long N, long long G, bool rooted) {
   thread_local std::map<std::tuple<long long, long long, bool>, TreeCut> counted;
+  thread_local std::tuple<long long, long long, bool> last_key{0, 0, false};
+  thread_local TreeCut last;
   const auto key = std::make_tuple(N, G, rooted);
-  if (const auto it = counted.find(key); it != counted.end()) return it->second;
+  if (key == last_key) return last;
+  if (const auto it = counted.find(key); it != counted.end()) {
+    last_key = key;
+    return last = it->second;
+  }
   TreeCut cut;
   std::vector<long long> out(static_cast<std::size_t>(N), 0), in(static_cast<std::size_t>(N), 0);
   const int p = static_cast<int>(N * G);
@@ -478,7 +506,8 @@ TreeCut tree_cut(long long N, long long G, bool rooted) {
   long long most = 1;
   for (std::size_t i = 0; i < out.size(); ++i) most = std::max({most, out[i], in[i]});
   cut.flows = static_cast<double>(most);
-  return counted[key] = cut;
+  last_key = key;
+  return last = counted[key] = cut;
 }
 
 namespace {
@@ -1104,7 +1133,7 @@ int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
   check_query(topo, CostQuery{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes});
   Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
-  return best_chunks(e, tree_pipe(e, c), static_cast<double>(bytes));
+  return best_pipe(e, tree_pipe(e, c), static_cast<double>(bytes)).k;
 }
 
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
@@ -1112,7 +1141,7 @@ int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
   check_query(topo, CostQuery{c, Algorithm::Ring, Protocol::None, nodes, ranks_per_node, bytes});
   Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
-  return best_chunks(e, chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes));
+  return best_pipe(e, chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes)).k;
 }
 
 Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q) {

@@ -544,51 +544,6 @@ Topology load_topology(const std::string& path) {
   return t;
 }
 
-namespace {
-// log2 of r > 0, exact and without a logarithm when r is a power of two (curve points and message
-// sizes usually are).
-double log2_of(double r) {
-  const auto bits = std::bit_cast<std::uint64_t>(r);
-  const auto exponent = static_cast<int>((bits >> 52) & 0x7ff);
-  if ((bits & ((std::uint64_t{1} << 52) - 1)) == 0 && exponent > 0 && exponent < 0x7ff)
-    return static_cast<double>(exponent - 1023);
-  return std::log2(r);
-}
-// Linear in log(x) between the points of a curve, held beyond its ends; 1 without points.
-template <typename Point>
-double curve_at(const std::vector<Point>& w, Bytes Point::*key, double x) {
-  if (w.empty()) return 1.0;
-  if (x <= static_cast<double>(w.front().*key)) return w.front().scale;
-  if (x >= static_cast<double>(w.back().*key)) return w.back().scale;
-  std::size_t i = 1;
-  while (static_cast<double>(w[i].*key) < x) ++i;
-  const double x0 = static_cast<double>(w[i - 1].*key), x1 = static_cast<double>(w[i].*key);
-  if (x == x1) return w[i].scale;
-  const double f = log2_of(x / x0) / log2_of(x1 / x0);
-  return w[i - 1].scale + f * (w[i].scale - w[i - 1].scale);
-}
-}  // namespace
-
-double Topology::scale_at(double working_set) const {
-  return curve_at(working_set_scale, &WorkingSetScale::working_set, working_set);
-}
-
-double Topology::local_op_scale_at(double bytes) const {
-  return curve_at(local_op_scale, &LocalOpScale::bytes, bytes);
-}
-
-double Topology::message_scale_at(double bytes) const {
-  return curve_at(message_scale, &MessageScale::bytes, bytes);
-}
-
-double Topology::written_scale_at(double bytes) const {
-  return curve_at(written_scale, &MessageScale::bytes, bytes);
-}
-
-double Topology::network_message_scale_at(double bytes) const {
-  return curve_at(network_message_scale, &MessageScale::bytes, bytes);
-}
-
 Topology with_transport(const Topology& topology, std::string_view transport) {
   Topology t = topology;
   for (const TransportOverride& o : topology.transports) {

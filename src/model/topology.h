@@ -2,6 +2,9 @@
 // A cluster described by a topology file (configs/topologies/*.yaml): nodes of identical GPUs (or
 // host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
 // constants. Plain data; load_topology() validates everything and reports file, line and field.
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -219,15 +222,45 @@ struct Topology {
 
   Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
   // The factor of working_set_scale at `working_set` bytes (1 without the curve).
-  double scale_at(double working_set) const;
+  double scale_at(double working_set) const { return curve_at(working_set_scale, &WorkingSetScale::working_set, working_set); }
   // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
-  double local_op_scale_at(double bytes) const;
+  double local_op_scale_at(double bytes) const { return curve_at(local_op_scale, &LocalOpScale::bytes, bytes); }
   // The factor of message_scale for one intra-node message of `bytes` bytes (1 without the curve).
-  double message_scale_at(double bytes) const;
+  double message_scale_at(double bytes) const { return curve_at(message_scale, &MessageScale::bytes, bytes); }
   // The factor of written_scale for one intra-node message of just-written data (1 without the curve).
-  double written_scale_at(double bytes) const;
+  double written_scale_at(double bytes) const { return curve_at(written_scale, &MessageScale::bytes, bytes); }
   // The factor of network_message_scale for one message between nodes (1 without the curve).
-  double network_message_scale_at(double bytes) const;
+  double network_message_scale_at(double bytes) const {
+    return curve_at(network_message_scale, &MessageScale::bytes, bytes);
+  }
+
+  // log2 of r > 0, exact and without a logarithm when r is a power of two (curve points and
+  // message sizes usually are).
+  static double log2_of(double r) {
+    const auto bits = std::bit_cast<std::uint64_t>(r);
+    const auto exponent = static_cast<int>((bits >> 52) & 0x7ff);
+    if ((bits & ((std::uint64_t{1} << 52) - 1)) == 0 && exponent > 0 && exponent < 0x7ff)
+      return static_cast<double>(exponent - 1023);
+    return std::log2(r);
+  }
+  // Linear in log(x) between the points of a curve, held beyond its ends; 1 without points. Keys
+  // are sizes far below 2^63 (converted as signed: one instruction). Inline: the closed forms
+  // look curves up several times a call.
+  template <typename Point>
+  static double curve_at(const std::vector<Point>& w, Bytes Point::*key, double x) {
+    const std::size_t n = w.size();
+    if (n == 0) return 1.0;
+    const Point* p = w.data();
+    auto key_of = [&](std::size_t i) { return static_cast<double>(static_cast<std::int64_t>(p[i].*key)); };
+    if (x <= key_of(0)) return p[0].scale;
+    if (x >= key_of(n - 1)) return p[n - 1].scale;
+    std::size_t i = 1;
+    while (key_of(i) < x) ++i;
+    const double x0 = key_of(i - 1), x1 = key_of(i);
+    if (x == x1) return p[i].scale;
+    const double f = log2_of(x / x0) / log2_of(x1 / x0);
+    return p[i - 1].scale + f * (p[i].scale - p[i - 1].scale);
+  }
 };
 
 
