@@ -653,6 +653,18 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   return fit;
 }
 
+HeldOutSplit split_held_out(const std::vector<CollectiveSample>& samples) {
+  std::set<Bytes> distinct;
+  for (const auto& s : samples) distinct.insert(s.bytes);
+  const std::vector<Bytes> sizes(distinct.begin(), distinct.end());
+  HeldOutSplit split;
+  for (const auto& s : samples) {
+    const auto idx = static_cast<std::size_t>(std::lower_bound(sizes.begin(), sizes.end(), s.bytes) - sizes.begin());
+    (idx % 2 == 0 || idx + 1 == sizes.size() ? split.train : split.test).push_back(s);
+  }
+  return split;
+}
+
 namespace {
 
 std::string yaml_quote(const std::string& s) {

@@ -192,6 +192,14 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
                            const std::vector<Param>& params, FitWeighting weighting = FitWeighting::Relative,
                            const SamplePredictor& predict = predict_closed_form);
 
+// The held-out check of a collective fit: `train` holds the samples at every other distinct size
+// (the first, third, ...) and at the largest, `test` those at the sizes between, so the check
+// interpolates between sizes the fit saw and never extrapolates past them.
+struct HeldOutSplit {
+  std::vector<CollectiveSample> train, test;
+};
+HeldOutSplit split_held_out(const std::vector<CollectiveSample>& samples);
+
 // What a calibration fitted, for the `calibrated:` record and the comments of the written file.
 struct CalibrationRecord {
   std::string created;                // ISO 8601 UTC

@@ -46,6 +46,12 @@ std::string pct(double v) {
   return buf;
 }
 
+std::string signed_pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.0f%%", 100.0 * v);
+  return buf;
+}
+
 std::string fnum(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -241,7 +247,8 @@ int cmd_calibrate(int argc, char** argv) {
                   "rendezvous latencies), per-message overheads, the node's shared bandwidth and how much slower "
                   "just-written data moves inside a node (written_scale), and across the network the rate of "
                   "each message size (network_message_scale). Prints R^2, "
-                  "residuals and a held-out check (fit on every other size, error on the rest), and writes a "
+                  "residuals and held-out checks (fit on every other size, error on the sizes between; the collective "
+                  "fit's check also keeps the largest size, so it never extrapolates), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
                   "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml");
@@ -581,24 +588,25 @@ int cmd_calibrate(int argc, char** argv) {
       comments.push_back({field, from(what)});
     }
     topo = fit.topology;
-    // Held-out check of the collective fit: fit on every other size, error on the rest.
-    std::set<Bytes> sizes;
-    for (const auto& s : samples) sizes.insert(s.bytes);
-    std::vector<Bytes> sv(sizes.begin(), sizes.end());
-    std::vector<CollectiveSample> train, test;
-    for (const auto& s : samples) {
-      auto idx = std::lower_bound(sv.begin(), sv.end(), s.bytes) - sv.begin();
-      (idx % 2 == 0 ? train : test).push_back(s);
-    }
+    // Held-out check of the collective fit: fit on every other size and the largest, error on the
+    // sizes between (split_held_out).
+    const auto [train, test] = split_held_out(samples);
     if (!train.empty() && !test.empty()) {
       try {
         const ParamFit half = fit_on(train);
         std::vector<double> errs;
+        std::map<Bytes, std::vector<double>> by_size;
         for (const auto& s : test)
-          if (const double t = predict(half.topology, s); std::isfinite(t)) errs.push_back((t - s.time_s) / s.time_s);
+          if (const double t = predict(half.topology, s); std::isfinite(t)) {
+            errs.push_back((t - s.time_s) / s.time_s);
+            by_size[s.bytes].push_back(errs.back());
+          }
         const double held_out = median_abs(errs);
-        out << "  held-out check (fit on every other size, predict the rest): median |error| " << pct(held_out)
-            << " on " << errs.size() << " points\n";
+        out << "  held-out check (fit on every other size and the largest, predict the sizes between): median "
+            << "|error| " << pct(held_out) << " on " << errs.size()
+            << " points\n      by held-out size (median error, + = predicted slower):";
+        for (const auto& [bytes, e] : by_size) out << " " << format_bytes(bytes) << " " << signed_pct(median(e));
+        out << "\n";
         if (held_out > 0.1 && held_out > 2 * fit.median_abs_rel_error_after)
           out << "  the held-out error is " << fnum("%.1f", held_out / fit.median_abs_rel_error_after)
               << " times the fit's own: the fitted terms follow these sizes more than the machine; expect "

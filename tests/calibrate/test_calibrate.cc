@@ -590,7 +590,7 @@ TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
   time_on(truth, samples);
   std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                                Param::Gamma};
-  params.insert(params.end(), curve.begin(), curve.end());
+  for (Param p : curve) params.push_back(p);
   for (FitWeighting w : {FitWeighting::Relative, FitWeighting::Robust}) {
     const ParamFit f = refine_parameters(start, samples, params, w);
     EXPECT_NEAR(f.topology.call_overhead_s, 1.5e-6, 0.02e-6);
@@ -622,7 +622,7 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
   time_on(truth, samples);
   start.reduce_bw_Bps *= 2;
   std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
-  params.insert(params.end(), curve.begin(), curve.end());
+  for (Param p : curve) params.push_back(p);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 0.02 * truth.reduce_bw_Bps);
   for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
@@ -653,7 +653,7 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
   time_on(truth, samples);
   start.intra.bw_Bps *= 0.7;
   std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
-  params.insert(params.end(), curve.begin(), curve.end());
+  for (Param p : curve) params.push_back(p);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.02 * truth.intra.bw_Bps);
   for (std::size_t i = 2; i < truth.message_scale.size(); ++i)
@@ -691,7 +691,7 @@ TEST(RefineParameters, RecoversTheNetworkMessageCurve) {
   time_on(truth, samples);
   start.network.latency_s *= 1.3;
   std::vector<Param> params = {Param::NetLatency, Param::NetBeta};
-  params.insert(params.end(), curve.begin(), curve.end());
+  for (Param p : curve) params.push_back(p);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   for (std::size_t i = 0; i < truth.network_message_scale.size(); ++i)
     EXPECT_NEAR(f.topology.network_message_scale[i].scale, truth.network_message_scale[i].scale,
@@ -900,6 +900,33 @@ TEST(RefineParameters, FitsThePredictorItIsGiven) {
   EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps * 2, 0.01 * truth.reduce_bw_Bps);
   EXPECT_GT(f.median_abs_rel_error_before, 0.9);  // twice the measured time: +100%
   EXPECT_LT(f.median_abs_rel_error_after, 1e-4);
+}
+
+// The collective fit's held-out check fits on every other size and the largest and judges the
+// sizes between: never a size past those it fitted on, with even and odd counts of sizes.
+TEST(HeldOutSplit, KeepsTheLargestSizeInTheFitAndTestsOnlySizesBetween) {
+  for (int count : {2, 3, 8, 9}) {
+    std::vector<CollectiveSample> samples;
+    // Sizes given out of order, two algorithms each.
+    for (int i = count - 1; i >= 0; --i)
+      for (Algorithm a : {Algorithm::Ring, Algorithm::RecursiveDoubling})
+        samples.push_back({Collective::AllReduce, a, 1, 4, Bytes{1024} << (2 * i), 1e-5});
+    const HeldOutSplit split = split_held_out(samples);
+    std::set<Bytes> train, test;
+    for (const auto& s : split.train) train.insert(s.bytes);
+    for (const auto& s : split.test) test.insert(s.bytes);
+    SCOPED_TRACE(count);
+    EXPECT_EQ(split.train.size() + split.test.size(), samples.size());
+    EXPECT_EQ(train.size() + test.size(), static_cast<std::size_t>(count));  // a size is on one side only
+    const Bytes largest = Bytes{1024} << (2 * (count - 1));
+    EXPECT_TRUE(train.count(1024) && train.count(largest));
+    EXPECT_EQ(test.size(), static_cast<std::size_t>((count - 1) / 2));
+    for (Bytes b : test) {
+      EXPECT_GT(b, *train.begin());
+      EXPECT_LT(b, *train.rbegin());
+      EXPECT_TRUE(train.count(b / 4) && (train.count(b * 4)));  // its neighbours were fitted on
+    }
+  }
 }
 
 }  // namespace
