@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <exception>
+#include <functional>
+#include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "model/cost.h"
 #include "model/error.h"
@@ -162,14 +167,46 @@ struct Evaluation {
   std::vector<double> predicted;
 };
 
-Evaluation evaluate(const Topology& topo, const std::vector<CollectiveSample>& samples, const SamplePredictor& predict) {
+// Calls f(0) .. f(count - 1), on up to `threads` threads at once (the calling one among them); the
+// first exception any call throws is thrown here once all have ended.
+void for_each_index(std::size_t count, int threads, const std::function<void(std::size_t)>& f) {
+  const std::size_t workers = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < count; ++i) f(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::mutex failed_mutex;
+  std::exception_ptr failed;
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < count;) {
+      try {
+        f(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed) failed = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
+// The predictions of the samples a fit uses, priced by up to `threads` threads at once.
+Evaluation evaluate(const Topology& topo, const std::vector<CollectiveSample>& samples, const SamplePredictor& predict,
+                    int threads = 1) {
+  std::vector<double> t(samples.size(), std::numeric_limits<double>::quiet_NaN());
+  for_each_index(samples.size(), threads, [&](std::size_t i) {
+    if (samples[i].time_s > 0 && is_hand_written(samples[i].algorithm)) t[i] = predict(topo, samples[i]);
+  });
   Evaluation e;
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    if (!(samples[i].time_s > 0) || !is_hand_written(samples[i].algorithm)) continue;
-    double t = predict(topo, samples[i]);
-    if (!std::isfinite(t)) continue;
+    if (!std::isfinite(t[i])) continue;
     e.used.push_back(i);
-    e.predicted.push_back(t);
+    e.predicted.push_back(t[i]);
   }
   return e;
 }
@@ -524,10 +561,11 @@ ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& sa
 }
 
 ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
-                           const std::vector<Param>& params, FitWeighting weighting, const SamplePredictor& predict) {
+                           const std::vector<Param>& params, FitWeighting weighting, const SamplePredictor& predict,
+                           int threads) {
   ParamFit fit;
   fit.topology = topo;
-  const Evaluation before = evaluate(topo, samples, predict);
+  const Evaluation before = evaluate(topo, samples, predict, threads);
   if (before.used.empty()) {
     fit.held = params;
     fill_quality(fit, samples, before, before);
@@ -552,10 +590,11 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
     fit.iterations = iter + 1;
     const std::size_t n = base.used.size(), m = free_params.size();
     if (m == 0) break;
-    // Jacobian columns by one-sided differences (exact for linear dependence).
+    // Jacobian columns by one-sided differences (exact for linear dependence), each on its own
+    // copy of the topology: the columns are computed by up to `threads` threads at once.
     std::vector<std::vector<double>> jac(m, std::vector<double>(n, 0.0));
-    std::vector<bool> informative(m, false);
-    for (std::size_t j = 0; j < m; ++j) {
+    std::vector<char> informative(m, 0);
+    for_each_index(m, threads, [&](std::size_t j) {
       Topology probe = current;
       double h = param_step(free_params[j], theta[j]);
       set_param(probe, free_params[j], theta[j] + h);
@@ -568,9 +607,9 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
       for (std::size_t k = 0; k < n; ++k) {
         double t = predict(probe, samples[base.used[k]]);
         jac[j][k] = std::isfinite(t) ? (t - base.predicted[k]) / h : 0.0;
-        if (jac[j][k] != 0.0) informative[j] = true;
+        if (jac[j][k] != 0.0) informative[j] = 1;
       }
-    }
+    });
     // Drop parameters no sample depends on.
     {
       std::vector<Param> keep_p;
@@ -632,7 +671,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
         next_theta[j] = next;
       }
       if (max_change < 1e-9) break;
-      Evaluation tried = evaluate(candidate, samples, predict);
+      Evaluation tried = evaluate(candidate, samples, predict, threads);
       const double tried_objective = objective(tried, samples, weighting, reference);
       if (tried_objective < current_objective) {
         accepted = true;
@@ -649,7 +688,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   }
   fit.fitted = free_params;
   fit.topology = current;
-  fill_quality(fit, samples, before, evaluate(current, samples, predict));
+  fill_quality(fit, samples, before, evaluate(current, samples, predict, threads));
   return fit;
 }
 

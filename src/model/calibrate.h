@@ -187,10 +187,12 @@ ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& sa
 
 // Fits the chosen parameters to all samples by weighted least squares on `predict` (the closed
 // forms by default). Parameters stay positive (latencies >= 0). A parameter no sample depends on is
-// left unchanged and listed in `held`.
+// left unchanged and listed in `held`. Up to `threads` threads compute the fit's derivatives at
+// once (`predict` must then be safe to call from several threads); the result does not depend on
+// their number.
 ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,
                            const std::vector<Param>& params, FitWeighting weighting = FitWeighting::Relative,
-                           const SamplePredictor& predict = predict_closed_form);
+                           const SamplePredictor& predict = predict_closed_form, int threads = 1);
 
 // The held-out check of a collective fit: `train` holds the samples at every other distinct size
 // (the first, third, ...) and at the largest, `test` those at the sizes between, so the check

@@ -11,6 +11,9 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
+
+#include <sched.h>
 
 #include "model/calibrate.h"
 #include "model/collective.h"
@@ -37,6 +40,7 @@ struct Options {
   std::string name;
   std::string refine = "auto";
   std::string weighting = "robust";
+  int threads = 0;  // 0: the cores this process may run on
   bool force = false;
 };
 
@@ -44,6 +48,14 @@ std::string pct(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
   return buf;
+}
+
+// The cores this process may run on (its CPU affinity: a Slurm step's allocation), at least 1.
+int usable_cores() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) return std::max(1, CPU_COUNT(&cpus));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 std::string signed_pct(double v) {
@@ -268,6 +280,9 @@ int cmd_calibrate(int argc, char** argv) {
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
        "relative (least squares on relative residuals) or absolute (on seconds)")                                                //
+      ("threads", po::value(&o.threads)->value_name("N"),
+       "threads for the collective fit (default: the cores this process may run on); the fit is the same "
+       "with any number")  //
       ("force", po::bool_switch(&o.force), "overwrite an existing --out file");
   cli.positional("inputs", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
@@ -275,6 +290,8 @@ int cmd_calibrate(int argc, char** argv) {
   if (o.out.empty()) throw Error("--out FILE.yaml is required (the topology file to write)");
   if (std::filesystem::exists(o.out) && !o.force)
     throw Error(o.out + " exists; pass --force to overwrite it");
+  if (o.threads < 0) throw Error("--threads " + std::to_string(o.threads) + ": give 1 or more (or leave it out)");
+  const int threads = o.threads > 0 ? o.threads : usable_cores();
   FitWeighting weighting;
   if (o.weighting == "relative")
     weighting = FitWeighting::Relative;
@@ -561,7 +578,7 @@ int cmd_calibrate(int argc, char** argv) {
     const SamplePredictor predict = [&pricer](const Topology& t, const CollectiveSample& s) { return pricer(t, s); };
     auto fit_on = [&](const std::vector<CollectiveSample>& on) {
       return refine == "gamma" ? fit_gamma(before_refine, on, weighting, predict)
-                               : refine_parameters(before_refine, on, params, weighting, predict);
+                               : refine_parameters(before_refine, on, params, weighting, predict, threads);
     };
     ParamFit fit = fit_on(samples);
     out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "

@@ -52,6 +52,11 @@ grep -q "call_overhead" refine_all.txt
 grep -q "held-out check" refine_all.txt
 grep -q "^working_set_scale:" all.yaml
 "$bin" predict --topology all.yaml --collectives allreduce --algorithms ring --sizes 1MiB > predict_all.txt
+# The same fit on one thread; a thread count below 1 is refused.
+"$bin" calibrate portrait.h5 run.h5 --refine all --threads 1 --out all1.yaml > refine_all1.txt
+diff <(grep -v "^  .*all.yaml\|^# all\|^name:\|created:" refine_all.txt) <(grep -v "^  .*all1.yaml\|^# all1\|^name:\|created:" refine_all1.txt)
+if "$bin" calibrate portrait.h5 run.h5 --refine all --threads -1 --out bad.yaml 2> threads.err; then exit 1; fi
+grep -q "^commsim calibrate: error: --threads -1: give 1 or more" threads.err
 
 # report --topology: predicted again on the topology of the run, every point's prediction is the one
 # stored with it; on the refitted topology they change.

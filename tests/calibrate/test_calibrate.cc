@@ -929,5 +929,42 @@ TEST(HeldOutSplit, KeepsTheLargestSizeInTheFitAndTestsOnlySizesBetween) {
   }
 }
 
+// Several threads compute the fit's derivatives and predictions: the fit is the same, to the
+// last bit, as with one; an error a prediction throws on any thread reaches the caller.
+TEST(RefineParameters, ThreadsGiveTheSameFitAndPassErrorsOn) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  truth.call_overhead_s = 1.5e-6;
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 4);
+  Topology start = truth;
+  start.call_overhead_s = 0;
+  start.intra.latency_s *= 1.5;
+  const std::vector<Param> curve = add_message_points(start, samples);
+  time_on(truth, samples);
+  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::CallOverhead, Param::Gamma};
+  for (Param p : curve) params.push_back(p);
+  const ParamFit one = refine_parameters(start, samples, params, FitWeighting::Robust, predict_closed_form, 1);
+  for (int threads : {2, 3, 8}) {
+    SCOPED_TRACE(threads);
+    const ParamFit many = refine_parameters(start, samples, params, FitWeighting::Robust, predict_closed_form, threads);
+    EXPECT_EQ(many.iterations, one.iterations);
+    ASSERT_EQ(many.fitted.size(), one.fitted.size());
+    for (Param p : params) EXPECT_EQ(get_param(many.topology, p), get_param(one.topology, p)) << to_string(p);
+    EXPECT_EQ(many.rel_error, one.rel_error);
+  }
+  EXPECT_LT(one.median_abs_rel_error_after, 1e-3);  // and the fit is a fit
+  // A prediction that throws for one sample, whichever thread prices it.
+  const Bytes bad = samples[samples.size() / 2].bytes;
+  const SamplePredictor throws = [bad](const Topology& t, const CollectiveSample& s) {
+    if (s.bytes == bad && t.call_overhead_s > 0) throw Error("cannot price this sample");
+    return predict_closed_form(t, s);
+  };
+  try {
+    refine_parameters(start, samples, params, FitWeighting::Robust, throws, 4);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "cannot price this sample");
+  }
+}
+
 }  // namespace
 }  // namespace commsim
