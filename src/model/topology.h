@@ -234,6 +234,7 @@ struct Topology {
     return curve_at(network_message_scale, &MessageScale::bytes, bytes);
   }
 
+ private:
   // log2 of r > 0, exact and without a logarithm when r is a power of two (curve points and
   // message sizes usually are).
   static double log2_of(double r) {
