@@ -936,8 +936,10 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
       if (s.bytes < beta_from_bytes)
         fits[l.level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
     for (const ConstFit& f : fits) l.a.push_back(std::max(0.0, f.value()));
-    for (const TimedSize& s : samples)
-      if (s.bytes < beta_from_bytes) l.e += std::pow((l.predict_s(s.bytes, beta) - s.time_s) / s.time_s, 2);
+    // Judged on each size's median: the spread of single samples, which no step explains, would
+    // otherwise hide a step on a noisy machine.
+    for (const auto& [bytes, t] : median)
+      if (bytes < beta_from_bytes) l.e += std::pow((l.predict_s(bytes, beta) - t) / t, 2);
     return l;
   };
   const Levels one = fit_levels({});
@@ -959,6 +961,8 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
   // eager one and the squared relative error at least halved; the inline step then the same with
   // 1.3 times, against the model with one step.
   if (j1 > 0) {
+    out.candidate_eager_bytes = sizes[std::max(j1, j2) - 1];
+    if (j2 > 0) out.candidate_inline_bytes = sizes[std::min(j1, j2) - 1];
     const Levels two = fit_levels({sizes[j1 - 1]});
     const bool two_kept = two.a[1] >= 1.5 * two.a[0] && two.e <= 0.5 * sse_one;
     Levels three;

@@ -251,6 +251,11 @@ struct ProtocolFit {
   Bytes inline_limit_bytes = 0;
   Seconds inline_latency_s = 0;
   double median_abs_rel_residual = 0;  // of the chosen model
+  // Where the steps would be, had they been kept: the largest jump of the residual latency (the
+  // eager limit) and, below it, the second (the inline limit); 0 where there is none. A collective
+  // fit can then decide the latencies on each side (`calibrate --refine all`).
+  Bytes candidate_eager_bytes = 0;
+  Bytes candidate_inline_bytes = 0;
   BytesPerSecond bw_Bps() const { return 1.0 / beta_s_per_byte; }
 };
 ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_bytes = 65536,

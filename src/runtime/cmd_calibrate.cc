@@ -336,6 +336,10 @@ int cmd_calibrate(int argc, char** argv) {
   topo.name = o.name.empty() ? std::filesystem::path(o.out).stem().string() : o.name;
   const std::string today = iso8601_utc_now();
   std::vector<std::pair<std::string, std::string>> comments;
+  // Protocol steps the probe's ring shift suggests but does not show clearly enough to keep (eager
+  // limit, inline limit; 0: none): `--refine all` adds them with no step, and the collectives
+  // decide their latencies.
+  std::pair<Bytes, Bytes> protocol_candidates{0, 0};
   auto from = [&](const std::string& what) { return "fitted " + today.substr(0, 10) + " from " + what; };
 
   std::ostream& out = std::cout;
@@ -364,6 +368,8 @@ int cmd_calibrate(int argc, char** argv) {
       // data at once get less each than one pair), the cost of posting several messages at once.
       try {
         const ProtocolFit pf = fit_protocol(intra.samples, 65536, "ring-shift intra-node");
+        if (!pf.switched) protocol_candidates = {pf.candidate_eager_bytes, pf.candidate_inline_bytes};
+        else if (!pf.inlined) protocol_candidates = {0, pf.candidate_inline_bytes};
         topo.intra.latency_s = pf.latency_s;
         topo.intra.bw_Bps = pf.bw_Bps();
         comments.push_back({"intra_node.bandwidth", from(intra.source) + ", beta on sizes >= 64 KiB"});
@@ -548,12 +554,30 @@ int cmd_calibrate(int argc, char** argv) {
     if (samples.empty())
       throw Error("--refine " + refine + " needs run files with measured hand-written collectives");
     std::vector<Param> params{Param::Gamma};
+    std::string protocol_note;
     if (refine == "all") {
       // Every term: the tiers' alpha and beta, gamma, the copy rate, what the runtime adds per
       // message and per call, and the three cache curves (working set, local operation, message
       // size), all against the same collectives.
       params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                 Param::NetLatency, Param::NetBeta, Param::Gamma, Param::MemoryBeta};
+      if (topo.intra.msg.eager_limit_bytes == 0 && protocol_candidates.first > 0) {
+        topo.intra.msg.eager_limit_bytes = protocol_candidates.first;
+        topo.intra.msg.rendezvous_latency_s = topo.intra.latency_s;
+        comments.push_back({"intra_node.eager_limit", "the largest step of the probe's ring shift, too small to keep "
+                                                      "from the probe alone; its latencies fitted to the collectives"});
+        protocol_note += "  intra.eager_limit: " + format_bytes(protocol_candidates.first) +
+                         " (the probe's largest step, not kept from the probe alone): its latencies fitted here\n";
+      }
+      if (topo.intra.msg.eager_limit_bytes > 0 && topo.intra.msg.inline_limit_bytes == 0 &&
+          protocol_candidates.second > 0 && protocol_candidates.second < topo.intra.msg.eager_limit_bytes) {
+        topo.intra.msg.inline_limit_bytes = protocol_candidates.second;
+        topo.intra.msg.inline_latency_s = topo.intra.latency_s;
+        comments.push_back({"intra_node.inline_limit", "the second step of the probe's ring shift, too small to keep "
+                                                       "from the probe alone; its latency fitted to the collectives"});
+        protocol_note += "  intra.inline_limit: " + format_bytes(protocol_candidates.second) +
+                         " (the probe's second step, not kept from the probe alone): its latency fitted here\n";
+      }
       if (topo.intra.msg.eager_limit_bytes > 0) {
         params.push_back(Param::IntraRendezvousLatency);
         params.push_back(Param::IntraRendezvousOverhead);
@@ -584,7 +608,8 @@ int cmd_calibrate(int argc, char** argv) {
     out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "
         << run_files.size() << " run file(s))\n";
     out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "
-        << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n";
+        << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n"
+        << protocol_note;
     int at_limit = 0;
     for (Param p : fit.fitted) {
       const bool limit = at_fit_limit(p, get_param(fit.topology, p));

@@ -966,5 +966,34 @@ TEST(RefineParameters, ThreadsGiveTheSameFitAndPassErrorsOn) {
   }
 }
 
+// A ring shift of 16 ranks on a 16-core machine (medians, us, 8 B .. 64 MiB): the steps at 256 B
+// and 2 KiB are there but too blurred to keep from the probe alone; the fit still names where they
+// would be, so that a collective fit can decide their latencies.
+TEST(FitProtocol, NamesTheStepsItDoesNotKeep) {
+  const double us[] = {0.58,   0.67,   0.76,   0.99,   1.20,    1.02,    1.43,    1.41,
+                       1.96,   4.03,   5.15,   6.91,   12.31,   21.72,   36.40,   66.79,
+                       130.20, 304.12, 669.19, 1340.42, 2796.26, 7390.00, 16065.19, 31435.82};
+  std::vector<TimedSize> samples;
+  Bytes b = 8;
+  for (double t : us) {
+    samples.push_back({b, t * 1e-6});
+    b *= 2;
+  }
+  const ProtocolFit f = fit_protocol(samples);
+  EXPECT_FALSE(f.switched);
+  EXPECT_EQ(f.candidate_eager_bytes, 2048u);
+  EXPECT_EQ(f.candidate_inline_bytes, 256u);
+  // Where the steps are kept, the candidates are the kept limits.
+  std::vector<TimedSize> clear;
+  for (Bytes x = 8; x <= (Bytes{1} << 22); x *= 2)
+    clear.push_back({x, (x <= 256 ? 0.5e-6 : x <= 4096 ? 1.0e-6 : 3.0e-6) + static_cast<double>(x) / 10e9});
+  const ProtocolFit k = fit_protocol(clear);
+  ASSERT_TRUE(k.switched && k.inlined);
+  EXPECT_EQ(k.candidate_eager_bytes, k.eager_limit_bytes);
+  EXPECT_EQ(k.candidate_inline_bytes, k.inline_limit_bytes);
+  EXPECT_EQ(k.eager_limit_bytes, 4096u);
+  EXPECT_EQ(k.inline_limit_bytes, 256u);
+}
+
 }  // namespace
 }  // namespace commsim
