@@ -561,23 +561,23 @@ int cmd_calibrate(int argc, char** argv) {
       // size), all against the same collectives.
       params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                 Param::NetLatency, Param::NetBeta, Param::Gamma, Param::MemoryBeta};
-      if (topo.intra.msg.eager_limit_bytes == 0 && protocol_candidates.first > 0) {
-        topo.intra.msg.eager_limit_bytes = protocol_candidates.first;
-        topo.intra.msg.rendezvous_latency_s = topo.intra.latency_s;
-        comments.push_back({"intra_node.eager_limit", "the largest step of the probe's ring shift, too small to keep "
-                                                      "from the probe alone; its latencies fitted to the collectives"});
-        protocol_note += "  intra.eager_limit: " + format_bytes(protocol_candidates.first) +
-                         " (the probe's largest step, not kept from the probe alone): its latencies fitted here\n";
-      }
+      // A candidate step: its limit, with the latency on its far side equal to the tier's (no step
+      // until the collectives say otherwise).
+      auto add_step = [&](Bytes& limit, Seconds& latency, Bytes at, const std::string& field, const std::string& which) {
+        limit = at;
+        latency = topo.intra.latency_s;
+        comments.push_back({"intra_node." + field, "the " + which + " step of the probe's ring shift, too faint to "
+                                                   "keep from the probe alone; its latencies fitted to the collectives"});
+        protocol_note += "  intra." + field + ": " + format_bytes(at) + " (the probe's " + which +
+                         " step, not kept from the probe alone): its latencies fitted here\n";
+      };
+      if (topo.intra.msg.eager_limit_bytes == 0 && protocol_candidates.first > 0)
+        add_step(topo.intra.msg.eager_limit_bytes, topo.intra.msg.rendezvous_latency_s, protocol_candidates.first,
+                 "eager_limit", "largest");
       if (topo.intra.msg.eager_limit_bytes > 0 && topo.intra.msg.inline_limit_bytes == 0 &&
-          protocol_candidates.second > 0 && protocol_candidates.second < topo.intra.msg.eager_limit_bytes) {
-        topo.intra.msg.inline_limit_bytes = protocol_candidates.second;
-        topo.intra.msg.inline_latency_s = topo.intra.latency_s;
-        comments.push_back({"intra_node.inline_limit", "the second step of the probe's ring shift, too small to keep "
-                                                       "from the probe alone; its latency fitted to the collectives"});
-        protocol_note += "  intra.inline_limit: " + format_bytes(protocol_candidates.second) +
-                         " (the probe's second step, not kept from the probe alone): its latency fitted here\n";
-      }
+          protocol_candidates.second > 0 && protocol_candidates.second < topo.intra.msg.eager_limit_bytes)
+        add_step(topo.intra.msg.inline_limit_bytes, topo.intra.msg.inline_latency_s, protocol_candidates.second,
+                 "inline_limit", "second");
       if (topo.intra.msg.eager_limit_bytes > 0) {
         params.push_back(Param::IntraRendezvousLatency);
         params.push_back(Param::IntraRendezvousOverhead);

@@ -237,17 +237,21 @@ TEST(FitProtocol, RecoversEagerLimitAndRendezvousLatency) {
 // A ring shift of 16 ranks through Open MPI's shared memory (measured, us): the residual latency
 // climbs from 0.6 to 1.2 us up to 2 KiB (a per-byte cost beta does not capture) and steps to about
 // 2.5 us from 4 KiB, where Open MPI switches to rendezvous. The switch is the step, not the climb.
-TEST(FitProtocol, TheSwitchIsTheStepNotTheDrift) {
-  const double us[] = {0.63, 0.63, 0.66, 0.78, 0.82, 1.16, 1.37, 1.49, 1.93, 4.05, 5.88, 8.96,
-                       15.03, 22.27, 39.04, 69.26, 178.73, 403.85, 809.64, 1714.01, 4198.67, 9152.96,
-                       19203.80, 38379.04};
+// Times in us of sizes 8 B, 16 B, ... (doubling), as samples.
+std::vector<TimedSize> doubling_series(const std::vector<double>& us) {
   std::vector<TimedSize> v;
   Bytes b = 8;
   for (double t : us) {
     v.push_back({b, t * 1e-6});
     b *= 2;
   }
-  const ProtocolFit f = fit_protocol(v);
+  return v;
+}
+
+TEST(FitProtocol, TheSwitchIsTheStepNotTheDrift) {
+  const ProtocolFit f = fit_protocol(doubling_series({0.63, 0.63, 0.66, 0.78, 0.82, 1.16, 1.37, 1.49, 1.93, 4.05,
+                                                      5.88, 8.96, 15.03, 22.27, 39.04, 69.26, 178.73, 403.85, 809.64,
+                                                      1714.01, 4198.67, 9152.96, 19203.80, 38379.04}));
   ASSERT_TRUE(f.switched);
   EXPECT_EQ(f.eager_limit_bytes, Bytes{2048});
   EXPECT_GT(f.rendezvous_latency_s, 2 * f.latency_s);
@@ -970,16 +974,9 @@ TEST(RefineParameters, ThreadsGiveTheSameFitAndPassErrorsOn) {
 // and 2 KiB are there but too blurred to keep from the probe alone; the fit still names where they
 // would be, so that a collective fit can decide their latencies.
 TEST(FitProtocol, NamesTheStepsItDoesNotKeep) {
-  const double us[] = {0.58,   0.67,   0.76,   0.99,   1.20,    1.02,    1.43,    1.41,
-                       1.96,   4.03,   5.15,   6.91,   12.31,   21.72,   36.40,   66.79,
-                       130.20, 304.12, 669.19, 1340.42, 2796.26, 7390.00, 16065.19, 31435.82};
-  std::vector<TimedSize> samples;
-  Bytes b = 8;
-  for (double t : us) {
-    samples.push_back({b, t * 1e-6});
-    b *= 2;
-  }
-  const ProtocolFit f = fit_protocol(samples);
+  const ProtocolFit f = fit_protocol(doubling_series({0.58, 0.67, 0.76, 0.99, 1.20, 1.02, 1.43, 1.41, 1.96, 4.03,
+                                                      5.15, 6.91, 12.31, 21.72, 36.40, 66.79, 130.20, 304.12, 669.19,
+                                                      1340.42, 2796.26, 7390.00, 16065.19, 31435.82}));
   EXPECT_FALSE(f.switched);
   EXPECT_EQ(f.candidate_eager_bytes, 2048u);
   EXPECT_EQ(f.candidate_inline_bytes, 256u);
