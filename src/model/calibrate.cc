@@ -936,10 +936,8 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
       if (s.bytes < beta_from_bytes)
         fits[l.level_of(s.bytes)].add(s.time_s - static_cast<double>(s.bytes) * beta, s.time_s);
     for (const ConstFit& f : fits) l.a.push_back(std::max(0.0, f.value()));
-    // Judged on each size's median: the spread of single samples, which no step explains, would
-    // otherwise hide a step on a noisy machine.
-    for (const auto& [bytes, t] : median)
-      if (bytes < beta_from_bytes) l.e += std::pow((l.predict_s(bytes, beta) - t) / t, 2);
+    for (const TimedSize& s : samples)
+      if (s.bytes < beta_from_bytes) l.e += std::pow((l.predict_s(s.bytes, beta) - s.time_s) / s.time_s, 2);
     return l;
   };
   const Levels one = fit_levels({});

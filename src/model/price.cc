@@ -173,8 +173,13 @@ class Pricer : public ScheduleVisitor {
       if (!topo_.network.present())
         throw Error("price_schedule: ranks " + std::to_string(t.send.rank) + " and " + std::to_string(t.recv.rank) +
                     " are on different nodes but topology '" + topo_.name + "' has no network (nics_per_node is 0)");
-      // Bytes at the rate of a message of this size between nodes (Topology::network_message_scale).
+      // Bytes at the rate of a message of this size between nodes (Topology::network_message_scale),
+      // kept for the transfer's own NIC share (duration_s).
       const double moved = static_cast<double>(bytes) / topo_.network_message_scale_at(static_cast<double>(bytes));
+      if (!topo_.network_message_scale.empty()) {
+        if (net_moved_.empty()) net_moved_.resize(transfers.size());
+        net_moved_[ti] = moved;
+      }
       add_at(node_out_[pl_.node_of_rank[t.send.rank]], step_of(t.send), moved);
       add_at(node_in_[pl_.node_of_rank[t.recv.rank]], step_of(t.recv), moved);
       out_.inter_bytes += bytes;
@@ -291,7 +296,7 @@ class Pricer : public ScheduleVisitor {
                                        node_in_[pl_.node_of_rank[t.recv.rank]][step_of(t.recv)]);
     return topo_.network.message_latency_s(bytes) * topo_.network.msg.latency_factor(one_way, exchange) +
            topo_.network.msg.queued_overhead_s(bytes, posted_before, received_before) +
-           std::max(bytes / topo_.network_message_scale_at(bytes) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
+           std::max((net_moved_.empty() ? bytes : net_moved_[i]) * nic_s_per_byte_, node_bytes * node_s_per_byte_);
   }
 
   const Schedule& s_;
@@ -304,6 +309,7 @@ class Pricer : public ScheduleVisitor {
   std::vector<double> posted_before_;                    // [transfer]: sends its round posts before it
   std::vector<double> received_before_;                  // [transfer]: receives its receiver's round has before it
   std::vector<bool> written_;  // [transfer]: it sends just-written data (only with a written_scale)
+  std::vector<double> net_moved_;  // [transfer]: network bytes at its size's rate (only with a network_message_scale)
   std::vector<bool> exchange_;  // [transfer]: its receiver's round sends to its sender (only with an exchange_factor)
   std::vector<std::vector<double>> node_out_, node_in_;  // [node][step]: network bytes
   const double node_intra_s_per_byte_;

@@ -11,9 +11,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
-
-#include <sched.h>
 
 #include "model/calibrate.h"
 #include "model/collective.h"
@@ -22,6 +19,7 @@
 #include "model/placement.h"
 #include "model/price.h"
 #include "model/topology.h"
+#include "collectives/cpus.h"
 #include "collectives/dtype.h"
 #include "collectives/generators.h"
 #include "runtime/cli_common.h"
@@ -48,14 +46,6 @@ std::string pct(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
   return buf;
-}
-
-// The cores this process may run on (its CPU affinity: a Slurm step's allocation), at least 1.
-int usable_cores() {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) return std::max(1, CPU_COUNT(&cpus));
-  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 std::string signed_pct(double v) {

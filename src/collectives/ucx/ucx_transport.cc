@@ -1,6 +1,5 @@
 #include "collectives/ucx/ucx_transport.h"
 
-#include <sched.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <sstream>
 #include <utility>
 
+#include "collectives/cpus.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -130,10 +130,7 @@ UcxTransport::UcxTransport(MPI_Comm comm, UcxTransportOptions options) : options
       MPI_Comm_size(node, &local);
       MPI_Comm_free(&node);
     }
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    const int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    oversubscribed_ = local > ncpu;
+    oversubscribed_ = local > usable_cores();
   }
 
   // Setup steps that can fail on one rank are agreed on, so no rank waits in a collective for a
