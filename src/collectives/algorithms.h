@@ -108,6 +108,8 @@ void direct_allgather(ScheduleBuilder& b);
 void direct_reducescatter(ScheduleBuilder& b);
 void direct_alltoall(ScheduleBuilder& b);
 void direct_sendrecv(ScheduleBuilder& b);
+void direct_broadcast(ScheduleBuilder& b);
+void direct_reduce(ScheduleBuilder& b);
 
 void hierarchical_allreduce(ScheduleBuilder& b);
 void hierarchical_allgather(ScheduleBuilder& b);

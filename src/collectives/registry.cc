@@ -41,12 +41,14 @@ constexpr Generator kGenerators[] = {
     {C::Broadcast, A::Binomial, binomial_broadcast},
     {C::Broadcast, A::RecursiveDoubling, recursive_doubling_broadcast},
     {C::Broadcast, A::Hierarchical, hierarchical_broadcast},
+    {C::Broadcast, A::Direct, direct_broadcast},
 
     {C::Reduce, A::Ring, ring_reduce},
     {C::Reduce, A::Tree, tree_reduce},
     {C::Reduce, A::Binomial, binomial_reduce},
     {C::Reduce, A::Rabenseifner, rabenseifner_reduce},
     {C::Reduce, A::Hierarchical, hierarchical_reduce},
+    {C::Reduce, A::Direct, direct_reduce},
 
     {C::SendRecv, A::Direct, direct_sendrecv},
 

@@ -110,9 +110,11 @@ bool applies(Collective c, Algorithm a) {
     case Collective::ReduceScatter:
       return a == A::Ring || a == A::RecursiveHalving || a == A::Pairwise || a == A::Direct;
     case Collective::Broadcast:
-      return a == A::Ring || a == A::Tree || a == A::Binomial || a == A::RecursiveDoubling || a == A::Hierarchical;
+      return a == A::Ring || a == A::Tree || a == A::Binomial || a == A::RecursiveDoubling || a == A::Hierarchical ||
+             a == A::Direct;
     case Collective::Reduce:
-      return a == A::Ring || a == A::Tree || a == A::Binomial || a == A::Rabenseifner || a == A::Hierarchical;
+      return a == A::Ring || a == A::Tree || a == A::Binomial || a == A::Rabenseifner || a == A::Hierarchical ||
+             a == A::Direct;
     case Collective::SendRecv:
       return a == A::Direct;
     case Collective::AllToAll:

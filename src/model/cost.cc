@@ -870,6 +870,33 @@ Parts reduce_hier(const Env& e, double n) {
 }
 
 // sendrecv: rank r sends n to r + 1: a + n b; across nodes one flow per node crosses.
+// broadcast direct (MPI's linear broadcast): the root posts p - 1 sends of n at once; inside the
+// node they share its bandwidth, across nodes each is one flow and all share the node's NICs:
+//   a + (p-1) n b on one tier.
+Parts broadcast_direct(const Env& e, double n) {
+  Parts in, out;
+  const double posted_before = static_cast<double>(e.p - 2);  // sends the root posts before its last
+  if (e.G > 1)
+    in = {e.lat_i(n, Way::OneWay) + posted_before * e.ovh_i(n),
+          static_cast<double>(e.G - 1) * e.moved_i(n) * e.b_in(1), 0};
+  if (e.N > 1) {
+    const double outside = static_cast<double>(e.p - e.G);
+    out = {e.lat_n(n, Way::OneWay) + posted_before * e.ovh_n(n),
+           e.moved_n(n) * std::max(1.0 / e.nic_bw, outside / e.node_bw), 0};
+  }
+  return slower(in, out);
+}
+
+// reduce direct (MPI's linear reduce): the root receives the p - 1 contributions one after another
+// and combines each before the next: (p-1) (a + n b + n g).
+Parts reduce_direct(const Env& e, double n) {
+  const double inside = static_cast<double>(e.G - 1), outside = static_cast<double>(e.p - e.G);
+  Parts t{inside * e.lat_i(n, Way::OneWay), inside * e.moved_i(n) * e.b_in(1), 0};
+  if (e.N > 1) t += Parts{outside * e.lat_n(n, Way::OneWay), outside * e.moved_n(n) * e.b_flow_1, 0};
+  t.red = static_cast<double>(e.p - 1) * e.red(n);
+  return t;
+}
+
 Parts sendrecv_direct(const Env& e, double n) {
   const Way w = ring_way(e.p);
   if (e.N == 1) return intra(e, n, w);
@@ -939,6 +966,7 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
         case A::Binomial: return broadcast_binomial(e, n);
         case A::RecursiveDoubling: return broadcast_rd(e, n);
         case A::Hierarchical: return broadcast_hier(e, n);
+        case A::Direct: return broadcast_direct(e, n);
         default: break;
       }
       break;
@@ -949,6 +977,7 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
         case A::Binomial: return reduce_binomial(e, n);
         case A::Rabenseifner: return reduce_rabenseifner(e, n);
         case A::Hierarchical: return reduce_hier(e, n);
+        case A::Direct: return reduce_direct(e, n);
         default: break;
       }
       break;

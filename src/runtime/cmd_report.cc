@@ -54,12 +54,15 @@ int cmd_report(int argc, char** argv) {
   std::vector<Point> points;
   std::vector<std::string> notes;
   std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
+  std::vector<MpiLibrary> run_library;           // per point: the MPI library of its run
   for (const auto& f : files) {
     ResultsContents c = read_results(f, true);
     points.insert(points.end(), c.points.begin(), c.points.end());
     for (std::size_t i = 0; i < c.points.size(); ++i) {
       const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
-      run_topology_text.push_back(r >= 0 && r < static_cast<int>(c.runs.size()) ? c.runs[r].topology_text : "");
+      const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
+      run_topology_text.push_back(known ? c.runs[r].topology_text : "");
+      run_library.push_back(known ? MpiLibrary{c.runs[r].mpi_version, c.runs[r].environment} : MpiLibrary{});
     }
     for (const auto& run : c.runs)
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
@@ -80,7 +83,9 @@ int cmd_report(int argc, char** argv) {
       }
       run_topology.push_back(it->second ? &*it->second : nullptr);
     }
-    repredict(points, topology, run_topology);
+    std::vector<const MpiLibrary*> libraries;
+    for (const MpiLibrary& l : run_library) libraries.push_back(&l);
+    repredict(points, topology, run_topology, libraries);
     notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
   }
   Report r = build_report(points, outliers);

@@ -376,6 +376,7 @@ int cmd_run(int argc, char** argv) {
   bctx.graph = graph;
   std::unique_ptr<Backend> backend;
   if (!agree(rank, [&] { backend = make_backend(backend_name, bctx); })) return kExitUsage;
+  settings.mpi_library = {mpi_library_version(), selected_environment()};
   std::vector<PlannedPoint> plan;
   if (!agree(rank, [&] { plan = plan_sweep(pairs, sizes, settings, topology, placement, *backend); }))
     return kExitUsage;
@@ -399,7 +400,7 @@ int cmd_run(int argc, char** argv) {
   ctx.nodes = placement.nnodes;
   ctx.backend = std::string(backend->name());
   ctx.transport = std::string(backend->transport());
-  ctx.mpi_version = mpi_library_version();
+  ctx.mpi_version = settings.mpi_library.version;
   ctx.topology_name = topology.name;
   ctx.topology_path = topology.source_path;
   ctx.topology_text = topology.text;

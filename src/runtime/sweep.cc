@@ -76,7 +76,8 @@ std::uint32_t elem_size_of(const std::string& dtype) {
 }  // namespace
 
 bool predict_row(Point& row, const Topology& base_topology, const Placement& placement,
-                 std::uint64_t pipeline_chunk_bytes_override, ScheduleRequest* request, Schedule* schedule) {
+                 std::uint64_t pipeline_chunk_bytes_override, const MpiLibrary& mpi_library,
+                 ScheduleRequest* request, Schedule* schedule) {
   // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
   // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
   const Topology topology = with_transport(base_topology, row.transport);
@@ -100,14 +101,24 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
     return true;
   }
   if (a == Algorithm::Mpi) {
-    // A library chooses its own algorithm: predict the one the model would choose, priced as
-    // the hand-written schedules are.
+    // The library's own choice, its phases priced as the hand-written schedules are; when it is not
+    // known, the algorithm the model would choose.
+    const ScheduleRequest req{c, a, nranks, row.count, elem_size_of(row.dtype), row.root, &placement, 0};
+    if (const auto library = library_choice(mpi_library, req)) {
+      const Seconds t = price_library_choice(*library, topology, placement);
+      row.predicted_us = t * 1e6;
+      row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, t);
+      row.note = "predicted: " + library->describe();
+      return false;
+    }
     const std::vector<Algorithm> all_hand_written(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
     const auto choice = fastest(topology, c, placement, row.count, elem_size_of(row.dtype), row.root, all_hand_written);
     if (choice) {
       row.predicted_us = choice->time_s * 1e6;
       row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, choice->time_s);
-      row.note = "predicted: " + std::string(to_string(choice->algorithm)) + ", the model's fastest schedule";
+      const std::string why = nranks > 1 ? why_choice_unknown(mpi_library) : std::string();
+      row.note = "predicted: " + std::string(to_string(choice->algorithm)) + ", the model's fastest schedule" +
+                 (why.empty() ? std::string() : " (" + why + ")");
     }
   } else if (has_closed_form(topology, c, a, row.protocol)) {
     const Cost cost = closed_form(topology, query);
@@ -119,7 +130,9 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
   return false;
 }
 
-void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology) {
+void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology,
+               const std::vector<const MpiLibrary*>& mpi_library) {
+  const MpiLibrary unknown;
   std::map<Collective, std::vector<Algorithm>> algs;  // the hand-written algorithms measured, per collective
   for (const Point& p : points) {
     auto& v = algs[p.collective];
@@ -138,7 +151,8 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
         chunk = pipeline_chunk_bytes(with_transport(*run_topology[i], p.transport),
                                      {p.collective, p.algorithm, p.protocol, placement.nnodes,
                                       placement.max_ranks_per_node(), p.bytes});
-      predict_row(p, topology, placement, chunk, nullptr, nullptr);
+      const MpiLibrary* library = i < mpi_library.size() && mpi_library[i] != nullptr ? mpi_library[i] : &unknown;
+      predict_row(p, topology, placement, chunk, *library, nullptr, nullptr);
       // The model's winner among the algorithms measured, each schedule priced on this topology.
       const auto key = std::make_tuple(p.collective, p.nodes, p.ranks, p.count, p.dtype, p.root, p.transport);
       auto w = winners.find(key);
@@ -198,7 +212,8 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
           Schedule schedule;
           try {
-            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, &pp.request, &schedule))
+            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library, &pp.request,
+                            &schedule))
               setup.schedule = &schedule;
           } catch (const Error& e) {
             row.note = e.what();

@@ -23,6 +23,7 @@
 
 #include "collectives/dtype.h"
 #include "collectives/generators.h"
+#include "collectives/mpi_library.h"
 #include "model/placement.h"
 #include "model/topology.h"
 #include "runtime/backend.h"
@@ -45,6 +46,9 @@ struct SweepSettings {
   // Forced protocols of the NCCL baselines (one point per protocol; None = NCCL's choice). The other
   // algorithms run once, with Protocol::None.
   std::vector<Protocol> protocols{Protocol::None};
+  // The MPI library the baseline `mpi` runs on: its own choice of algorithm is what is predicted
+  // when it is known (collectives/mpi_library.h).
+  MpiLibrary mpi_library;
   // Testing only (PointSetup::inject_error_rank).
   int inject_error_rank = -1;
   // Testing only: this rank never arrives at the second point (it sleeps), so the watchdog fires.
@@ -71,23 +75,28 @@ std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, 
 // sets predicted_us, predicted_busbw_gbps and, for baselines, the note saying what was predicted.
 // Hand-written algorithms: the schedule priced (with the pipeline chunk of the closed form unless
 // pipeline_chunk_bytes > 0), returned through request and schedule (either may be null), and true.
+// The MPI baseline: the schedules of `mpi_library`'s own choice priced one after another when it
+// is known (library_choice), the model's fastest hand-written schedule otherwise.
 // Throws Error when the schedule cannot be built.
 bool predict_row(Point& row, const Topology& topology, const Placement& placement, std::uint64_t pipeline_chunk_bytes,
-                 ScheduleRequest* request, Schedule* schedule);
+                 const MpiLibrary& mpi_library, ScheduleRequest* request, Schedule* schedule);
 
 // Every point predicted again on `topology` (a calibrated one, say): predicted_us,
 // predicted_busbw_gbps, rel_error and predicted_winner (among the hand-written algorithms the
 // points hold for that collective), with the ranks placed evenly on the point's nodes. The
 // pipelined algorithms are priced with the chunk they ran with: the one the closed form chose on
 // the topology of the point's run (run_topology, parallel to points; null or missing: `topology`'s
-// own choice). A point that cannot be predicted keeps no prediction and says why in its note.
+// own choice). The MPI baseline is predicted for the library of the point's run (mpi_library,
+// parallel to points; null or missing: not known). A point that cannot be predicted keeps no
+// prediction and says why in its note.
 void repredict(std::vector<Point>& points, const Topology& topology,
-               const std::vector<const Topology*>& run_topology = {});
+               const std::vector<const Topology*>& run_topology = {},
+               const std::vector<const MpiLibrary*>& mpi_library = {});
 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
 // same element count are kept once). Predictions: a hand-written algorithm's schedule priced on
-// the topology with the real placement (price_schedule); `mpi`: the closed form of the fastest
-// hand-written algorithm the model would choose (named in the note); NCCL baselines: the model's
+// the topology with the real placement (price_schedule); `mpi`: as predict_row, for
+// settings.mpi_library (the choice named in the note); NCCL baselines: the model's
 // NCCL closed form when the topology has NCCL constants. predicted_winner: the
 // model's fastest among the hand-written algorithms asked for that collective. A point the
 // backend cannot run, or whose schedule cannot be built, is planned as skipped with the reason.

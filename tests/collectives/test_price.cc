@@ -108,6 +108,8 @@ TEST(PriceEqualsClosedForm, UnpipelinedAlgorithms) {
                                               {C::Broadcast, A::Binomial},
                                               {C::Broadcast, A::RecursiveDoubling},
                                               {C::Reduce, A::Binomial},
+                                              {C::Broadcast, A::Direct},
+                                              {C::Reduce, A::Direct},
                                               {C::SendRecv, A::Direct},
                                               {C::AllToAll, A::Bruck},
                                               {C::AllToAll, A::Direct},

@@ -210,6 +210,11 @@ std::vector<Case> one_tier_cases() {
        }},
       {C::AllToAll, A::Direct,
        [](int p, double n, double a, double b, double, int) { return a + n * (p - 1) / p * b; }},
+      // MPI's linear broadcast and reduce: the root sends p - 1 copies at once; it receives p - 1
+      // contributions one after another, combining each.
+      {C::Broadcast, A::Direct, [](int p, double n, double a, double b, double, int) { return a + (p - 1) * n * b; }},
+      {C::Reduce, A::Direct,
+       [](int p, double n, double a, double b, double g, int) { return (p - 1) * (a + n * b + n * g); }},
   };
   return v;
 }
@@ -247,8 +252,8 @@ TEST(ClosedForm, EqualsPublishedFormulasOnOneTier) {
       }
     }
   }
-  EXPECT_EQ(one_tier_cases().size(), 26u);
-  EXPECT_EQ(checked, 2 * 26 * 9 * 5);
+  EXPECT_EQ(one_tier_cases().size(), 28u);
+  EXPECT_EQ(checked, 2 * 28 * 9 * 5);
 }
 
 TEST(ClosedForm, EveryHandWrittenPairIsCovered) {
