@@ -150,7 +150,7 @@ bool is_time_param(Param p) {
 }
 // Every parameter is a time, a beta (s/B), a scale or factor, or the receive share (0..1).
 double param_floor(Param p) {
-  if (is_time_param(p) || p == Param::IntraReceiveShare) return 0.0;
+  if (is_time_param(p) || p == Param::IntraReceiveShare || p == Param::IntraSendShare) return 0.0;
   if (is_scale_param(p)) return 0.02;  // a cache effect of 50x is beyond any machine
   return kMinBetaSPerByte;
 }
@@ -337,6 +337,7 @@ std::string_view to_string(Param p) {
     case Param::IntraReceiveShare: return "intra.overhead_receive_share";
     case Param::IntraExchange: return "intra.exchange_factor";
     case Param::NetOneWay: return "network.one_way_factor";
+    case Param::IntraSendShare: return "intra.send_share";
     case Param::NetMessage1: return "network_message_scale[0]";
     case Param::NetMessage2: return "network_message_scale[1]";
     case Param::NetMessage3: return "network_message_scale[2]";
@@ -383,6 +384,7 @@ std::string_view field_of(Param p) {
     case Param::IntraReceiveShare: return "intra_node.overhead_receive_share";
     case Param::IntraExchange: return "intra_node.exchange_factor";
     case Param::NetOneWay: return "network.one_way_factor";
+    case Param::IntraSendShare: return "intra_node.send_share";
     default:
       if (net_message_index(p) >= 0) return "network_message_scale";
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
@@ -480,6 +482,7 @@ double get_param(const Topology& topo, Param p) {
     case Param::IntraReceiveShare: return topo.intra.msg.overhead_receive_share;
     case Param::IntraExchange: return topo.intra.msg.exchange_factor;
     case Param::NetOneWay: return topo.network.msg.one_way_factor;
+    case Param::IntraSendShare: return topo.intra.send_share;
     default: {
       if (net_message_index(p) >= 0) {
         const auto i = static_cast<std::size_t>(net_message_index(p));
@@ -525,6 +528,7 @@ void set_param(Topology& topo, Param p, double value) {
     case Param::IntraReceiveShare: topo.intra.msg.overhead_receive_share = std::clamp(value, 0.0, 1.0); break;
     case Param::IntraExchange: topo.intra.msg.exchange_factor = std::min(value, 10.0); break;  // the file's limit
     case Param::NetOneWay: topo.network.msg.one_way_factor = std::min(value, 10.0); break;  // the file's limit
+    case Param::IntraSendShare: topo.intra.send_share = std::clamp(value, 0.0, 1.0); break;
     default: {
       if (net_message_index(p) >= 0) {
         const auto i = static_cast<std::size_t>(net_message_index(p));
@@ -572,6 +576,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
     return fit;
   }
   std::vector<Param> free_params = params;
+  std::vector<Param> moved_then_flat;
   std::vector<double> theta;
   for (Param p : free_params) theta.push_back(get_param(topo, p));
 
@@ -620,6 +625,10 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
           keep_p.push_back(free_params[j]);
           keep_t.push_back(theta[j]);
           keep_j.push_back(jac[j]);
+        } else if (get_param(current, free_params[j]) != get_param(topo, free_params[j])) {
+          // Moved by earlier steps to where no sample depends on it any more (a share below the
+          // point where it binds): fitted, at that value.
+          moved_then_flat.push_back(free_params[j]);
         } else {
           fit.held.push_back(free_params[j]);
         }
@@ -687,6 +696,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
     if (!accepted || max_change < 1e-9) break;
   }
   fit.fitted = free_params;
+  fit.fitted.insert(fit.fitted.end(), moved_then_flat.begin(), moved_then_flat.end());
   fit.topology = current;
   fill_quality(fit, samples, before, evaluate(current, samples, predict, threads));
   return fit;
@@ -799,6 +809,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   y.line(2, "bandwidth", bw_text(t.intra.bw_Bps), "intra_node.bandwidth");
   y.line(2, "latency", time_text(t.intra.latency_s), "intra_node.latency");
   if (t.intra.node_bw_Bps > 0) y.line(2, "node_bandwidth", bw_text(t.intra.node_bw_Bps), "intra_node.node_bandwidth");
+  if (t.intra.send_share != 1.0) y.line(2, "send_share", num(t.intra.send_share), "intra_node.send_share");
   message_costs(y, t.intra.msg, "intra_node");
   if (t.gpu || t.host_link.bw_Bps > 0) {
     y.line(0, "host_link", "", "host_link");

@@ -114,7 +114,10 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //  - the network's rate curve (Topology::network_message_scale), when the probe measured one: its
 //    points every 4x from 4 KiB below the last (add_network_message_points);
 //  - intra_node.overhead_receive_share, the part of the message overheads paid by the receiving
-//    rank (from 0 to 1).
+//    rank (from 0 to 1);
+//  - intra_node.send_share, the part of a round's outgoing bytes that the sending rank's bandwidth
+//    carries (from 0 to 1; only rounds that send more than they receive, such as a direct
+//    broadcast's root, depend on it).
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
@@ -129,8 +132,9 @@ enum class Param : std::uint8_t {
   IntraExchange,
   NetOneWay,
   NetMessage1, NetMessage2, NetMessage3, NetMessage4, NetMessage5, NetMessage6,
+  IntraSendShare,
 };
-inline constexpr int kParamCount = 40;
+inline constexpr int kParamCount = 41;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).

@@ -876,9 +876,13 @@ Parts reduce_hier(const Env& e, double n) {
 Parts broadcast_direct(const Env& e, double n) {
   Parts in, out;
   const double posted_before = static_cast<double>(e.p - 2);  // sends the root posts before its last
-  if (e.G > 1)
+  if (e.G > 1) {
+    // The root's sends at intra_node.send_share of its rate, each receiver's one message at its
+    // own, all of them within the node's bandwidth.
+    const double out_share = std::max(e.topo->intra.send_share * static_cast<double>(e.G - 1), 1.0);
     in = {e.lat_i(n, Way::OneWay) + posted_before * e.ovh_i(n),
-          static_cast<double>(e.G - 1) * e.moved_i(n) * e.b_in(1), 0};
+          e.moved_i(n) * std::max(out_share * e.b_i, static_cast<double>(e.G - 1) * e.node_intra_b), 0};
+  }
   if (e.N > 1) {
     const double outside = static_cast<double>(e.p - e.G);
     out = {e.lat_n(n, Way::OneWay) + posted_before * e.ovh_n(n),

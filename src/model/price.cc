@@ -6,7 +6,8 @@
 // Bandwidth sharing. Inside a node, the transfers a rank posts in one round share its bandwidth
 // (intra.bw_Bps per direction), so each one takes latency + (bytes of all of them) / bandwidth, the
 // time in which a fair share would move them all; the same holds for the receiving rank's round,
-// and the larger of the two counts. Across nodes, one transfer is one flow, which a NIC serves at
+// and the larger of the two counts (the sender's bytes counted at intra.send_share: receivers
+// that copy the data themselves take that load off the sender). Across nodes, one transfer is one flow, which a NIC serves at
 // nic_bw_Bps at most, and the network transfers that the ranks of a node post in rounds of the
 // same step (Round::step: the schedule's time step, which a rank idle in earlier steps reaches
 // with fewer rounds) share the node's NICs (node_bw_Bps()), sending and receiving: equal steps
@@ -286,7 +287,7 @@ class Pricer : public ScheduleVisitor {
     const bool one_way = lr.sends == 0 && ls.recvs == 0;
     const bool exchange = !exchange_.empty() && exchange_[i];
     if (pl_.same_node(t.send.rank, t.recv.rank)) {
-      double bw_s = std::max(ls.out_intra, lr.in_intra) * intra_s_per_byte_;
+      double bw_s = std::max(ls.out_intra * topo_.intra.send_share, lr.in_intra) * intra_s_per_byte_;
       if (!node_intra_.empty())
         bw_s = std::max(bw_s, node_intra_[pl_.node_of_rank[t.send.rank]][step_of(t.send)] * node_intra_s_per_byte_);
       return topo_.intra.message_latency_s(bytes) * topo_.intra.msg.latency_factor(one_way, exchange) +

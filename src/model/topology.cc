@@ -390,13 +390,17 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     MapReader intra(ctx, top.require("intra_node"), "intra_node",
                     {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
                      "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency", "inline_overhead",
-                     "one_way_factor", "exchange_factor", "overhead_receive_share"});
+                     "one_way_factor", "exchange_factor", "overhead_receive_share", "send_share"});
     t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
     t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
                                     "intra_node.bandwidth");
     t.intra.latency_s = read_time(ctx, intra.require("latency", "per message, e.g. 2 us"), "intra_node.latency");
     if (auto v = intra.optional("node_bandwidth"))
       t.intra.node_bw_Bps = read_bandwidth(ctx, *v, "intra_node.node_bandwidth");
+    read_in_range(ctx, intra, "intra_node", "send_share", 0, true, 1,
+                  "must be from 0 to 1 (the part of a round's outgoing bytes that count against the sending "
+                  "rank's bandwidth; 1 = all)",
+                  t.intra.send_share);
     read_message_costs(ctx, intra, "intra_node", t.intra.msg);
   }
   if (t.gpu || top.has("host_link")) {

@@ -89,6 +89,13 @@ struct Tier {
   // CPU's memory system), 0 = unlimited. A transfer then gets min(bw_Bps, node_bw_Bps / f), f =
   // transfers active on the node.
   BytesPerSecond node_bw_Bps = 0;
+  // Intra-node tier only: the part of a round's outgoing bytes that count against the sending
+  // rank's bandwidth (0..1). 1: the sends a rank posts in one round share its bandwidth, as when
+  // the sender copies each message out; below 1, the receivers move part of the data themselves
+  // (single-copy mechanisms such as CMA, where each receiver reads the sender's buffer), so one
+  // rank sending to many is bound less by its own rate. A round's receives always share the
+  // receiver's bandwidth; a single transfer is not affected.
+  double send_share = 1.0;
   MessageCosts msg{};
   Seconds message_latency_s(double bytes) const { return msg.latency_s(latency_s, bytes); }
 };

@@ -580,6 +580,7 @@ int cmd_calibrate(int argc, char** argv) {
         params.push_back(Param::IntraOneWay);
         params.push_back(Param::IntraReceiveShare);
         params.push_back(Param::IntraExchange);
+        params.push_back(Param::IntraSendShare);
       }
       if (topo.network.present()) params.push_back(Param::NetOneWay);
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);

@@ -122,15 +122,40 @@ TEST(PriceEqualsClosedForm, UnpipelinedAlgorithms) {
   one_way.intra.msg.one_way_factor = 0.6;
   Topology both = one_way;
   both.intra.msg.exchange_factor = 1.4;
-  for (const Topology& t : {uniform(), one_way, both})
+  // And with receivers that copy part of the data themselves (intra_node.send_share), which only
+  // changes rounds that send more than they receive (the direct broadcast's root).
+  Topology pulled = uniform();
+  pulled.intra.send_share = 0.4;
+  for (const Topology& t : {uniform(), one_way, both, pulled})
     for (auto [c, a] : pairs)
       for (int p : kRanks)
         for (Bytes bytes : sizes(p)) {
           const Priced x = price(c, a, p, bytes, p / 2, t);
           EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s)
               << name(c, a, p, bytes) << " one_way_factor=" << t.intra.msg.one_way_factor
-              << " exchange_factor=" << t.intra.msg.exchange_factor;
+              << " exchange_factor=" << t.intra.msg.exchange_factor << " send_share=" << t.intra.send_share;
         }
+}
+
+// The direct broadcast's root sends p - 1 copies in one round: at send_share 1 they queue on its
+// rate, (p-1) n b; at 0 only each receiver's rate and the node's bandwidth bound them,
+// max(n b, (p-1) n / node_bandwidth).
+TEST(PriceEqualsClosedForm, DirectBroadcastBySendShare) {
+  const int p = 8;
+  const Bytes bytes = 1 << 20;
+  const double n = static_cast<double>(bytes);
+  Topology t = uniform();
+  EXPECT_NEAR(price(Collective::Broadcast, Algorithm::Direct, p, bytes, 0, t).schedule_s, kAlpha + (p - 1) * n * kBeta,
+              1e-12);
+  t.intra.send_share = 0;
+  EXPECT_NEAR(price(Collective::Broadcast, Algorithm::Direct, p, bytes, 0, t).schedule_s, kAlpha + n * kBeta, 1e-12);
+  t.intra.node_bw_Bps = 3.5 / kBeta;  // seven copies at half a pair's rate each
+  EXPECT_NEAR(price(Collective::Broadcast, Algorithm::Direct, p, bytes, 0, t).schedule_s, kAlpha + 2 * n * kBeta,
+              1e-12);
+  t.intra.send_share = 0.5;
+  t.intra.node_bw_Bps = 0;
+  EXPECT_NEAR(price(Collective::Broadcast, Algorithm::Direct, p, bytes, 0, t).schedule_s,
+              kAlpha + 3.5 * n * kBeta, 1e-12);
 }
 
 TEST(PriceEqualsClosedForm, RabenseifnerOnPowersOfTwo) {
