@@ -160,7 +160,7 @@ class Chooser {
       case Collective::AllReduce:
         switch (decide(kAllreduce, p, bytes)) {
           case 1: return join(one(Collective::Reduce, A::Direct, "linear reduce", true, count, 0),
-                              one(Collective::Broadcast, A::Direct, "linear broadcast", true, count, 0));
+                              in_place(one(Collective::Broadcast, A::Direct, "linear broadcast", true, count, 0)));
           case 2: return join(choose(Collective::Reduce, count, 0), choose(Collective::Broadcast, count, 0));
           case 3: return one(c, A::RecursiveDoubling, "recursive doubling", true, count, root);
           case 4:
@@ -173,24 +173,11 @@ class Chooser {
             if (count < static_cast<std::uint64_t>(1) << floor_log2(p))
               return join(one(Collective::Reduce, A::Direct, "Rabenseifner (too few elements: linear reduce)", true,
                               count, 0),
-                          one(Collective::Broadcast, A::Direct, "linear broadcast", true, count, 0));
+                          in_place(one(Collective::Broadcast, A::Direct, "linear broadcast", true, count, 0)));
             return one(c, A::Rabenseifner, "Rabenseifner", true, count, root);
         }
       case Collective::Broadcast:
-        switch (decide(kBroadcast, p, bytes)) {
-          case 1: return one(c, A::Direct, "linear", true, count, root);
-          case 2: return one(c, A::Ring, "chain, one segment", true, count, root, bytes);
-          case 3: return one(c, A::Ring, "pipeline, one segment", true, count, root, bytes);
-          case 4: return one(c, A::Tree, "split binary tree", false, count, root);
-          case 5: return one(c, A::Binomial, "binary tree", false, count, root);
-          case 6: return one(c, A::Binomial, "binomial", true, count, root);
-          case 7: return one(c, A::Binomial, "k-nomial tree", false, count, root);
-          case 8:
-            if (count < static_cast<std::uint64_t>(p))
-              return one(c, A::Direct, "scatter + allgather (fewer elements than ranks: linear)", true, count, root);
-            return one(c, A::RecursiveDoubling, "scatter + allgather", power_of_two(p), count, root);
-          default: return one(c, A::RecursiveDoubling, "scatter + ring allgather", false, count, root);
-        }
+        return in_place(broadcast(count, root));
       case Collective::Reduce:
         switch (decide(kReduce, p, bytes)) {
           case 1: return one(c, A::Direct, "linear", true, count, root);
@@ -241,7 +228,34 @@ class Chooser {
     throw Error("no library choice for this collective");
   }
 
+  // The library's broadcast of `count` elements from `root`.
+  std::vector<LibraryPhase> broadcast(std::uint64_t count, int root) const {
+    const Collective c = Collective::Broadcast;
+    const int p = base_.nranks;
+    const std::uint64_t bytes = count * base_.elem_size;
+    using A = Algorithm;
+    switch (decide(kBroadcast, p, bytes)) {
+      case 1: return one(c, A::Direct, "linear", true, count, root);
+      case 2: return one(c, A::Ring, "chain, one segment", true, count, root, bytes);
+      case 3: return one(c, A::Ring, "pipeline, one segment", true, count, root, bytes);
+      case 4: return one(c, A::Tree, "split binary tree", false, count, root);
+      case 5: return one(c, A::Binomial, "binary tree", false, count, root);
+      case 6: return one(c, A::Binomial, "binomial", true, count, root);
+      case 7: return one(c, A::Binomial, "k-nomial tree", false, count, root);
+      case 8:
+        if (count < static_cast<std::uint64_t>(p))
+          return one(c, A::Direct, "scatter + allgather (fewer elements than ranks: linear)", true, count, root);
+        return one(c, A::RecursiveDoubling, "scatter + allgather", power_of_two(p), count, root);
+      default: return one(c, A::RecursiveDoubling, "scatter + ring allgather", false, count, root);
+    }
+    throw Error("no library choice for broadcast");
+  }
+
  private:
+  static std::vector<LibraryPhase> in_place(std::vector<LibraryPhase> phases) {
+    for (LibraryPhase& ph : phases) ph.in_place = true;
+    return phases;
+  }
   static int floor_log2(int p) {
     int k = 0;
     while ((2 << k) <= p) ++k;
@@ -299,9 +313,22 @@ std::optional<LibraryChoice> library_choice(const MpiLibrary& library, const Sch
   return out;
 }
 
+Schedule library_schedule(const LibraryPhase& phase) {
+  Schedule s = make_schedule(phase.request);
+  if (!phase.in_place) return s;
+  // The root's copy of its Input to its Output, and any round left empty by it.
+  auto& rounds = s.ranks[static_cast<std::size_t>(phase.request.root)].rounds;
+  for (Round& round : rounds)
+    std::erase_if(round.ops, [](const Op& op) {
+      return op.kind == OpKind::Copy && op.src.buffer == BufferId::Input && op.dst.buffer == BufferId::Output;
+    });
+  std::erase_if(rounds, [](const Round& round) { return round.ops.empty(); });
+  return s;
+}
+
 Seconds price_library_choice(const LibraryChoice& choice, const Topology& topology, const Placement& placement) {
   Seconds t = 0;
-  for (const LibraryPhase& ph : choice.phases) t += price_schedule(make_schedule(ph.request), topology, placement).time_s;
+  for (const LibraryPhase& ph : choice.phases) t += price_schedule(library_schedule(ph), topology, placement).time_s;
   return t;
 }
 

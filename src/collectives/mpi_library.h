@@ -26,6 +26,9 @@ struct LibraryPhase {
   ScheduleRequest request;        // the schedule that stands for this phase
   std::string library_algorithm;  // the library's name for its algorithm, e.g. "chain"
   bool exact = true;  // false: the library's algorithm has no schedule here; the nearest stands in
+  // The library works in the caller's buffer (MPI_Bcast sends the root's buffer itself): the
+  // schedule's copy of the root's Input to its Output is not part of the phase.
+  bool in_place = false;
 };
 
 struct LibraryChoice {
@@ -51,8 +54,12 @@ std::string why_choice_unknown(const MpiLibrary& library);
 // the request has one rank.
 std::optional<LibraryChoice> library_choice(const MpiLibrary& library, const ScheduleRequest& request);
 
-// The time of the choice: each phase's schedule priced on `topology` (model/price.h), one after
-// another.
+// The schedule that stands for one phase: make_schedule's, less the root's copy of its Input to its
+// Output when the library works in place.
+Schedule library_schedule(const LibraryPhase& phase);
+
+// The time of the choice: each phase's schedule (library_schedule) priced on `topology`
+// (model/price.h), one after another.
 Seconds price_library_choice(const LibraryChoice& choice, const Topology& topology, const Placement& placement);
 
 }  // namespace commsim

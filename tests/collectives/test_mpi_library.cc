@@ -141,5 +141,30 @@ TEST(MpiLibrary, PricesThePhasesOneAfterAnother) {
               1e-9 * price_library_choice(chain, t, pl));
 }
 
+// MPI_Bcast sends the root's own buffer: the library's broadcast has no copy of the root's Input to
+// its Output, which a hand-written broadcast's schedule makes (and pays for when copies are slow).
+TEST(MpiLibrary, BroadcastWorksInPlace) {
+  Topology t;
+  t.name = "slow copies";
+  t.gpu = false;
+  t.ranks_per_node = 64;
+  t.memory_bw_Bps = 1e9;
+  t.intra = {"shared-memory", 2e-6, 10e9};
+  t.reduce_bw_Bps = 20e9;
+  const Placement pl = Placement::uniform(1, 4);
+  const LibraryChoice chain = choose(Collective::Broadcast, 4, 16 * MiB);
+  ASSERT_EQ(chain.phases.size(), 1u);
+  EXPECT_TRUE(chain.phases[0].in_place);
+  const Schedule s = library_schedule(chain.phases[0]);
+  for (const Round& round : s.ranks[0].rounds)
+    for (const Op& op : round.ops) EXPECT_NE(op.kind, OpKind::Copy);
+  const double hop = 2e-6 + 16.0 * MiB / 10e9;
+  EXPECT_NEAR(price_library_choice(chain, t, pl), 3 * hop, 1e-9);
+  EXPECT_GT(price_schedule(make_schedule(chain.phases[0].request), t, pl).time_s, 3 * hop + 1e-3);
+  // The scatter that follows a reduce-scatter's reduce copies the root's own block: not in place.
+  const LibraryChoice rs = choose(Collective::ReduceScatter, 4, 16 * MiB);
+  EXPECT_FALSE(rs.phases[1].in_place);
+}
+
 }  // namespace
 }  // namespace commsim
