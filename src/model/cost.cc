@@ -869,7 +869,6 @@ Parts reduce_hier(const Env& e, double n) {
   return t;
 }
 
-// sendrecv: rank r sends n to r + 1: a + n b; across nodes one flow per node crosses.
 // broadcast direct (MPI's linear broadcast): the root posts p - 1 sends of n at once; inside the
 // node they share its bandwidth, across nodes each is one flow and all share the node's NICs:
 //   a + (p-1) n b on one tier.
@@ -901,6 +900,7 @@ Parts reduce_direct(const Env& e, double n) {
   return t;
 }
 
+// sendrecv: rank r sends n to r + 1: a + n b; across nodes one flow per node crosses.
 Parts sendrecv_direct(const Env& e, double n) {
   const Way w = ring_way(e.p);
   if (e.N == 1) return intra(e, n, w);

@@ -7,11 +7,11 @@
 // (intra.bw_Bps per direction), so each one takes latency + (bytes of all of them) / bandwidth, the
 // time in which a fair share would move them all; the same holds for the receiving rank's round,
 // and the larger of the two counts (the sender's bytes counted at intra.send_share: receivers
-// that copy the data themselves take that load off the sender). Across nodes, one transfer is one flow, which a NIC serves at
-// nic_bw_Bps at most, and the network transfers that the ranks of a node post in rounds of the
-// same step (Round::step: the schedule's time step, which a rank idle in earlier steps reaches
-// with fewer rounds) share the node's NICs (node_bw_Bps()), sending and receiving: equal steps
-// stand in for "at the same time". Likewise the receives of a round that combine on arrival
+// that copy the data themselves take that load off the sender). Across nodes, one transfer is one
+// flow, which a NIC serves at nic_bw_Bps at most, and the network transfers that the ranks of a
+// node post in rounds of the same step (Round::step: the schedule's time step, which a rank idle in
+// earlier steps reaches with fewer rounds) share the node's NICs (node_bw_Bps()), sending and
+// receiving: equal steps stand in for "at the same time". Likewise the receives of a round that combine on arrival
 // (RecvReduce) share the rank's reduction rate: each one ends (bytes they all combine) * gamma
 // after it arrives.
 //

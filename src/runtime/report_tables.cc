@@ -283,7 +283,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
     out << "  hand-written schedules:\n";
     stats_line(out, "  below 64 KiB", r.schedules_below_64KiB);
     stats_line(out, "  64 KiB and above", r.schedules_from_64KiB);
-    out << "  library baselines (predicted as the model's fastest algorithm, or NCCL's model):\n";
+    out << "  library baselines (MPI: the library's own choice where known, else the model's fastest; NCCL's "
+           "model):\n";
     stats_line(out, "  below 64 KiB", r.library_below_64KiB);
     stats_line(out, "  64 KiB and above", r.library_from_64KiB);
   }
