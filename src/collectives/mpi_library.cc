@@ -299,7 +299,7 @@ std::string LibraryChoice::describe() const {
 std::string why_choice_unknown(const MpiLibrary& library) {
   if (library.version.empty()) return "the MPI library is not known";
   if (library.version.find("Open MPI v4.1") == std::string::npos)
-    return "the choice of " + library.version.substr(0, library.version.find(',')) + " is not known";
+    return "the choice of " + library.version.substr(0, library.version.find_first_of(",\n")) + " is not known";
   for (const std::string& kv : library.environment)
     if (kv.rfind("OMPI_MCA_coll", 0) == 0) return kv.substr(0, kv.find('=')) + " is set";
   return "";
