@@ -158,17 +158,20 @@ class Chooser {
     using A = Algorithm;
     switch (c) {
       case Collective::AllReduce:
-        switch (decide(kAllreduce, p, bytes)) {
+        switch (const int alg = decide(kAllreduce, p, bytes); alg) {
           case 1: return join(one(Collective::Reduce, A::Direct, "linear reduce", true, count, 0),
                               in_place(one(Collective::Broadcast, A::Direct, "linear broadcast", true, count, 0)));
           case 2: return join(choose(Collective::Reduce, count, 0), choose(Collective::Broadcast, count, 0));
           case 3: return one(c, A::RecursiveDoubling, "recursive doubling", true, count, root);
           case 4:
-          case 5:
+          case 5: {
+            // The segmented ring with no segment size set runs the plain ring.
+            const char* name = alg == 4 ? "ring" : "segmented ring, one segment";
             if (count < static_cast<std::uint64_t>(p))
               return one(c, A::RecursiveDoubling, "ring (fewer elements than ranks: recursive doubling)", true, count,
                          root);
-            return one(c, A::Ring, "ring", true, count, root);
+            return one(c, A::Ring, name, true, count, root);
+          }
           default:
             if (count < static_cast<std::uint64_t>(1) << floor_log2(p))
               return join(one(Collective::Reduce, A::Direct, "Rabenseifner (too few elements: linear reduce)", true,
