@@ -11,9 +11,9 @@
 // flow, which a NIC serves at nic_bw_Bps at most, and the network transfers that the ranks of a
 // node post in rounds of the same step (Round::step: the schedule's time step, which a rank idle in
 // earlier steps reaches with fewer rounds) share the node's NICs (node_bw_Bps()), sending and
-// receiving: equal steps stand in for "at the same time". Likewise the receives of a round that combine on arrival
-// (RecvReduce) share the rank's reduction rate: each one ends (bytes they all combine) * gamma
-// after it arrives.
+// receiving: equal steps stand in for "at the same time". Likewise the receives of a round that
+// combine on arrival (RecvReduce) share the rank's reduction rate: each one ends (bytes they all
+// combine) * gamma after it arrives.
 //
 // Optional terms of the topology (all off by default): intra_node.node_bandwidth caps the bytes
 // that all ranks of a node move inside it in rounds of the same step (as the NICs above: a

@@ -229,7 +229,9 @@ struct Topology {
 
   Seconds gamma_s_per_byte() const { return 1.0 / reduce_bw_Bps; }
   // The factor of working_set_scale at `working_set` bytes (1 without the curve).
-  double scale_at(double working_set) const { return curve_at(working_set_scale, &WorkingSetScale::working_set, working_set); }
+  double scale_at(double working_set) const {
+    return curve_at(working_set_scale, &WorkingSetScale::working_set, working_set);
+  }
   // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
   double local_op_scale_at(double bytes) const { return curve_at(local_op_scale, &LocalOpScale::bytes, bytes); }
   // The factor of message_scale for one intra-node message of `bytes` bytes (1 without the curve).

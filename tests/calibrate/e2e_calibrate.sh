@@ -32,7 +32,16 @@ if "$bin" calibrate portrait.h5 --out fitted.yaml 2>err.txt; then echo "overwrot
 grep -q -- "--force" err.txt
 
 "${mpirun[@]}" "$bin" run --topology fitted.yaml --backend host --collectives allreduce \
-  --algorithms ring,recursive-doubling,tree --sizes 1KiB:1MiB:x4 --iters 3 --warmup 1 --out run.h5 > run.txt
+  --algorithms ring,recursive-doubling,tree,mpi --sizes 1KiB:1MiB:x4 --iters 3 --warmup 1 --out run.h5 > run.txt
+# MPI's own allreduce is predicted as the algorithm the library picks when it is Open MPI 4.1, and as
+# the model's fastest schedule, with the reason, otherwise.
+"$bin" report run.h5 --format csv --table points | grep "^allreduce,mpi," > mpi_points.csv
+[ "$(wc -l < mpi_points.csv)" -eq 6 ]
+if mpiexec --version 2>&1 | grep -Eq "\((Open MPI|OpenRTE)\) 4\.1\."; then
+  [ "$(grep -c 'predicted: Open MPI 4.1 coll/tuned: allreduce ' mpi_points.csv)" -eq 6 ]
+else
+  [ "$(grep -c "the model's fastest schedule (" mpi_points.csv)" -eq 6 ]
+fi
 
 # The run's collectives refine gamma; the refined file still loads (predict accepts it).
 "$bin" calibrate portrait.h5 run.h5 --refine gamma --out refined.yaml | tee refine.txt
@@ -59,7 +68,8 @@ if "$bin" calibrate portrait.h5 run.h5 --refine all --threads -1 --out bad.yaml 
 grep -q "^commsim calibrate: error: --threads -1: give 1 or more" threads.err
 
 # report --topology: predicted again on the topology of the run, every point's prediction is the one
-# stored with it; on the refitted topology they change.
+# stored with it (MPI's too: the run's library is read back from the file); on the refitted topology
+# they change.
 "$bin" report run.h5 --format csv --table points | cut -d, -f1-9 > stored.csv
 "$bin" report run.h5 --topology fitted.yaml --format csv --table points | cut -d, -f1-9 > again.csv
 python3 - stored.csv again.csv <<'PY'

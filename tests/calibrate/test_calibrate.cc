@@ -970,6 +970,28 @@ TEST(RefineParameters, ThreadsGiveTheSameFitAndPassErrorsOn) {
   }
 }
 
+// A term the fit moves to where no sample depends on it any more is reported as fitted, at that
+// value, and one no sample ever depended on as held. Here a share binds only above 0.5: the first
+// step takes it to 0.2 (the linearised fit's answer), where it is flat, while the latency goes on
+// being fitted.
+TEST(RefineParameters, ReportsATermMovedToWhereNoSampleDependsOnItAsFitted) {
+  const SamplePredictor predict = [](const Topology& t, const CollectiveSample& s) {
+    return t.intra.latency_s * static_cast<double>(s.key) + 1e-3 * std::max(t.intra.send_share - 0.5, 0.0);
+  };
+  std::vector<CollectiveSample> samples;
+  for (std::size_t k = 1; k <= 8; ++k)
+    samples.push_back({Collective::Broadcast, Algorithm::Direct, 1, 8, 1024 * k, 1e-3 * k - 0.3e-3, k});
+  Topology start = parse_topology(kHostTopology, "test");
+  start.intra.latency_s = 2e-3;
+  start.intra.send_share = 1;
+  const ParamFit f = refine_parameters(start, samples, {Param::IntraSendShare, Param::IntraLatency, Param::NetOneWay},
+                                       FitWeighting::Robust, predict);
+  EXPECT_GT(f.iterations, 1);
+  EXPECT_LT(f.topology.intra.send_share, 0.5);
+  EXPECT_EQ(f.fitted, (std::vector<Param>{Param::IntraLatency, Param::IntraSendShare}));
+  EXPECT_EQ(f.held, std::vector<Param>{Param::NetOneWay});
+}
+
 // A ring shift of 16 ranks on a 16-core machine (medians, us, 8 B .. 64 MiB): the steps at 256 B
 // and 2 KiB are there but too blurred to keep from the probe alone; the fit still names where they
 // would be, so that a collective fit can decide their latencies.
