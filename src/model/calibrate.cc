@@ -124,6 +124,10 @@ int working_set_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::WorkingSet1) + 1;
   return i >= 1 && i <= 6 ? i : -1;
 }
+int node_working_set_index(Param p) {
+  const int i = static_cast<int>(p) - static_cast<int>(Param::NodeWorkingSet1) + 1;
+  return i >= 1 && i <= 6 ? i : -1;
+}
 int local_op_index(Param p) {
   const int i = static_cast<int>(p) - static_cast<int>(Param::LocalOp1) + 1;
   return i >= 1 && i <= 5 ? i : -1;
@@ -137,7 +141,8 @@ int message_index(Param p) {
   return i >= 1 && i <= 7 ? i : -1;
 }
 bool is_scale_param(Param p) {
-  return working_set_index(p) > 0 || local_op_index(p) > 0 || message_index(p) > 0 || p == Param::IntraOneWay ||
+  return working_set_index(p) > 0 || node_working_set_index(p) > 0 || local_op_index(p) > 0 ||
+         message_index(p) > 0 || p == Param::IntraOneWay ||
          p == Param::IntraExchange || p == Param::NetOneWay || net_message_index(p) >= 0;
 }
 bool is_beta_param(Param p) {
@@ -350,6 +355,12 @@ std::string_view to_string(Param p) {
     case Param::WorkingSet4: return "working_set_scale[4]";
     case Param::WorkingSet5: return "working_set_scale[5]";
     case Param::WorkingSet6: return "working_set_scale[6]";
+    case Param::NodeWorkingSet1: return "node_working_set_scale[1]";
+    case Param::NodeWorkingSet2: return "node_working_set_scale[2]";
+    case Param::NodeWorkingSet3: return "node_working_set_scale[3]";
+    case Param::NodeWorkingSet4: return "node_working_set_scale[4]";
+    case Param::NodeWorkingSet5: return "node_working_set_scale[5]";
+    case Param::NodeWorkingSet6: return "node_working_set_scale[6]";
     case Param::LocalOp1: return "local_op_scale[1]";
     case Param::LocalOp2: return "local_op_scale[2]";
     case Param::LocalOp3: return "local_op_scale[3]";
@@ -387,6 +398,7 @@ std::string_view field_of(Param p) {
     case Param::IntraSendShare: return "intra_node.send_share";
     default:
       if (net_message_index(p) >= 0) return "network_message_scale";
+      if (node_working_set_index(p) > 0) return "node_working_set_scale";
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
 }
@@ -431,6 +443,25 @@ std::vector<Param> add_working_set_points(Topology& topo, const std::vector<Coll
   for (const auto& s : samples)
     largest = std::max(largest, working_set_bytes(s.collective, s.bytes, s.nodes * s.ranks_per_node));
   return add_curve_points(topo.working_set_scale, 256 * 1024, largest, 6, Param::WorkingSet1);
+}
+
+std::vector<Param> add_node_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
+  if (!(topo.intra.node_bw_Bps > 0)) return {};
+  double largest = 0;
+  for (const auto& s : samples)
+    largest = std::max(largest, working_set_bytes(s.collective, s.bytes, s.nodes * s.ranks_per_node) *
+                                    static_cast<double>(s.ranks_per_node));
+  return add_curve_points(topo.node_working_set_scale, 1024 * 1024, largest, 6, Param::NodeWorkingSet1);
+}
+
+std::string why_no_node_curve(const Topology& topo, const std::vector<CollectiveSample>& samples, int logical_cpus) {
+  if (!(topo.intra.node_bw_Bps > 0)) return "the topology has no intra_node.node_bandwidth";
+  int most_ranks = 0;
+  for (const CollectiveSample& s : samples) most_ranks = std::max(most_ranks, s.ranks_per_node);
+  if (logical_cpus > 0 && most_ranks > logical_cpus)
+    return std::to_string(most_ranks) + " ranks on a node of " + std::to_string(logical_cpus) +
+           " logical CPUs take turns on its cores, which sets their shared rate, not its caches";
+  return "";
 }
 
 std::vector<Param> add_local_op_points(Topology& topo, const std::vector<CollectiveSample>& samples) {
@@ -488,6 +519,10 @@ double get_param(const Topology& topo, Param p) {
         const auto i = static_cast<std::size_t>(net_message_index(p));
         return i < topo.network_message_scale.size() ? topo.network_message_scale[i].scale : 1.0;
       }
+      if (node_working_set_index(p) > 0) {
+        const auto i = static_cast<std::size_t>(node_working_set_index(p));
+        return i < topo.node_working_set_scale.size() ? topo.node_working_set_scale[i].scale : 1.0;
+      }
       if (local_op_index(p) > 0) {
         const auto i = static_cast<std::size_t>(local_op_index(p));
         return i < topo.local_op_scale.size() ? topo.local_op_scale[i].scale : 1.0;
@@ -533,6 +568,11 @@ void set_param(Topology& topo, Param p, double value) {
       if (net_message_index(p) >= 0) {
         const auto i = static_cast<std::size_t>(net_message_index(p));
         if (i < topo.network_message_scale.size()) topo.network_message_scale[i].scale = value;
+        break;
+      }
+      if (node_working_set_index(p) > 0) {
+        const auto i = static_cast<std::size_t>(node_working_set_index(p));
+        if (i < topo.node_working_set_scale.size()) topo.node_working_set_scale[i].scale = value;
         break;
       }
       if (local_op_index(p) > 0) {
@@ -833,6 +873,11 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   if (!t.working_set_scale.empty()) {
     y.line(0, "working_set_scale", "", "working_set_scale");
     for (const WorkingSetScale& w : t.working_set_scale)
+      y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
+  }
+  if (!t.node_working_set_scale.empty()) {
+    y.line(0, "node_working_set_scale", "", "node_working_set_scale");
+    for (const WorkingSetScale& w : t.node_working_set_scale)
       y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
   }
   // The curves by bytes (local_op_scale, message_scale, written_scale, network_message_scale).

@@ -117,7 +117,10 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //    rank (from 0 to 1);
 //  - intra_node.send_share, the part of a round's outgoing bytes that the sending rank's bandwidth
 //    carries (from 0 to 1; only rounds that send more than they receive, such as a direct
-//    broadcast's root, depend on it).
+//    broadcast's root, depend on it);
+//  - the node's working-set curve (Topology::node_working_set_scale), when the topology has an
+//    intra_node.node_bandwidth and a node's ranks do not outnumber its logical CPUs: points every
+//    4x from 1 MiB (add_node_working_set_points).
 enum class Param : std::uint8_t {
   IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
   IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
@@ -133,8 +136,9 @@ enum class Param : std::uint8_t {
   NetOneWay,
   NetMessage1, NetMessage2, NetMessage3, NetMessage4, NetMessage5, NetMessage6,
   IntraSendShare,
+  NodeWorkingSet1, NodeWorkingSet2, NodeWorkingSet3, NodeWorkingSet4, NodeWorkingSet5, NodeWorkingSet6,
 };
-inline constexpr int kParamCount = 41;
+inline constexpr int kParamCount = 47;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -148,6 +152,15 @@ std::string param_text(Param p, double value);
 // holds), every factor 1.
 // Returns the parameters of the points after the first (WorkingSet1, ...).
 std::vector<Param> add_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples);
+// The same for the node's working-set curve (Topology::node_working_set_scale), only when `topo`
+// has an intra_node.node_bandwidth: points at 1 MiB, 4 MiB, ... (x4) up to the largest of a
+// sample's working set times its ranks per node (seven points at most), every factor 1. Returns
+// NodeWorkingSet1, ...; none without a node bandwidth.
+std::vector<Param> add_node_working_set_points(Topology& topo, const std::vector<CollectiveSample>& samples);
+// Why the node's working-set curve is not fitted to `samples` on `topo`, or "" when it is: the
+// topology has no intra_node.node_bandwidth, or a node's ranks outnumber its `logical_cpus` (0:
+// unknown). Such ranks take turns on the cores, which sets their shared rate, not the caches.
+std::string why_no_node_curve(const Topology& topo, const std::vector<CollectiveSample>& samples, int logical_cpus);
 // The same for the local-operation curve: points at 64 KiB, 256 KiB, ... (x4) up to the largest
 // message size among `samples` (six at most). Returns LocalOp1, ...
 std::vector<Param> add_local_op_points(Topology& topo, const std::vector<CollectiveSample>& samples);

@@ -131,7 +131,8 @@ struct Env {
 // `bytes` of collective c set the working set that scales the memory-bound bandwidths
 // (Topology::working_set_scale); without a curve they do not matter.
 Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
-  const double f = t.working_set_scale.empty() ? 1.0 : t.scale_at(working_set_bytes(c, bytes, nodes * ranks_per_node));
+  const double ws = working_set_bytes(c, bytes, nodes * ranks_per_node);
+  const double f = t.working_set_scale.empty() ? 1.0 : t.scale_at(ws);
   Env e;
   e.N = nodes;
   e.G = ranks_per_node;
@@ -144,7 +145,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
   e.g = 1.0 / (t.reduce_bw_Bps * f);
   e.topo = &t;
-  e.node_intra_bw = t.intra.node_bw_Bps * f;
+  e.node_intra_bw = t.intra.node_bw_Bps > 0 ? t.intra.node_bw_Bps * t.node_scale_at(ws, e.G) : 0.0;
   if (e.node_intra_bw > 0) e.node_intra_b = 1.0 / e.node_intra_bw;
   if (t.intra.msg.eager_limit_bytes > 0) e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
   if (t.network.msg.eager_limit_bytes > 0) e.eager_n = static_cast<double>(t.network.msg.eager_limit_bytes);

@@ -109,8 +109,9 @@ class WrittenRanges {
 
 class Pricer : public ScheduleVisitor {
  public:
-  // f: the working-set factor on the memory-bound bandwidths (Topology::working_set_scale).
-  Pricer(const Schedule& s, const Topology& topo, const Placement& pl, double f)
+  // f: the working-set factor on the memory-bound bandwidths (Topology::working_set_scale);
+  // f_node: the one on intra_node.node_bandwidth (Topology::node_scale_at).
+  Pricer(const Schedule& s, const Topology& topo, const Placement& pl, double f, double f_node)
       : s_(s),
         topo_(topo),
         pl_(pl),
@@ -123,7 +124,7 @@ class Pricer : public ScheduleVisitor {
         rounds_(index_.size()),
         node_out_(pl.nnodes),
         node_in_(pl.nnodes),
-        node_intra_s_per_byte_(per_byte(topo.intra.node_bw_Bps * f)),
+        node_intra_s_per_byte_(per_byte(topo.intra.node_bw_Bps * f_node)),
         node_intra_(topo.intra.node_bw_Bps > 0 ? pl.nnodes : 0) {}
 
   // Local ops run first in a round: copies at memory bandwidth, reductions at gamma.
@@ -324,8 +325,9 @@ PriceBreakdown price_schedule(const Schedule& s, const Topology& topo, const Pla
   if (placement.nranks != s.nranks)
     throw Error("price_schedule: the placement has " + std::to_string(placement.nranks) +
                 " ranks but the schedule has " + std::to_string(s.nranks));
-  const double f = topo.scale_at(static_cast<double>((s.input_count + s.output_count) * s.elem_size));
-  Pricer pricer(s, topo, placement, f);
+  const auto working_set = static_cast<double>((s.input_count + s.output_count) * s.elem_size);
+  Pricer pricer(s, topo, placement, topo.scale_at(working_set),
+                topo.node_scale_at(working_set, placement.max_ranks_per_node()));
   const std::vector<MatchedTransfer> transfers =
       match_transfers(s, [&](const OpRef& at, const Op& op) { pricer.local_op(at, op); });
   pricer.set_transfers(transfers);

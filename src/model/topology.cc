@@ -362,7 +362,8 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   MapReader top(ctx, root, "",
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
                  "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
-                 "working_set_scale", "local_op_scale", "message_scale", "written_scale", "network_message_scale"});
+                 "working_set_scale", "node_working_set_scale", "local_op_scale", "message_scale", "written_scale",
+                 "network_message_scale"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -477,6 +478,10 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   }
   if (auto v = top.optional("call_overhead")) t.call_overhead_s = read_time(ctx, *v, "call_overhead");
   read_curve(ctx, top, "working_set_scale", "working_set", t.working_set_scale, &WorkingSetScale::working_set);
+  read_curve(ctx, top, "node_working_set_scale", "working_set", t.node_working_set_scale,
+             &WorkingSetScale::working_set);
+  if (!t.node_working_set_scale.empty() && !(t.intra.node_bw_Bps > 0))
+    fail(ctx, top.mark(), "node_working_set_scale", "needs intra_node.node_bandwidth (the rate it scales)");
   read_curve(ctx, top, "local_op_scale", "bytes", t.local_op_scale, &LocalOpScale::bytes);
   read_curve(ctx, top, "message_scale", "bytes", t.message_scale, &MessageScale::bytes);
   read_curve(ctx, top, "written_scale", "bytes", t.written_scale, &MessageScale::bytes);

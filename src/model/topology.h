@@ -216,8 +216,14 @@ struct Topology {
   //    the node's share of it, by the bytes of one message; `commsim probe` measures it (the network
   //    ring shift at every size against its latency and its large-message rate). Interpolated and
   //    held like working_set_scale. Empty: no scaling.
+  //  - node_working_set_scale: the aggregate rate of a node's memory system
+  //    (intra_node.node_bandwidth) falls further as what all ranks of the node hold at once
+  //    outgrows the caches they share. The points (ascending; `working_set` is one rank's working
+  //    set times the ranks on its node) give a factor on intra_node.node_bandwidth, on top of
+  //    working_set_scale's. Interpolated and held like working_set_scale. Empty: no such factor.
   Seconds call_overhead_s = 0;
   std::vector<WorkingSetScale> working_set_scale;
+  std::vector<WorkingSetScale> node_working_set_scale;
   std::vector<LocalOpScale> local_op_scale;
   std::vector<MessageScale> message_scale;
   std::vector<MessageScale> written_scale;
@@ -231,6 +237,12 @@ struct Topology {
   // The factor of working_set_scale at `working_set` bytes (1 without the curve).
   double scale_at(double working_set) const {
     return curve_at(working_set_scale, &WorkingSetScale::working_set, working_set);
+  }
+  // The factor on intra_node.node_bandwidth when each of `ranks_on_node` ranks holds `working_set`
+  // bytes: working_set_scale at one rank's, times node_working_set_scale at their sum.
+  double node_scale_at(double working_set, double ranks_on_node) const {
+    return scale_at(working_set) *
+           curve_at(node_working_set_scale, &WorkingSetScale::working_set, working_set * ranks_on_node);
   }
   // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
   double local_op_scale_at(double bytes) const { return curve_at(local_op_scale, &LocalOpScale::bytes, bytes); }

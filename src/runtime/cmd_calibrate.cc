@@ -264,7 +264,8 @@ int cmd_calibrate(int argc, char** argv) {
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
        "the latency of one-way messages and of exchanges, the share of the message overheads paid by "
-       "receivers, the cache curves by working set, by local-operation size and by message size, and the "
+       "receivers, the send share, the cache curves by working set (a rank's, and its node's when the "
+       "topology has a node_bandwidth), by local-operation size and by message size, and the "
        "points of the network's rate by message size); "
        "auto = gamma when run files are given")  //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
@@ -547,8 +548,8 @@ int cmd_calibrate(int argc, char** argv) {
     std::string protocol_note;
     if (refine == "all") {
       // Every term: the tiers' alpha and beta, gamma, the copy rate, what the runtime adds per
-      // message and per call, and the three cache curves (working set, local operation, message
-      // size), all against the same collectives.
+      // message and per call, and the cache curves (working set of a rank and of its node, local
+      // operation, message size), all against the same collectives.
       params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
                 Param::NetLatency, Param::NetBeta, Param::Gamma, Param::MemoryBeta};
       // A candidate step: its limit, with the latency on its far side equal to the tier's (no step
@@ -584,6 +585,12 @@ int cmd_calibrate(int argc, char** argv) {
       }
       if (topo.network.present()) params.push_back(Param::NetOneWay);
       for (Param p : add_working_set_points(topo, samples)) params.push_back(p);
+      // The node's curve stands for the caches its ranks share; ranks that outnumber the cores
+      // take turns on them instead, and the curve would only absorb the noise.
+      if (const std::string why = why_no_node_curve(topo, samples, probe.cpu_cores); why.empty())
+        for (Param p : add_node_working_set_points(topo, samples)) params.push_back(p);
+      else if (topo.intra.node_bw_Bps > 0)
+        protocol_note += "  node_working_set_scale: not fitted: " + why + "\n";
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
       for (Param p : add_message_points(topo, samples)) params.push_back(p);
       for (Param p : add_network_message_points(topo)) params.push_back(p);

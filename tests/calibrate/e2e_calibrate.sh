@@ -67,6 +67,25 @@ diff <(grep -v "^  .*all.yaml\|^# all\|^name:\|created:" refine_all.txt) <(grep 
 if "$bin" calibrate portrait.h5 run.h5 --refine all --threads -1 --out bad.yaml 2> threads.err; then exit 1; fi
 grep -q "^commsim calibrate: error: --threads -1: give 1 or more" threads.err
 
+# The node's working-set curve is fitted where the ranks fit the node's logical CPUs; with more
+# ranks than that (4 here, on a machine of fewer CPUs) calibrate says why it is not. Both need a node
+# bandwidth: the probe finds one only where all ranks at once stream clearly slower than a pair, so
+# the base topology gives one (the probe's own replaces it when it finds one).
+cpus=$(getconf _NPROCESSORS_ONLN)
+grep -v "node_bandwidth:" fitted.yaml | sed '/^intra_node:/a\  node_bandwidth: 4 GB/s' > node_base.yaml
+"$bin" calibrate portrait.h5 run.h5 --base node_base.yaml --refine all --out node.yaml > refine_node.txt
+grep -q "node_bandwidth:" node.yaml
+if [ "$cpus" -ge 2 ]; then grep -q "^node_working_set_scale:" node.yaml; fi
+mpiexec --oversubscribe -np 4 "$bin" run --topology fitted.yaml --backend host --collectives allgather \
+  --algorithms ring,direct --sizes 64KiB:4MiB:x4 --iters 3 --warmup 1 --out run4.h5 > run4.txt
+"$bin" calibrate portrait.h5 run4.h5 --base node_base.yaml --refine all --out node4.yaml > refine_node4.txt
+if [ "$cpus" -lt 4 ]; then
+  grep -q "node_working_set_scale: not fitted: 4 ranks on a node of $cpus logical CPUs" refine_node4.txt
+  if grep -q "^node_working_set_scale:" node4.yaml; then echo "node curve fitted on oversubscribed ranks"; exit 1; fi
+else
+  grep -q "^node_working_set_scale:" node4.yaml
+fi
+
 # report --topology: predicted again on the topology of the run, every point's prediction is the one
 # stored with it (MPI's too: the run's library is read back from the file); on the refitted topology
 # they change.

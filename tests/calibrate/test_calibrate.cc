@@ -637,6 +637,48 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
   EXPECT_EQ(to_string(Param::LocalOp2), "local_op_scale[2]");
 }
 
+// --refine all: the node's working-set curve comes back from collectives generated with it, next
+// to the per-rank alpha and beta: on 2, 4 and 8 ranks the same per-rank working set puts different
+// amounts on the node, and the rounds where every rank moves data at once are node-bound.
+TEST(RefineParameters, RecoversTheNodeWorkingSetCurve) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 6);
+  Topology start = truth;
+  EXPECT_TRUE(add_node_working_set_points(start, samples).empty());  // no node bandwidth: no curve
+  EXPECT_TRUE(start.node_working_set_scale.empty());
+  truth.intra.node_bw_Bps = 12e9;  // 5 GB/s a rank: node-bound from three ranks at once
+  start = truth;
+  const std::vector<Param> curve = add_node_working_set_points(start, samples);
+  // 1 MiB .. 1 GiB (8 ranks, allreduce of 64 MiB: 128 MiB of buffers a rank): 5 points after the first.
+  ASSERT_EQ(curve.size(), 5u);
+  EXPECT_EQ(curve.front(), Param::NodeWorkingSet1);
+  EXPECT_EQ(start.node_working_set_scale.front().working_set, Bytes{1} << 20);
+  EXPECT_EQ(start.node_working_set_scale.back().working_set, Bytes{1} << 30);
+  truth.node_working_set_scale = start.node_working_set_scale;
+  for (std::size_t i = 1; i < truth.node_working_set_scale.size(); ++i)
+    truth.node_working_set_scale[i].scale = std::pow(0.85, static_cast<double>(i));
+  time_on(truth, samples);
+  start.intra.bw_Bps *= 1.5;
+  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta};
+  for (Param p : curve) params.push_back(p);
+  const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.01 * truth.intra.bw_Bps);
+  for (std::size_t i = 1; i < truth.node_working_set_scale.size(); ++i)
+    EXPECT_NEAR(f.topology.node_working_set_scale[i].scale, truth.node_working_set_scale[i].scale, 0.02) << i;
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  expect_curve_written_back(f.topology, &Topology::node_working_set_scale, &WorkingSetScale::working_set);
+  // Fitted where the ranks fit the node's logical CPUs, or where their number is not known.
+  EXPECT_EQ(why_no_node_curve(truth, samples, 8), "");
+  EXPECT_EQ(why_no_node_curve(truth, samples, 0), "");
+  EXPECT_EQ(why_no_node_curve(truth, samples, 4),
+            "8 ranks on a node of 4 logical CPUs take turns on its cores, which sets their shared rate, "
+            "not its caches");
+  EXPECT_EQ(why_no_node_curve(parse_topology(kHostTopology, "test"), samples, 8),
+            "the topology has no intra_node.node_bandwidth");
+  EXPECT_EQ(field_of(Param::NodeWorkingSet2), "node_working_set_scale");
+  EXPECT_EQ(to_string(Param::NodeWorkingSet2), "node_working_set_scale[2]");
+}
+
 // --refine all: the message-size curve comes back from collectives generated with it (ring,
 // recursive doubling and Rabenseifner move the same bytes in messages of different sizes), next to
 // the intra-node alpha and beta, and is written out.

@@ -721,6 +721,45 @@ TEST(PriceEqualsClosedForm, CallOverheadAndWorkingSetCurve) {
   EXPECT_NEAR(copy_curve, copy / f, 1e-9 * copy / f);
 }
 
+// node_working_set_scale: intra_node.node_bandwidth takes the node's curve at one rank's working
+// set times the ranks on the node, on top of working_set_scale; the per-rank rate does not.
+// Priced schedules and closed forms apply it alike.
+TEST(PriceEqualsClosedForm, NodeWorkingSetCurve) {
+  Topology t = uniform();
+  t.intra.node_bw_Bps = 2 / kBeta;  // eight ranks active at once: a quarter of a pair's rate each
+  t.working_set_scale = {{256 * 1024, 1.0}, {64 << 20, 0.8}};
+  Topology with_node = t;
+  with_node.node_working_set_scale = {{1 << 20, 1.0}, {16 << 20, 0.9}, {1024 << 20, 0.5}};
+  using C = Collective;
+  using A = Algorithm;
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring},
+                                                  {C::AllGather, A::Direct},
+                                                  {C::AllGather, A::RecursiveDoubling},
+                                                  {C::ReduceScatter, A::Pairwise},
+                                                  {C::Broadcast, A::Binomial},
+                                                  {C::Broadcast, A::Direct}})
+    for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20})
+      expect_price_equals_closed_form(with_node, c, a, 8, bytes);
+  // A ring allgather moves one block a step on all eight ranks at once: node-bound, its bandwidth
+  // term is the plain one over both factors.
+  Topology plain_node = uniform();
+  plain_node.intra.node_bw_Bps = t.intra.node_bw_Bps;
+  const Bytes n = Bytes{32} << 20;
+  const CostQuery ring{C::AllGather, A::Ring, Protocol::None, 1, 8, n};
+  const double ws = working_set_bytes(C::AllGather, n, 8);
+  const double node_f = with_node.node_scale_at(ws, 8);
+  const double node_curve = 0.9 + (0.5 - 0.9) * std::log2(ws * 8 / (16 << 20)) / std::log2(1024.0 / 16);
+  EXPECT_LT(node_curve, 0.8);
+  EXPECT_NEAR(node_f, t.scale_at(ws) * node_curve, 1e-12);
+  EXPECT_NEAR(t.node_scale_at(ws, 8), t.scale_at(ws), 1e-15);  // without the node curve
+  const double base = closed_form(plain_node, ring).bandwidth_s;
+  EXPECT_NEAR(closed_form(with_node, ring).bandwidth_s, base / node_f, 1e-9 * base / node_f);
+  EXPECT_NEAR(closed_form(t, ring).bandwidth_s, base / t.scale_at(ws), 1e-9 * base);
+  // A lone transfer is not node-bound: a broadcast on two ranks sees the per-rank curve only.
+  const CostQuery one{C::Broadcast, A::Binomial, Protocol::None, 1, 2, n};
+  EXPECT_EQ(closed_form(with_node, one).time_s, closed_form(t, one).time_s);
+}
+
 // local_op_scale: the reductions of a round are priced at the factor of their batch, alike in
 // priced schedules and closed forms (one node, eight ranks), and a smaller factor for larger
 // batches makes recursive doubling (n bytes combined per round) lose more than ring (n/p).

@@ -463,6 +463,21 @@ working_set_scale:
   EXPECT_NE(error_of("working_set_scale:\n  - { working_set: 4MiB, factor: 1 }\n").find("unknown key"),
             std::string::npos);
 
+  // The node's curve reads the same way; it needs the node bandwidth it scales.
+  const std::string node_curve = "node_working_set_scale:\n  - { working_set: 8MiB, scale: 1 }\n"
+                                 "  - { working_set: 512MiB, scale: 0.5 }\n";
+  const std::string with_node_bw = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                                   "network: { kind: none }\nintra_node: { fabric: shared-memory, bandwidth: 10 GB/s, "
+                                   "latency: 1 us, node_bandwidth: 30 GB/s }\n";
+  const Topology node = parse_topology(with_node_bw + node_curve, "inline");
+  ASSERT_EQ(node.node_working_set_scale.size(), 2u);
+  EXPECT_EQ(node.node_working_set_scale[1].working_set, Bytes{512} << 20);
+  EXPECT_EQ(node.node_scale_at(1 << 20, 8), 1.0);                  // 8 MiB on the node: the first point
+  EXPECT_NEAR(node.node_scale_at(8 << 20, 8), 0.75, 1e-12);        // 64 MiB: halfway in log
+  EXPECT_EQ(node.node_scale_at(double(Bytes{1} << 30), 8), 0.5);   // held beyond the last point
+  EXPECT_NE(error_of(node_curve).find("node_working_set_scale: needs intra_node.node_bandwidth"), std::string::npos)
+      << error_of(node_curve);
+
   // The local-operation curve reads the same way, keyed by bytes.
   const Topology ops = parse_topology(base + "local_op_scale:\n  - { bytes: 64KiB, scale: 1 }\n  - { bytes: 16MiB, scale: 0.25 }\n",
                                       "inline");
