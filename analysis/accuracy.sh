@@ -2,7 +2,7 @@
 # How accurate is the calibrated model on this machine? probe -> calibrate -> run -> report, then a
 # second round where every term of the model is refitted on the first run's collectives
 # (`calibrate --refine all`) and checked on a new run (the refit never sees the points it is
-# judged on).
+# judged on); then the same refit the other way (on the second run, judged on the first).
 #
 #   analysis/accuracy.sh [NRANKS] [OUTDIR]
 #
@@ -62,6 +62,14 @@ run_sweep refined.yaml run2.h5
 echo "== report, round 2 (new measurements)"
 "$bin" report run2.h5 | tee report2.txt | sed -n '1,/^## Error per/p'
 grep -E "model picked|winner clear|beyond the noise" report2.txt || true
+# The refit the other way: every term refitted on round 2's collectives, judged on round 1's. A
+# machine that drifts between the runs (large sizes slower in one of them) shows here as a
+# different verdict.
+echo "== the refit the other way: refitted on run2, judged on run1"
+"$bin" calibrate portrait.h5 run2.h5 "${base[@]}" --refine "${REFINE:-all}" --out refined_on_run2.yaml --force > /dev/null
+"$bin" report run1.h5 --topology refined_on_run2.yaml | tee report2r.txt | sed -n '/^## Accuracy/,/^## Error per/p' |
+  grep -E "below 64 KiB|64 KiB and above" | head -2
+grep -E "model picked|winner clear" report2r.txt || true
 # How well the machine repeats itself: the same points measured in round 1 and round 2 (the model
 # cannot be judged more closely than this).
 echo "== the machine's own spread: the same points and winners in run1 and run2"
