@@ -1,6 +1,7 @@
 // Open MPI 4.1's fixed decision (coll/tuned), commutative reductions: see mpi_library.h.
 #include "collectives/mpi_library.h"
 
+#include <bit>
 #include <climits>
 #include <cstdint>
 #include <utility>
@@ -143,10 +144,6 @@ const Table kAlltoall = {
     {kAnyRanks, {{2048, 3}, {8192, 4}, {16384, 1}, {32768, 4}, {65536, 1}, {kAnySize, 4}}},
 };
 
-bool power_of_two(int p) {
-  return p > 0 && (p & (p - 1)) == 0;
-}
-
 class Chooser {
  public:
   explicit Chooser(const ScheduleRequest& request) : base_(request) {}
@@ -173,7 +170,7 @@ class Chooser {
             return one(c, A::Ring, name, true, count, root);
           }
           default:
-            if (count < static_cast<std::uint64_t>(1) << floor_log2(p))
+            if (count < std::bit_floor(static_cast<std::uint64_t>(p)))
               return join(one(Collective::Reduce, A::Direct, "Rabenseifner (too few elements: linear reduce)", true,
                               count, 0),
                           in_place(one(Collective::Broadcast, A::Direct, "linear broadcast", true, count, 0)));
@@ -210,7 +207,7 @@ class Chooser {
           case 1: return one(c, A::Direct, "linear (gather, then broadcast)", false, count, root);
           case 2: return one(c, A::Bruck, "Bruck", true, count, root);
           case 3:
-            if (!power_of_two(p))
+            if (!std::has_single_bit(static_cast<unsigned>(p)))
               return one(c, A::Bruck, "recursive doubling (not a power of two: Bruck)", true, count, root);
             return one(c, A::RecursiveDoubling, "recursive doubling", true, count, root);
           case 4: return one(c, A::Ring, "ring", true, count, root);
@@ -248,21 +245,16 @@ class Chooser {
       case 8:
         if (count < static_cast<std::uint64_t>(p))
           return one(c, A::Direct, "scatter + allgather (fewer elements than ranks: linear)", true, count, root);
-        return one(c, A::RecursiveDoubling, "scatter + allgather", power_of_two(p), count, root);
+        return one(c, A::RecursiveDoubling, "scatter + allgather", std::has_single_bit(static_cast<unsigned>(p)), count,
+                   root);
       default: return one(c, A::RecursiveDoubling, "scatter + ring allgather", false, count, root);
     }
-    throw Error("no library choice for broadcast");
   }
 
  private:
   static std::vector<LibraryPhase> in_place(std::vector<LibraryPhase> phases) {
     for (LibraryPhase& ph : phases) ph.in_place = true;
     return phases;
-  }
-  static int floor_log2(int p) {
-    int k = 0;
-    while ((2 << k) <= p) ++k;
-    return k;
   }
   std::vector<LibraryPhase> one(Collective c, Algorithm a, const char* name, bool exact, std::uint64_t count,
                                 int root, std::uint64_t chunk_bytes = 0) const {
@@ -332,6 +324,10 @@ Schedule library_schedule(const LibraryPhase& phase) {
 Seconds price_library_choice(const LibraryChoice& choice, const Topology& topology, const Placement& placement) {
   Seconds t = 0;
   for (const LibraryPhase& ph : choice.phases) t += price_schedule(library_schedule(ph), topology, placement).time_s;
+  // The phases run inside one MPI call: its overhead (Topology::call_overhead_s, which every
+  // priced schedule of more than one rank adds) counts once.
+  if (choice.phases.size() > 1 && placement.nranks > 1)
+    t -= static_cast<double>(choice.phases.size() - 1) * topology.call_overhead_s;
   return t;
 }
 

@@ -59,7 +59,7 @@ std::optional<LibraryChoice> library_choice(const MpiLibrary& library, const Sch
 Schedule library_schedule(const LibraryPhase& phase);
 
 // The time of the choice: each phase's schedule (library_schedule) priced on `topology`
-// (model/price.h), one after another.
+// (model/price.h), one after another, with the call's overhead (Topology::call_overhead_s) once.
 Seconds price_library_choice(const LibraryChoice& choice, const Topology& topology, const Placement& placement);
 
 }  // namespace commsim

@@ -870,26 +870,20 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   y.line(0, "reduction", "", "reduction");
   y.line(2, "bandwidth", bw_text(t.reduce_bw_Bps), "reduction.bandwidth");
   if (t.call_overhead_s > 0) y.line(0, "call_overhead", time_text(t.call_overhead_s), "call_overhead");
-  if (!t.working_set_scale.empty()) {
-    y.line(0, "working_set_scale", "", "working_set_scale");
-    for (const WorkingSetScale& w : t.working_set_scale)
-      y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
-  }
-  if (!t.node_working_set_scale.empty()) {
-    y.line(0, "node_working_set_scale", "", "node_working_set_scale");
-    for (const WorkingSetScale& w : t.node_working_set_scale)
-      y.raw("  - { working_set: " + format_bytes(w.working_set) + ", scale: " + num(w.scale) + " }\n");
-  }
-  // The curves by bytes (local_op_scale, message_scale, written_scale, network_message_scale).
-  auto bytes_curve = [&y](const std::string& key, const auto& points) {
+  // The curves: by working set (working_set_scale, node_working_set_scale) and by bytes
+  // (local_op_scale, message_scale, written_scale, network_message_scale).
+  auto curve = [&y](const std::string& key, const char* x_name, const auto& points, auto x) {
     if (points.empty()) return;
     y.line(0, key, "", key);
-    for (const auto& w : points) y.raw("  - { bytes: " + format_bytes(w.bytes) + ", scale: " + num(w.scale) + " }\n");
+    for (const auto& w : points)
+      y.raw("  - { " + std::string(x_name) + ": " + format_bytes(w.*x) + ", scale: " + num(w.scale) + " }\n");
   };
-  bytes_curve("local_op_scale", t.local_op_scale);
-  bytes_curve("message_scale", t.message_scale);
-  bytes_curve("written_scale", t.written_scale);
-  bytes_curve("network_message_scale", t.network_message_scale);
+  curve("working_set_scale", "working_set", t.working_set_scale, &WorkingSetScale::working_set);
+  curve("node_working_set_scale", "working_set", t.node_working_set_scale, &WorkingSetScale::working_set);
+  curve("local_op_scale", "bytes", t.local_op_scale, &LocalOpScale::bytes);
+  curve("message_scale", "bytes", t.message_scale, &MessageScale::bytes);
+  curve("written_scale", "bytes", t.written_scale, &MessageScale::bytes);
+  curve("network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
   if (t.nccl.present) {
     y.line(0, "nccl", "", "nccl");
     auto table = [&](const char* key, const double (&v)[2][3]) {

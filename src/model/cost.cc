@@ -132,7 +132,7 @@ struct Env {
 // (Topology::working_set_scale); without a curve they do not matter.
 Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
   const double ws = working_set_bytes(c, bytes, nodes * ranks_per_node);
-  const double f = t.working_set_scale.empty() ? 1.0 : t.scale_at(ws);
+  const double f = t.scale_at(ws);
   Env e;
   e.N = nodes;
   e.G = ranks_per_node;
@@ -145,9 +145,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
   e.g = 1.0 / (t.reduce_bw_Bps * f);
   e.topo = &t;
-  // Topology::node_scale_at, with the per-rank factor already at hand.
-  if (t.intra.node_bw_Bps > 0)
-    e.node_intra_bw = t.intra.node_bw_Bps * f * t.node_curve_at(ws * static_cast<double>(e.G));
+  if (t.intra.node_bw_Bps > 0) e.node_intra_bw = t.intra.node_bw_Bps * t.node_scale_at(ws, static_cast<double>(e.G));
   if (e.node_intra_bw > 0) e.node_intra_b = 1.0 / e.node_intra_bw;
   if (t.intra.msg.eager_limit_bytes > 0) e.eager_i = static_cast<double>(t.intra.msg.eager_limit_bytes);
   if (t.network.msg.eager_limit_bytes > 0) e.eager_n = static_cast<double>(t.network.msg.eager_limit_bytes);

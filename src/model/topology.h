@@ -241,11 +241,8 @@ struct Topology {
   // The factor on intra_node.node_bandwidth when each of `ranks_on_node` ranks holds `working_set`
   // bytes: working_set_scale at one rank's, times node_working_set_scale at their sum.
   double node_scale_at(double working_set, double ranks_on_node) const {
-    return scale_at(working_set) * node_curve_at(working_set * ranks_on_node);
-  }
-  // node_working_set_scale alone, at what a node holds (1 without the curve).
-  double node_curve_at(double node_working_set) const {
-    return curve_at(node_working_set_scale, &WorkingSetScale::working_set, node_working_set);
+    return scale_at(working_set) *
+           curve_at(node_working_set_scale, &WorkingSetScale::working_set, working_set * ranks_on_node);
   }
   // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
   double local_op_scale_at(double bytes) const { return curve_at(local_op_scale, &LocalOpScale::bytes, bytes); }

@@ -83,9 +83,7 @@ int cmd_report(int argc, char** argv) {
       }
       run_topology.push_back(it->second ? &*it->second : nullptr);
     }
-    std::vector<const MpiLibrary*> libraries;
-    for (const MpiLibrary& l : run_library) libraries.push_back(&l);
-    repredict(points, topology, run_topology, libraries);
+    repredict(points, topology, run_topology, run_library);
     notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
   }
   Report r = build_report(points, outliers);

@@ -131,7 +131,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
 }
 
 void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology,
-               const std::vector<const MpiLibrary*>& mpi_library) {
+               const std::vector<MpiLibrary>& mpi_library) {
   const MpiLibrary unknown;
   std::map<Collective, std::vector<Algorithm>> algs;  // the hand-written algorithms measured, per collective
   for (const Point& p : points) {
@@ -151,8 +151,7 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
         chunk = pipeline_chunk_bytes(with_transport(*run_topology[i], p.transport),
                                      {p.collective, p.algorithm, p.protocol, placement.nnodes,
                                       placement.max_ranks_per_node(), p.bytes});
-      const MpiLibrary* library = i < mpi_library.size() && mpi_library[i] != nullptr ? mpi_library[i] : &unknown;
-      predict_row(p, topology, placement, chunk, *library, nullptr, nullptr);
+      predict_row(p, topology, placement, chunk, i < mpi_library.size() ? mpi_library[i] : unknown, nullptr, nullptr);
       // The model's winner among the algorithms measured, each schedule priced on this topology.
       const auto key = std::make_tuple(p.collective, p.nodes, p.ranks, p.count, p.dtype, p.root, p.transport);
       auto w = winners.find(key);

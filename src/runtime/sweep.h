@@ -87,11 +87,11 @@ bool predict_row(Point& row, const Topology& topology, const Placement& placemen
 // pipelined algorithms are priced with the chunk they ran with: the one the closed form chose on
 // the topology of the point's run (run_topology, parallel to points; null or missing: `topology`'s
 // own choice). The MPI baseline is predicted for the library of the point's run (mpi_library,
-// parallel to points; null or missing: not known). A point that cannot be predicted keeps no
-// prediction and says why in its note.
+// parallel to points; missing: not known). A point that cannot be predicted keeps no prediction
+// and says why in its note.
 void repredict(std::vector<Point>& points, const Topology& topology,
                const std::vector<const Topology*>& run_topology = {},
-               const std::vector<const MpiLibrary*>& mpi_library = {});
+               const std::vector<MpiLibrary>& mpi_library = {});
 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
 // same element count are kept once). Predictions: a hand-written algorithm's schedule priced on

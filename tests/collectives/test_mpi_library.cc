@@ -132,6 +132,10 @@ TEST(MpiLibrary, PricesThePhasesOneAfterAnother) {
   double sum = 0;
   for (const LibraryPhase& ph : rs.phases) sum += price_schedule(make_schedule(ph.request), t, pl).time_s;
   EXPECT_DOUBLE_EQ(price_library_choice(rs, t, pl), sum);
+  // One MPI call: its overhead once, not once a phase.
+  Topology with_call = t;
+  with_call.call_overhead_s = 2e-6;
+  EXPECT_NEAR(price_library_choice(rs, with_call, pl), sum + 2e-6, 1e-12);
   // The linear reduce then scatter is much slower than the recursive halving the model would pick:
   // (p-1) n (b + g) for the reduce alone against n (p-1)/p (b + g).
   ScheduleRequest rh = rs.phases[0].request;
