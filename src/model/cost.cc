@@ -53,19 +53,20 @@
 namespace commsim {
 namespace {
 
-// A cost split into its alpha, beta and gamma parts.
+// A cost split into its alpha, beta and gamma parts, and the local copies on the critical path.
 struct Parts {
-  double lat = 0, bw = 0, red = 0;
-  double total() const { return lat + bw + red; }
+  double lat = 0, bw = 0, red = 0, copy = 0;
+  double total() const { return lat + bw + red + copy; }
   Parts& operator+=(const Parts& o) {
     lat += o.lat;
     bw += o.bw;
     red += o.red;
+    copy += o.copy;
     return *this;
   }
 };
 inline Parts operator*(double k, const Parts& x) {
-  return {k * x.lat, k * x.bw, k * x.red};
+  return {k * x.lat, k * x.bw, k * x.red, k * x.copy};
 }
 inline Parts operator+(Parts x, const Parts& y) {
   return x += y;
@@ -96,6 +97,7 @@ struct Env {
   double a_n = 0;                                // network latency, s
   double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
   double g = 0;                                  // s per byte reduced
+  double c = 0;                                  // s per byte copied locally (memory bandwidth)
   const Topology* topo = nullptr;                // for local_op_scale
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
   double node_intra_b = 0;                       // 1 / node_intra_bw (0 when unlimited)
@@ -116,6 +118,8 @@ struct Env {
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
   double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
+  // Time of one local copy of m bytes: m c, scaled by Topology::local_op_scale as well.
+  double cp(double m) const { return m > 0 && c > 0 ? m * c / topo->local_op_scale_at(m) : 0.0; }
   // Intra-node bytes moved at the rate of a message of m bytes (Topology::message_scale), of data
   // its sender has just written when `written` (Topology::written_scale).
   double moved_i(double m, bool written = false) const {
@@ -144,6 +148,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.nic_bw = t.network.nic_bw_Bps;
   e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
   e.g = 1.0 / (t.reduce_bw_Bps * f);
+  e.c = t.memory_bw_Bps > 0 ? 1.0 / (t.memory_bw_Bps * f) : 0.0;
   e.topo = &t;
   if (t.intra.node_bw_Bps > 0) e.node_intra_bw = t.intra.node_bw_Bps * t.node_scale_at(ws, static_cast<double>(e.G));
   if (e.node_intra_bw > 0) e.node_intra_b = 1.0 / e.node_intra_bw;
@@ -180,10 +185,13 @@ Way ring_way(long long q) {
 // too: a sender r is a multiple of 2d and sends to r + d = r XOR d, one-way). With block
 // placement, every message stays inside a node when 2d divides G, every message crosses when
 // d >= G, otherwise some do. f_all / f_some: flows leaving a node when all / some messages cross.
+// f_one_node: the ranks that send at once when all are on one node (the node bandwidth's share).
 Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w,
-               bool written) {
+               bool written, double f_one_node) {
   Parts s;
-  if (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))
+  if (e.N == 1)
+    s = intra(e, m, f_one_node, w, written);
+  else if (d < e.G && e.G % (2 * d) == 0)
     s = intra(e, m, static_cast<double>(e.G), w, written);
   else if (d >= e.G)
     s = net(e, m, f_all == 1 ? e.b_flow_1 : f_all == static_cast<double>(e.G) ? e.b_flow_G : e.b_flow(f_all), w);
@@ -193,18 +201,23 @@ Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_a
   s.red = e.red(m_reduced);
   return s;
 }
-// Every rank active (recursive doubling/halving): all G cross, or at most 2d per node (d on each side
-// of a node boundary).
+// p' = 2^floor(lg p): the ranks of a power-of-two algorithm's core steps; p - p' the ranks its
+// fold leaves out.
+double core_ranks(const Env& e) {
+  return static_cast<double>(std::bit_floor(static_cast<unsigned long long>(e.p)));
+}
+// Every rank of the power-of-two core active (recursive doubling/halving): all G cross, or at most
+// 2d per node (d on each side of a node boundary); on one node the p' core ranks send at once.
 Parts xor_all(const Env& e, long long d, double m, double m_reduced, bool written) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)),
-                  Way::Exchange, written);
+                  Way::Exchange, written, core_ranks(e));
 }
 // The fold of a power-of-two algorithm on p' = 2^floor(lg p) ranks (MPICH's): the r extra ranks
 // send to a partner at distance 1, or get the result back from it. One-way, priced as a
-// distance-1 step of every rank.
+// distance-1 step of every rank; on one node r ranks send at once.
 Parts xor_fold(const Env& e, double m, double m_reduced, bool written) {
   return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)),
-                  Way::OneWay, written);
+                  Way::OneWay, written, static_cast<double>(e.p) - core_ranks(e));
 }
 // Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
 // G / (2d) of a node's ranks send inside it. Its messages are one-way.
@@ -215,7 +228,7 @@ Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool writt
     s.red = e.red(m_reduced);
     return s;
   }
-  return xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay, written);
+  return xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay, written, static_cast<double>(e.G));
 }
 
 // One step of a shift pattern: every rank sends to r + d (mod p). The ring distance is
@@ -357,6 +370,20 @@ struct Pipe {
   // (the root's Input, or a leaf's): on one node, the first phase's first stage is `first_i`.
   bool first_clean = false;
   Stage first_i;
+  // The chain on one node (ring broadcast, reduce) with a node bandwidth: step t of the k + p - 2
+  // has min(t + 1, k, p - 1, k + p - 2 - t) ranks sending at once, which share the node's bandwidth.
+  bool ramp = false;
+  // Local copies a step (the pipelines that reduce copy their own chunk into the accumulator before
+  // they combine): `copy_ops` copies of copy_frac * x bytes in the fill stages of the first phase
+  // and in the steady state; and the root's copy of all n after its last send (broadcast), which
+  // the pipeline's last steps hide when they take longer.
+  double copy_ops = 0, copy_frac = 0;
+  bool root_copy = false;
+  // The double tree on one node with a node bandwidth: while the first chunk passes, level j of
+  // each tree has min(2^j, what is left of the p - 1) edges sending at once below a root with one
+  // child (`rooted_single`), else min(2^(j+1), ..), not all p - 1; a level-edge moves x bytes (a
+  // half-chunk in each tree).
+  bool tree_fill = false, rooted_single = false;
 };
 
 constexpr double kMinChunkBytes = 4096;
@@ -388,9 +415,46 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
     t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x, c), red(ph.si)};
     t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), ph.sn.bw(x, c), red(ph.sn)};
   }
+  if (P.tree_fill && e.node_intra_bw > 0) {
+    // Each phase's intra-node stages at the share of the edges of their level (Pipe::tree_fill).
+    double f_sum = 0, left = static_cast<double>(e.p - 1), width = P.rooted_single ? 1 : 2;
+    for (long long j = 0; j < P.ph[0].S_i; ++j, width *= 2) {
+      const double edges = std::max(1.0, std::min(width, left));
+      left -= edges;
+      f_sum += e.b_in(edges);
+    }
+    const double full = e.b_in(static_cast<double>(e.p - 1));
+    for (int i = 0; i < P.nph; ++i) t.bw += P.ph[i].si.bw(x, c) * (f_sum / full - static_cast<double>(P.ph[i].S_i));
+  }
+  // The pipeline's steps after the root's last send: the last chunk's way past the first hop.
+  const Phase& first = P.ph[0];
+  double tail = t.total() - (first.S_i > 0 ? first.si.at(x) + first.si.bw(x, c) + red(first.si)
+                                                 : first.sn.at(x) + first.sn.bw(x, c) + red(first.sn));
   if (P.first_clean) t.bw += P.first_i.bw(x, c) - P.ph[0].si.bw(x, c);
-  Parts pi{P.ss_i.at(x), P.ss_i.bw(x, c), red(P.ss_i)}, pn{P.ss_n.at(x), P.ss_n.bw(x, c), red(P.ss_n)};
+  const double step_copy = P.copy_ops * e.cp(P.copy_frac * x);
+  // A rank's first step copies before its first chunk can have arrived: while the first chunk
+  // passes, only the first hop waits for a copy. With two chunks or more every later step does,
+  // the drain's too.
+  t.copy += (k >= 2 ? static_cast<double>(P.ph[0].S_i + P.ph[0].S_n) : 1.0) * step_copy;
+  Parts pi{P.ss_i.at(x), P.ss_i.bw(x, c), red(P.ss_i), step_copy}, pn{P.ss_n.at(x), P.ss_n.bw(x, c), red(P.ss_n), step_copy};
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
+  if (P.ramp && e.node_intra_bw > 0) {
+    // Every step's bytes at the rate of its senders' share: sum over the steps of b_in(senders),
+    // 1, 2, .., q - 1 while the chain fills and again while it drains, q = min(k, p - 1) between.
+    const Stage& si = P.ph[0].si;
+    const double L = static_cast<double>(e.p) + k - 2, q = std::min(k, static_cast<double>(e.p - 1));
+    auto sum_to = [&](double m) {  // sum of b_in(j), j = 1..m
+      const double j = std::min(m, std::floor(e.b_i / e.node_intra_b));
+      return j * e.b_i + e.node_intra_b * (m * (m + 1) - j * (j + 1)) / 2;
+    };
+    const double b_sum = 2 * sum_to(q - 1) + (L - 2 * (q - 1)) * e.b_in(q);
+    t.bw = si.bw(x, c) / si.b * b_sum;
+    if (P.first_clean) t.bw += (P.first_i.bw(x, c) - si.bw(x, c)) / si.b * e.b_in(1);
+    // The last p - 2 steps, after the root's last send, have min(q, p - 2 - i) senders each.
+    const double d = static_cast<double>(e.p - 2), dq = std::min(q, d);
+    tail = d * (si.at(x) + red(si)) + si.bw(x, c) / si.b * (sum_to(dq) + (d - dq) * e.b_in(q));
+  }
+  if (P.root_copy) t.copy += std::max(0.0, e.cp(n) - tail);
   // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
   const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
   if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
@@ -414,7 +478,8 @@ BestPipe best_pipe(const Env& e, const Pipe& P, double n) {
   if (kmax <= 1 || !(P.has_i || P.has_n)) return {1, pipe_time(e, P, n, 1)};
   // Real-valued candidates: the stationary point of T with steady stage X the slowest
   // (k = sqrt(n * (fill bytes coefficient - steady X's) / a_X)), and the kink s_i = s_n.
-  double fill = 0;
+  const double copy_b = P.copy_ops * P.copy_frac * e.c;  // s per byte of chunk copied a step
+  double fill = static_cast<double>(P.ph[0].S_i + P.ph[0].S_n) * copy_b;
   for (int i = 0; i < P.nph; ++i)
     fill += static_cast<double>(P.ph[i].S_i) * (P.ph[i].si.b + P.ph[i].si.g) +
             static_cast<double>(P.ph[i].S_n) * (P.ph[i].sn.b + P.ph[i].sn.g);
@@ -423,7 +488,7 @@ BestPipe best_pipe(const Env& e, const Pipe& P, double n) {
   for (int X = 0; X < 2; ++X) {
     if (!(X == 0 ? P.has_i : P.has_n)) continue;
     const Stage& s = X == 0 ? P.ss_i : P.ss_n;
-    double coef_inv = fill - (s.b + s.g);
+    double coef_inv = fill - (s.b + s.g + copy_b);
     real[nr++] = s.a > 0 ? std::sqrt(std::max(0.0, coef_inv * n) / s.a) : kmax;
   }
   if (P.has_i && P.has_n) {
@@ -513,6 +578,13 @@ TreeCut tree_cut(long long N, long long G, bool rooted) {
 
 namespace {
 
+// Ranks of a node sending inside it at once in a pipeline's steady state (intra_node.node_bandwidth):
+// on one node every rank but one (the chain's last rank; a tree of p ranks has p - 1 edges, each
+// carrying a chunk a step), otherwise the node's G ranks.
+double pipe_senders(const Env& e) {
+  return static_cast<double>(e.N == 1 ? e.p - 1 : e.G);
+}
+
 // Double binary tree (Sanders, Speck & Traeff 2009; NCCL), as src/collectives/tree.cc builds it:
 // two trees, each carrying half of the data in k chunks (a pipeline chunk is a pair of
 // half-chunks, n/k bytes); every rank is interior (two children) in one tree and a leaf in the
@@ -546,7 +618,7 @@ Pipe tree_pipe(const Env& e, Collective c) {
   }
   // s/B across the network per byte of pipeline chunk, in the steady state and while filling.
   const double b_n = e.N > 1 ? 0.5 * e.b_flow(flows) : 0;
-  const double fG = static_cast<double>(e.G);
+  const double fG = pipe_senders(e);
   if (c == Collective::AllReduce) {
     const double fill = e.p == 2 ? 0.5 : 1, steady = e.p == 2 ? 1 : 2;
     const double b_fill = e.N > 1 ? 0.5 * e.b_flow(e.p == 2 ? 1 : std::min(flows, 2.0)) : 0;
@@ -559,15 +631,25 @@ Pipe tree_pipe(const Env& e, Collective c) {
     // and forwards the rest (1 of 2 half-chunks with p = 2). Counted at 7 of 8: the receiving
     // side of an interior rank takes in forwarded chunks only.
     P.ss_i.written_share = e.p == 2 ? 0.5 : 0.875;
+    // Going up, a rank interior in one tree copies its own half-chunk before it combines.
+    P.copy_ops = 1;
+    P.copy_frac = 0.5;
   } else {
     const double g = c == Collective::Reduce ? e.g : 0;
     const double b_fill = e.N > 1 ? 0.5 * e.b_flow(std::min(flows, 2.0)) : 0;
     P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_fill, g, 0.5)};
     P.ss_i = P.ph[0].si;
     P.ss_n = net_stage(e, b_n, g, 0.5);
+    // Reduce: the root, which has a child in each tree, copies both half-chunks before it
+    // combines; broadcast: the root copies its Input to Output after its last send.
+    P.copy_ops = c == Collective::Reduce ? 2 : 0;
+    P.copy_frac = 0.5;
+    P.root_copy = c == Collective::Broadcast;
   }
   P.has_i = e.G > 1;
   P.has_n = e.N > 1;
+  P.tree_fill = e.N == 1;
+  P.rooted_single = c != Collective::AllReduce && pow2 && e.p > 2;
   set_first_clean(e, P);
   return P;
 }
@@ -581,7 +663,7 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   Pipe P;
   P.ph[0].S_n = e.N == 1 ? 0 : reduces && e.G > 1 ? e.N : e.N - 1;
   P.ph[0].S_i = e.p - 1 - P.ph[0].S_n;
-  P.ph[0].si = intra_stage(e, 1, reduces ? e.g : 0, 1, static_cast<double>(e.G));
+  P.ph[0].si = intra_stage(e, 1, reduces ? e.g : 0, 1, pipe_senders(e));
   if (e.N > 1) P.ph[0].sn = net_stage(e, e.b_flow_1, reduces ? e.g : 0, 1);
   P.ss_i = P.ph[0].si;
   P.ss_n = P.ph[0].sn;
@@ -589,6 +671,12 @@ Pipe chain_pipe(const Env& e, bool reduces) {
   P.has_n = P.ph[0].S_n > 0;
   P.one_way = Pipe::OneWay::Chain;
   P.last_hop_net = reduces ? e.N > 1 : e.G == 1 && e.N > 1;
+  P.ramp = e.N == 1;
+  // Reduce: every rank after the first copies its chunk before it combines; broadcast: the root
+  // copies its Input to Output after its last send.
+  P.copy_ops = reduces ? 1 : 0;
+  P.copy_frac = 1;
+  P.root_copy = !reduces;
   set_first_clean(e, P);
   return P;
 }
@@ -875,17 +963,19 @@ Parts reduce_hier(const Env& e, double n) {
 //   a + (p-1) n b on one tier.
 Parts broadcast_direct(const Env& e, double n) {
   Parts in, out;
-  const double posted_before = static_cast<double>(e.p - 2);  // sends the root posts before its last
+  // The root's last send waits for the p - 2 it posts before it; each receiver takes in one
+  // message, so the receiving side's share of the overheads (overhead_receive_share) is not paid.
+  const double posted_before = static_cast<double>(e.p - 2);
   if (e.G > 1) {
     // The root's sends at intra_node.send_share of its rate, each receiver's one message at its
     // own, all of them within the node's bandwidth.
     const double out_share = std::max(e.topo->intra.send_share * static_cast<double>(e.G - 1), 1.0);
-    in = {e.lat_i(n, Way::OneWay) + posted_before * e.ovh_i(n),
+    in = {e.lat_i(n, Way::OneWay) + e.topo->intra.msg.queued_overhead_s(n, posted_before, 0),
           e.moved_i(n) * std::max(out_share * e.b_i, static_cast<double>(e.G - 1) * e.node_intra_b), 0};
   }
   if (e.N > 1) {
     const double outside = static_cast<double>(e.p - e.G);
-    out = {e.lat_n(n, Way::OneWay) + posted_before * e.ovh_n(n),
+    out = {e.lat_n(n, Way::OneWay) + e.topo->network.msg.queued_overhead_s(n, posted_before, 0),
            e.moved_n(n) * std::max(1.0 / e.nic_bw, outside / e.node_bw), 0};
   }
   return slower(in, out);
@@ -897,7 +987,9 @@ Parts reduce_direct(const Env& e, double n) {
   const double inside = static_cast<double>(e.G - 1), outside = static_cast<double>(e.p - e.G);
   Parts t{inside * e.lat_i(n, Way::OneWay), inside * e.moved_i(n) * e.b_in(1), 0};
   if (e.N > 1) t += Parts{outside * e.lat_n(n, Way::OneWay), outside * e.moved_n(n) * e.b_flow_1, 0};
-  t.red = static_cast<double>(e.p - 1) * e.red(n);
+  // The root combines each contribution from Scratch in the step after it arrives (the first lands
+  // in Output), and its own Input with the last one: one batch of 2n (Topology::local_op_scale).
+  t.red = e.p == 2 ? e.red(n) : static_cast<double>(e.p - 3) * e.red(n) + e.red(2 * n);
   return t;
 }
 
@@ -930,7 +1022,76 @@ Parts alltoall_bruck(const Env& e, double n) {
   return t;
 }
 
-Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
+// ---- local copies ------------------------------------------------------------------------------
+// The schedules (src/collectives) copy between a rank's buffers: a rank's own block into Output,
+// its Input into the buffer it accumulates in, Bruck's rotations. Each copy costs its bytes at the
+// memory bandwidth (Topology::memory_bw_Bps, times the working-set factor), over the
+// local_op_scale factor of its own size (Env::cp), and delays the rank's next messages. What the
+// slowest rank copies on the critical path, in seconds, per unpipelined algorithm (the pipelines
+// carry their copies in their stages):
+//  - n/p once: a rank's own block (allgather ring, recursive doubling, direct, hierarchical;
+//    reduce-scatter pairwise and direct; alltoall pairwise and direct; broadcast recursive
+//    doubling, whose root copies its block);
+//  - n once: the accumulator (allreduce recursive doubling; reduce binomial, hierarchical), the
+//    root's Output after its sends (broadcast binomial, direct, hierarchical); Rabenseifner and
+//    recursive halving copy the half they keep, n/2, or with a fold the whole n first;
+//  - a ring that reduces copies its own chunk before each combine: (p-1) copies of n/p (inside the
+//    nodes for hierarchical allreduce; with one rank per node its one copy of n);
+//  - Bruck rotates: rank i copies (p-i) and i blocks (the slowest rank's pair), and the alltoall
+//    packs and unpacks the runs of blocks it sends each step, then places its p blocks one by one.
+
+// The slowest rank's rotation: max over i of cp((p-i) b) + cp(i b). Without a local_op_scale
+// curve that is cp(n); with one, every split is looked at (half of them: the sum is symmetric).
+double rotation(const Env& e, double block) {
+  const double n = block * static_cast<double>(e.p);
+  if (e.topo->local_op_scale.empty()) return e.cp(n);
+  double most = e.cp(n);
+  for (long long i = 1; 2 * i <= e.p; ++i) {
+    const double x = static_cast<double>(i) * block;
+    most = std::max(most, e.cp(n - x) + e.cp(x));
+  }
+  return most;
+}
+
+double copies(const Env& e, Collective c, Algorithm a, double n) {
+  using A = Algorithm;
+  using C = Collective;
+  const double block = n / static_cast<double>(e.p);
+  const bool pow2 = (e.p & (e.p - 1)) == 0;
+  switch (a) {
+    case A::Ring:
+      if (c == C::AllReduce || c == C::ReduceScatter) return static_cast<double>(e.p - 1) * e.cp(block);
+      return c == C::AllGather ? e.cp(block) : 0.0;
+    case A::Hierarchical:
+      if (c == C::AllReduce)
+        return e.G == 1 ? e.cp(n) : static_cast<double>(e.G - 1) * e.cp(n / static_cast<double>(e.G));
+      return c == C::AllGather ? e.cp(block) : e.cp(n);  // broadcast, reduce: binomial's
+    case A::RecursiveDoubling:
+      return c == C::AllReduce ? e.cp(n) : e.cp(block);  // allgather; broadcast: the root's block
+    case A::Rabenseifner: return e.cp(pow2 ? n / 2 : n);
+    case A::RecursiveHalving: return e.cp(pow2 ? n / 2 : n) + e.cp(block);
+    case A::Binomial: return e.cp(n);
+    case A::Pairwise: return e.cp(block);
+    case A::Direct:
+      if (c == C::Broadcast) return e.cp(n);
+      return c == C::Reduce || c == C::SendRecv ? 0.0 : e.cp(block);
+    case A::Bruck: {
+      if (c == C::AllGather) return e.cp(block) + rotation(e, block);
+      // alltoall: step s packs the runs of blocks with bit s set (p >> (s+1) runs of 2^s blocks
+      // and one shorter run) and unpacks them after it receives; then p single blocks.
+      double t = rotation(e, block) + static_cast<double>(e.p) * e.cp(block);
+      for (int s = 0; s < ceil_lg(e.p); ++s) {
+        const long long d = 1LL << s, rest = std::max(0LL, (e.p & (2 * d - 1)) - d);
+        t += 2 * (static_cast<double>(e.p >> (s + 1)) * e.cp(static_cast<double>(d) * block) +
+                  e.cp(static_cast<double>(rest) * block));
+      }
+      return t;
+    }
+    default: return 0.0;
+  }
+}
+
+Parts communication(const Env& e, Collective c, Algorithm a, Bytes bytes) {
   const double n = static_cast<double>(bytes);
   const double block = n / static_cast<double>(e.p);
   using A = Algorithm;
@@ -999,6 +1160,15 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
       break;
   }
   throw Error(std::string(to_string(a)) + " does not apply to " + std::string(to_string(c)));
+}
+
+// Messages, reductions and, for the unpipelined algorithms, the copies (the pipelines price theirs
+// in their stages).
+Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
+  Parts t = communication(e, c, a, bytes);
+  if (!(a == Algorithm::Tree || (a == Algorithm::Ring && (c == Collective::Broadcast || c == Collective::Reduce))))
+    t.copy += copies(e, c, a, static_cast<double>(bytes));
+  return t;
 }
 
 // ---- NCCL's model (src/graph/tuning.cc) --------------------------------------------------------
@@ -1109,7 +1279,8 @@ Cost to_cost(const Parts& x, Algorithm a, Protocol p, Seconds call_s = 0) {
   c.latency_s = x.lat + call_s;
   c.bandwidth_s = x.bw;
   c.reduction_s = x.red;
-  c.time_s = c.latency_s + x.bw + x.red;
+  c.copy_s = x.copy;
+  c.time_s = c.latency_s + x.bw + x.red + x.copy;
   c.algorithm = a;
   c.protocol = p;
   return c;

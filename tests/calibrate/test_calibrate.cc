@@ -940,10 +940,12 @@ TEST(RefineParameters, FitsThePredictorItIsGiven) {
   const Topology truth = parse_topology(kHostTopology, "test");
   const SamplePredictor twice = [](const Topology& t, const CollectiveSample& s) { return 2 * predict_closed_form(t, s); };
   const ParamFit f = refine_parameters(truth, collective_data(truth, 0.0, 6),
-                                       {Param::IntraLatency, Param::IntraBeta, Param::Gamma}, FitWeighting::Relative, twice);
+                                       {Param::IntraLatency, Param::IntraBeta, Param::Gamma, Param::MemoryBeta},
+                                       FitWeighting::Relative, twice);
   EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s / 2, 0.01 * truth.intra.latency_s);
   EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps * 2, 0.01 * truth.intra.bw_Bps);
   EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps * 2, 0.01 * truth.reduce_bw_Bps);
+  EXPECT_NEAR(f.topology.memory_bw_Bps, truth.memory_bw_Bps * 2, 0.01 * truth.memory_bw_Bps);  // the copies
   EXPECT_GT(f.median_abs_rel_error_before, 0.9);  // twice the measured time: +100%
   EXPECT_LT(f.median_abs_rel_error_after, 1e-4);
 }

@@ -21,14 +21,16 @@ double busbw_GBps(const Topology& t, Collective c, Algorithm a, int nodes, int p
 
 TEST(Presets, DgxH100OneNodeRingAllreduceNear370) {
   // 8x H100, ring allreduce busbw about 365-370 GB/s for 2-8 GPUs (NVIDIA/nccl #1455, nccl-tests
-  // #212, #290), not the 450 GB/s line rate.
+  // #212, #290), not the 450 GB/s line rate. The hand-written ring also copies its own chunk into
+  // the accumulator before each combine, n(p-1)/p bytes at the HBM's 3.35 TB/s: 5-6% below.
   Topology t = preset("dgx-h100");
   for (int g = 2; g <= 8; ++g) {
-    for (Algorithm a : {Algorithm::Ring, Algorithm::NcclRing}) {
-      double bw = busbw_GBps(t, Collective::AllReduce, a, 1, g, 8ull << 30);
-      EXPECT_GE(bw, 360) << g << " GPUs, " << to_string(a);
-      EXPECT_LE(bw, 375) << g << " GPUs, " << to_string(a);
-    }
+    const double nccl = busbw_GBps(t, Collective::AllReduce, Algorithm::NcclRing, 1, g, 8ull << 30);
+    EXPECT_GE(nccl, 360) << g << " GPUs";
+    EXPECT_LE(nccl, 375) << g << " GPUs";
+    const double ring = busbw_GBps(t, Collective::AllReduce, Algorithm::Ring, 1, g, 8ull << 30);
+    EXPECT_GE(ring, 340) << g << " GPUs";
+    EXPECT_LT(ring, nccl) << g << " GPUs";
   }
 }
 
