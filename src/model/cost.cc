@@ -313,7 +313,14 @@ struct Stage {
   bool written = false;         // intra-node, forwarding: b at Topology::written_scale too
   bool network_scaled = false;  // network: b at the rate of one message (Topology::network_message_scale)
   double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
-  double at(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
+  // Posting overheads a step waits for (MessageCosts::queued_overhead_s): the sends its rank posts
+  // before the last, the receives the receiving rank takes in before it.
+  double sends_before = 0, recvs_before = 0;
+  double at(double x) const {
+    if (!mc) return a;
+    const double m = x * msg;
+    return mc->latency_s(a, m) + (sends_before > 0 || recvs_before > 0 ? mc->queued_overhead_s(m, sends_before, recvs_before) : 0.0);
+  }
   // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
   template <typename Curves>
   double bw(double x, Curves& curves) const {
@@ -384,6 +391,10 @@ struct Pipe {
   // child (`rooted_single`), else min(2^(j+1), ..), not all p - 1; a level-edge moves x bytes (a
   // half-chunk in each tree).
   bool tree_fill = false, rooted_single = false;
+  // With a single chunk the fill stages wait for these overheads instead (Stage::sends_before):
+  // the two trees' messages interleave less than when chunks follow each other.
+  bool single_overheads = false;
+  double single_sends = 0, single_recvs = 0;
 };
 
 constexpr double kMinChunkBytes = 4096;
@@ -404,7 +415,17 @@ Stage net_stage(const Env& e, double b, double g, double msg) {
   return s;
 }
 
-Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
+Parts pipe_time(const Env& e, const Pipe& pipe, double n, double k) {
+  // One chunk: the fill stages wait for the overheads of a single pass (Pipe::single_sends).
+  Pipe single;
+  if (k < 2 && pipe.single_overheads) {
+    single = pipe;
+    for (Phase& ph : single.ph) {
+      ph.si.sends_before = pipe.single_sends;
+      ph.si.recvs_before = pipe.single_recvs;
+    }
+  }
+  const Pipe& P = k < 2 && pipe.single_overheads ? single : pipe;
   Parts t;
   double x = n / k;
   // A stage's g is gamma times the bytes it reduces per byte of chunk: x g / e.g bytes a step.
@@ -631,6 +652,15 @@ Pipe tree_pipe(const Env& e, Collective c) {
     // and forwards the rest (1 of 2 half-chunks with p = 2). Counted at 7 of 8: the receiving
     // side of an interior rank takes in forwarded chunks only.
     P.ss_i.written_share = e.p == 2 ? 0.5 : 0.875;
+    // Posting overheads: while a chunk passes (up or down) a rank posts a message or two and takes
+    // in one or two, counted as half a message before its last each way; in the steady state it
+    // posts four (to its parents and to its children) and takes in two.
+    // With p = 2 a rank posts one message up one tree and one down the other a step.
+    for (Phase& ph : P.ph) ph.si.sends_before = ph.si.recvs_before = e.p == 2 ? 0 : 0.5;
+    P.ss_i.sends_before = e.p == 2 ? 1 : 3;
+    P.ss_i.recvs_before = 1;
+    P.single_overheads = e.p > 2;
+    P.single_sends = P.single_recvs = 1.0 / 3;
     // Going up, a rank interior in one tree copies its own half-chunk before it combines.
     P.copy_ops = 1;
     P.copy_frac = 0.5;
@@ -638,6 +668,12 @@ Pipe tree_pipe(const Env& e, Collective c) {
     const double g = c == Collective::Reduce ? e.g : 0;
     const double b_fill = e.N > 1 ? 0.5 * e.b_flow(std::min(flows, 2.0)) : 0;
     P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_fill, g, 0.5)};
+    // Posting overheads: an interior rank sends to its two children (reduce: takes in from them),
+    // one message before its last each way (p = 2: both half-chunks to the one other rank).
+    P.ph[0].si.sends_before = P.ph[0].si.recvs_before = 1;
+    P.single_overheads = e.p > 2;
+    P.single_sends = c == Collective::Reduce ? 0 : 0.75;
+    P.single_recvs = c == Collective::Reduce ? 0.5 : 0.25;
     P.ss_i = P.ph[0].si;
     P.ss_n = net_stage(e, b_n, g, 0.5);
     // Reduce: the root, which has a child in each tree, copies both half-chunks before it

@@ -414,6 +414,25 @@ TEST(PriceOfPipelines, LocalCopies) {
     }
 }
 
+// Posting overheads (message_overhead, with either side paying them): a double tree's rank posts
+// two messages a step and takes in two, four and two in the allreduce's steady state; the closed
+// form counts them as the schedule's steps wait for them, within 15% (p = 3 allreduce 30%).
+TEST(PriceOfPipelines, PostingOverheads) {
+  for (double share : {0.0, 0.5, 1.0}) {
+    Topology t = uniform();
+    t.intra.msg.message_overhead_s = 1e-6;
+    t.intra.msg.overhead_receive_share = share;
+    for (int p : kRanks)
+      for (Bytes bytes : {Bytes{4096}, Bytes{1} << 20, Bytes{3} << 22, Bytes{1} << 26})
+        for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
+          const Priced x = price(c, Algorithm::Tree, p, bytes, c == Collective::AllReduce ? 0 : p - 1, t);
+          const double lower = p == 3 && c == Collective::AllReduce ? 0.7 : 0.85;
+          EXPECT_LE(x.schedule_s, x.closed_s * 1.15) << name(c, Algorithm::Tree, p, bytes) << " share " << share;
+          EXPECT_GE(x.schedule_s, x.closed_s * lower) << name(c, Algorithm::Tree, p, bytes) << " share " << share;
+        }
+  }
+}
+
 // With intra_node.node_bandwidth the chain's steps share the node by the ranks sending in each
 // (1, 2, ... while it fills, k or p - 1 in the steady state); the double tree's by the edges of
 // the levels a chunk passes while it fills (1 or 2, 4, ...), and its p - 1 edges in the steady
