@@ -415,26 +415,18 @@ Stage net_stage(const Env& e, double b, double g, double msg) {
   return s;
 }
 
-Parts pipe_time(const Env& e, const Pipe& pipe, double n, double k) {
-  // One chunk: the fill stages wait for the overheads of a single pass (Pipe::single_sends).
-  Pipe single;
-  if (k < 2 && pipe.single_overheads) {
-    single = pipe;
-    for (Phase& ph : single.ph) {
-      ph.si.sends_before = pipe.single_sends;
-      ph.si.recvs_before = pipe.single_recvs;
-    }
-  }
-  const Pipe& P = k < 2 && pipe.single_overheads ? single : pipe;
+Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   Parts t;
   double x = n / k;
   // A stage's g is gamma times the bytes it reduces per byte of chunk: x g / e.g bytes a step.
   CurvesAt c{e.topo};
   auto red = [&](const Stage& s) { return s.g > 0 ? c.red(x * s.g / e.g, e.g) : 0.0; };
+  auto stage = [&](const Stage& s) { return Parts{s.at(x), s.bw(x, c), red(s)}; };
+  Parts fill_i[2], fill_n[2];  // one stage of each phase and tier
   for (int i = 0; i < P.nph; ++i) {
     const Phase& ph = P.ph[i];
-    t += static_cast<double>(ph.S_i) * Parts{ph.si.at(x), ph.si.bw(x, c), red(ph.si)};
-    t += static_cast<double>(ph.S_n) * Parts{ph.sn.at(x), ph.sn.bw(x, c), red(ph.sn)};
+    if (ph.S_i > 0) t += static_cast<double>(ph.S_i) * (fill_i[i] = stage(ph.si));
+    if (ph.S_n > 0) t += static_cast<double>(ph.S_n) * (fill_n[i] = stage(ph.sn));
   }
   if (P.tree_fill && e.node_intra_bw > 0) {
     // Each phase's intra-node stages at the share of the edges of their level (Pipe::tree_fill).
@@ -445,46 +437,57 @@ Parts pipe_time(const Env& e, const Pipe& pipe, double n, double k) {
       f_sum += e.b_in(edges);
     }
     const double full = e.b_in(static_cast<double>(e.p - 1));
-    for (int i = 0; i < P.nph; ++i) t.bw += P.ph[i].si.bw(x, c) * (f_sum / full - static_cast<double>(P.ph[i].S_i));
+    for (int i = 0; i < P.nph; ++i) t.bw += fill_i[i].bw * (f_sum / full - static_cast<double>(P.ph[i].S_i));
+  }
+  if (k < 2 && P.single_overheads) {
+    // One chunk: the fill stages wait for the overheads of a single pass (Pipe::single_sends).
+    for (int i = 0; i < P.nph; ++i) {
+      const Stage& si = P.ph[i].si;
+      const double m = x * si.msg;
+      t.lat += static_cast<double>(P.ph[i].S_i) * (si.mc->queued_overhead_s(m, P.single_sends, P.single_recvs) -
+                                                    si.mc->queued_overhead_s(m, si.sends_before, si.recvs_before));
+    }
   }
   // The pipeline's steps after the root's last send: the last chunk's way past the first hop.
-  const Phase& first = P.ph[0];
-  double tail = t.total() - (first.S_i > 0 ? first.si.at(x) + first.si.bw(x, c) + red(first.si)
-                                                 : first.sn.at(x) + first.sn.bw(x, c) + red(first.sn));
-  if (P.first_clean) t.bw += P.first_i.bw(x, c) - P.ph[0].si.bw(x, c);
-  const double step_copy = P.copy_ops * e.cp(P.copy_frac * x);
+  double tail = 0;
+  if (P.root_copy) tail = t.total() - (P.ph[0].S_i > 0 ? fill_i[0] : fill_n[0]).total();
+  if (P.first_clean) t.bw += P.first_i.bw(x, c) - fill_i[0].bw;
+  const double step_copy = P.copy_ops > 0 ? P.copy_ops * e.cp(P.copy_frac * x) : 0.0;
   // A rank's first step copies before its first chunk can have arrived: while the first chunk
   // passes, only the first hop waits for a copy. With two chunks or more every later step does,
   // the drain's too.
   t.copy += (k >= 2 ? static_cast<double>(P.ph[0].S_i + P.ph[0].S_n) : 1.0) * step_copy;
-  Parts pi{P.ss_i.at(x), P.ss_i.bw(x, c), red(P.ss_i), step_copy}, pn{P.ss_n.at(x), P.ss_n.bw(x, c), red(P.ss_n), step_copy};
+  Parts pi, pn;
+  if (P.has_i) pi = stage(P.ss_i);
+  if (P.has_n) pn = stage(P.ss_n);
+  pi.copy = pn.copy = step_copy;
   if (P.has_i || P.has_n) t += (k - 1) * (!P.has_i ? pn : !P.has_n ? pi : slower(pi, pn));
   if (P.ramp && e.node_intra_bw > 0) {
     // Every step's bytes at the rate of its senders' share: sum over the steps of b_in(senders),
     // 1, 2, .., q - 1 while the chain fills and again while it drains, q = min(k, p - 1) between.
-    const Stage& si = P.ph[0].si;
+    const double per_b = fill_i[0].bw / P.ph[0].si.b;  // a step's bytes, at the messages' rates
     const double L = static_cast<double>(e.p) + k - 2, q = std::min(k, static_cast<double>(e.p - 1));
     auto sum_to = [&](double m) {  // sum of b_in(j), j = 1..m
       const double j = std::min(m, std::floor(e.b_i / e.node_intra_b));
       return j * e.b_i + e.node_intra_b * (m * (m + 1) - j * (j + 1)) / 2;
     };
-    const double b_sum = 2 * sum_to(q - 1) + (L - 2 * (q - 1)) * e.b_in(q);
-    t.bw = si.bw(x, c) / si.b * b_sum;
-    if (P.first_clean) t.bw += (P.first_i.bw(x, c) - si.bw(x, c)) / si.b * e.b_in(1);
+    t.bw = per_b * (2 * sum_to(q - 1) + (L - 2 * (q - 1)) * e.b_in(q));
+    if (P.first_clean) t.bw += (P.first_i.bw(x, c) - fill_i[0].bw) / P.ph[0].si.b * e.b_in(1);
     // The last p - 2 steps, after the root's last send, have min(q, p - 2 - i) senders each.
     const double d = static_cast<double>(e.p - 2), dq = std::min(q, d);
-    tail = d * (si.at(x) + red(si)) + si.bw(x, c) / si.b * (sum_to(dq) + (d - dq) * e.b_in(q));
+    tail = d * (fill_i[0].lat + fill_i[0].red) + per_b * (sum_to(dq) + (d - dq) * e.b_in(q));
   }
-  if (P.root_copy) t.copy += std::max(0.0, e.cp(n) - tail);
+  if (P.root_copy && e.c > 0) t.copy += std::max(0.0, e.cp(n) - tail);
   // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
   const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
+  if (save_i == 0 && save_n == 0) return t;
   if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
     for (int i = 0; i < P.nph; ++i)
-      t.lat -= static_cast<double>(P.ph[i].S_i) * save_i * P.ph[i].si.at(x) +
-               static_cast<double>(P.ph[i].S_n) * save_n * P.ph[i].sn.at(x);
+      t.lat -= static_cast<double>(P.ph[i].S_i) * save_i * fill_i[i].lat +
+               static_cast<double>(P.ph[i].S_n) * save_n * fill_n[i].lat;
   } else {
-    t.lat -= P.has_i ? save_i * P.ss_i.at(x) : save_n * P.ss_n.at(x);
-    t.lat -= P.last_hop_net || !P.has_i ? save_n * P.ss_n.at(x) : save_i * P.ss_i.at(x);
+    t.lat -= P.has_i ? save_i * pi.lat : save_n * pn.lat;
+    t.lat -= P.last_hop_net || !P.has_i ? save_n * pn.lat : save_i * pi.lat;
   }
   return t;
 }
@@ -1077,14 +1080,26 @@ Parts alltoall_bruck(const Env& e, double n) {
 //    packs and unpacks the runs of blocks it sends each step, then places its p blocks one by one.
 
 // The slowest rank's rotation: max over i of cp((p-i) b) + cp(i b). Without a local_op_scale
-// curve that is cp(n); with one, every split is looked at (half of them: the sum is symmetric).
+// curve that is cp(n); with one, every split up to p/2 is looked at (the sum is symmetric) on up to
+// 128 ranks, and beyond, 64 splits evenly spread and those next to the curve's points.
 double rotation(const Env& e, double block) {
   const double n = block * static_cast<double>(e.p);
   if (e.topo->local_op_scale.empty()) return e.cp(n);
   double most = e.cp(n);
-  for (long long i = 1; 2 * i <= e.p; ++i) {
+  auto split = [&](long long i) {
+    if (i < 1 || 2 * i > e.p) return;
     const double x = static_cast<double>(i) * block;
     most = std::max(most, e.cp(n - x) + e.cp(x));
+  };
+  const long long half = e.p / 2;
+  if (half <= 64) {
+    for (long long i = 1; i <= half; ++i) split(i);
+    return most;
+  }
+  for (long long j = 1; j <= 64; ++j) split(j * half / 64);
+  for (const LocalOpScale& pt : e.topo->local_op_scale) {
+    const auto i = static_cast<long long>(static_cast<double>(pt.bytes) / block);
+    for (long long c : {i, i + 1, e.p - i, e.p - i - 1}) split(c);
   }
   return most;
 }
