@@ -1081,7 +1081,7 @@ Parts alltoall_bruck(const Env& e, double n) {
 
 // The slowest rank's rotation: max over i of cp((p-i) b) + cp(i b). Without a local_op_scale
 // curve that is cp(n); with one, every split up to p/2 is looked at (the sum is symmetric) on up to
-// 128 ranks, and beyond, 64 splits evenly spread and those next to the curve's points.
+// 32 ranks, and beyond, 16 splits evenly spread and those next to the curve's points.
 double rotation(const Env& e, double block) {
   const double n = block * static_cast<double>(e.p);
   if (e.topo->local_op_scale.empty()) return e.cp(n);
@@ -1092,11 +1092,11 @@ double rotation(const Env& e, double block) {
     most = std::max(most, e.cp(n - x) + e.cp(x));
   };
   const long long half = e.p / 2;
-  if (half <= 64) {
+  if (half <= 16) {
     for (long long i = 1; i <= half; ++i) split(i);
     return most;
   }
-  for (long long j = 1; j <= 64; ++j) split(j * half / 64);
+  for (long long j = 1; j <= 16; ++j) split(j * half / 16);
   for (const LocalOpScale& pt : e.topo->local_op_scale) {
     const auto i = static_cast<long long>(static_cast<double>(pt.bytes) / block);
     for (long long c : {i, i + 1, e.p - i, e.p - i - 1}) split(c);

@@ -6,20 +6,29 @@
 //      prediction, the winner per point (best_candidate) and the crossovers between every pair of
 //      algorithms per (collective, node count) (goal: under 0.1 s);
 //   3. pricing the schedule of a ring allreduce of 1024 ranks on one node (2 x 1023 x 1024
-//      messages), the largest schedule `commsim run` prices (goal: under 2 s).
+//      messages), the largest schedule `commsim run` prices (goal: under 2 s);
+//   4. how closely the closed forms (`predict`, `plan`) follow the priced schedules (`run`,
+//      `report`, `calibrate`) on one node of RANKS ranks, 1 KiB .. 64 MiB, allreduce, allgather,
+//      reduce-scatter and broadcast: the share of (collective, size) where both pick the same
+//      fastest hand-written algorithm (goal: at least 90%), and the mean |closed / priced - 1|
+//      (goal: under 5%).
 // Prints one line per measurement: name, value, unit, goal, verdict (tab-separated).
 //
-// Usage: bench_model [TOPOLOGY] [SECONDS]   (default dgx-h100, 0.5 s per throughput measurement)
+// Usage: bench_model [TOPOLOGY] [SECONDS] [RANKS]   (default dgx-h100, 0.5 s per throughput
+// measurement, RANKS the topology's ranks per node, at most 16)
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "collectives/generators.h"
+#include "model/collective.h"
 #include "model/cost.h"
 #include "model/price.h"
 #include "model/select.h"
@@ -127,11 +136,43 @@ std::pair<double, std::uint64_t> price_thousand_rank_ring(const Topology& t) {
   return {seconds_since(t0), x.messages};
 }
 
+// Closed forms against priced schedules on one node of p ranks (measurement 4).
+struct Agreement {
+  int cases = 0, same_winner = 0, points = 0;
+  double sum_rel = 0, max_rel = 0;
+};
+Agreement closed_vs_priced(const Topology& t, int p) {
+  Agreement out;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast})
+    for (Bytes n = 1024; n <= (Bytes{64} << 20); n *= 2) {
+      double best_closed = INFINITY, best_priced = INFINITY;
+      Algorithm by_closed{}, by_priced{};
+      for (Algorithm a : hand_written_algorithms(c)) {
+        const CostQuery q{c, a, Protocol::None, 1, p, n};
+        const Schedule s = make_schedule({c, a, p, n / 4, 4, 0, nullptr, pipeline_chunk_bytes(t, q)});
+        const double closed = closed_form(t, q).time_s, priced = price_schedule(s, t, Placement::uniform(1, p)).time_s;
+        if (closed < best_closed) best_closed = closed, by_closed = a;
+        if (priced < best_priced) best_priced = priced, by_priced = a;
+        const double rel = std::abs(closed / priced - 1);
+        out.sum_rel += rel;
+        out.max_rel = std::max(out.max_rel, rel);
+        ++out.points;
+      }
+      ++out.cases;
+      if (by_closed == by_priced) ++out.same_winner;
+    }
+  return out;
+}
+
 int run(int argc, char** argv) {
   std::string topo_name = argc > 1 ? argv[1] : "dgx-h100";
   double budget_s = argc > 2 ? std::atof(argv[2]) : 0.5;
   if (!(budget_s > 0)) budget_s = 0.5;
   Topology t = load_topology(resolve_topology_path(topo_name));
+  const int ranks = argc > 3 ? std::atoi(argv[3]) : std::min(t.ranks_per_node, 16);
+  if (ranks < 2 || ranks > t.ranks_per_node)
+    throw std::runtime_error("RANKS must be 2 to " + std::to_string(t.ranks_per_node) +
+                             " (the topology's ranks per node), not " + (argc > 3 ? argv[3] : "the default"));
 
   // A mix of every (collective, algorithm) with a closed form, at 1, 8 and 128 nodes and 30 sizes.
   std::vector<CostQuery> all, hand, nccl;
@@ -178,6 +219,12 @@ int run(int argc, char** argv) {
       pw.seconds < 0.1 ? "ok" : "ABOVE GOAL");
   std::printf("price_schedule, ring allreduce of 1024 ranks (%llu messages)\t%.3f\ts\t< 2\t%s\n",
               static_cast<unsigned long long>(priced.second), priced.first, priced.first < 2.0 ? "ok" : "ABOVE GOAL");
+  const Agreement ag = closed_vs_priced(t, ranks);
+  const double same = 100.0 * ag.same_winner / ag.cases, mean = 100.0 * ag.sum_rel / ag.points;
+  std::printf("closed forms vs priced schedules, %d ranks: same fastest algorithm (%d of %d)\t%.1f\t%%\t>= 90\t%s\n",
+              ranks, ag.same_winner, ag.cases, same, same >= 90 ? "ok" : "BELOW GOAL");
+  std::printf("closed forms vs priced schedules, %d ranks: mean |closed/priced - 1| (max %.1f%%)\t%.2f\t%%\t< 5\t%s\n",
+              ranks, 100 * ag.max_rel, mean, mean < 5 ? "ok" : "ABOVE GOAL");
   return 0;
 }
 
