@@ -319,7 +319,8 @@ struct Stage {
   double at(double x) const {
     if (!mc) return a;
     const double m = x * msg;
-    return mc->latency_s(a, m) + (sends_before > 0 || recvs_before > 0 ? mc->queued_overhead_s(m, sends_before, recvs_before) : 0.0);
+    const bool queued = sends_before > 0 || recvs_before > 0;
+    return mc->latency_s(a, m) + (queued ? mc->queued_overhead_s(m, sends_before, recvs_before) : 0.0);
   }
   // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
   template <typename Curves>
@@ -392,7 +393,9 @@ struct Pipe {
   // half-chunk in each tree).
   bool tree_fill = false, rooted_single = false;
   // With a single chunk the fill stages wait for these overheads instead (Stage::sends_before):
-  // the two trees' messages interleave less than when chunks follow each other.
+  // with nothing behind it, the one chunk's messages wait less. The counts here and in tree_pipe
+  // are averages of what the schedules' steps wait for, over 2-64 ranks and either side paying
+  // (PriceOfPipelines.PostingOverheads in tests/collectives/test_price.cc).
   bool single_overheads = false;
   double single_sends = 0, single_recvs = 0;
 };
