@@ -372,7 +372,9 @@ struct Pipe {
   //  - Chain (ring broadcast, reduce): one chunk passes one-way from rank to rank, the phases; with
   //    k >= 2 chunks a rank receives the next chunk while it sends one, and only the first step
   //    and the last (on the tier of the last hop) are one-way.
-  enum class OneWay : std::uint8_t { FirstPass, Chain } one_way = OneWay::FirstPass;
+  //  - None (the double tree's allreduce on two ranks): each rank is the root of one tree and sends
+  //    up the other in the same step, so every step is an exchange.
+  enum class OneWay : std::uint8_t { FirstPass, Chain, None } one_way = OneWay::FirstPass;
   bool last_hop_net = false;
   // The intra-node stages forward chunks (Stage::written) but the first hop sends untouched data
   // (the root's Input, or a leaf's): on one node, the first phase's first stage is `first_i`.
@@ -483,7 +485,7 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   if (P.root_copy && e.c > 0) t.copy += std::max(0.0, e.cp(n) - tail);
   // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
   const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
-  if (save_i == 0 && save_n == 0) return t;
+  if ((save_i == 0 && save_n == 0) || P.one_way == Pipe::OneWay::None) return t;
   if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
     for (int i = 0; i < P.nph; ++i)
       t.lat -= static_cast<double>(P.ph[i].S_i) * save_i * fill_i[i].lat +
@@ -662,11 +664,15 @@ Pipe tree_pipe(const Env& e, Collective c) {
     // in one or two, counted as half a message before its last each way; in the steady state it
     // posts four (to its parents and to its children) and takes in two.
     // With p = 2 a rank posts one message up one tree and one down the other a step.
-    for (Phase& ph : P.ph) ph.si.sends_before = ph.si.recvs_before = e.p == 2 ? 0 : 0.5;
-    P.ss_i.sends_before = e.p == 2 ? 1 : 3;
-    P.ss_i.recvs_before = 1;
+    for (Phase& ph : P.ph)
+      for (Stage* st : {&ph.si, &ph.sn}) st->sends_before = st->recvs_before = e.p == 2 ? 0 : 0.5;
+    for (Stage* st : {&P.ss_i, &P.ss_n}) {
+      st->sends_before = e.p == 2 ? 1 : 3;
+      st->recvs_before = 1;
+    }
     P.single_overheads = e.p > 2;
     P.single_sends = P.single_recvs = 1.0 / 3;
+    if (e.p == 2) P.one_way = Pipe::OneWay::None;
     // Going up, a rank interior in one tree copies its own half-chunk before it combines.
     P.copy_ops = 1;
     P.copy_frac = 0.5;
@@ -677,11 +683,13 @@ Pipe tree_pipe(const Env& e, Collective c) {
     // Posting overheads: an interior rank sends to its two children (reduce: takes in from them),
     // one message before its last each way (p = 2: both half-chunks to the one other rank).
     P.ph[0].si.sends_before = P.ph[0].si.recvs_before = 1;
+    P.ph[0].sn.sends_before = P.ph[0].sn.recvs_before = 1;
     P.single_overheads = e.p > 2;
     P.single_sends = c == Collective::Reduce ? 0 : 0.75;
     P.single_recvs = c == Collective::Reduce ? 0.5 : 0.25;
     P.ss_i = P.ph[0].si;
     P.ss_n = net_stage(e, b_n, g, 0.5);
+    P.ss_n.sends_before = P.ss_n.recvs_before = 1;
     // Reduce: the root, which has a child in each tree, copies both half-chunks before it
     // combines; broadcast: the root copies its Input to Output after its last send.
     P.copy_ops = c == Collective::Reduce ? 2 : 0;

@@ -813,6 +813,13 @@ TEST(PriceOfPipelines, OneWayMessages) {
   // One chunk through a chain of 8: seven one-way steps.
   const CostQuery q{Collective::Broadcast, Algorithm::Ring, Protocol::None, 1, 8, 4096};
   EXPECT_NEAR(closed_form(t, q).latency_s, 7 * 0.6 * kAlpha, 1e-15);
+  // The tree's allreduce on two ranks has no one-way step: each rank is the root of one tree and
+  // sends up the other in the same step. Equal to its schedule, with or without the factor.
+  for (Bytes bytes : {Bytes{4096}, Bytes{65536}, Bytes{1} << 20}) {
+    const Priced x = price(Collective::AllReduce, Algorithm::Tree, 2, bytes, 0, t);
+    EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << bytes;
+    EXPECT_NEAR(x.closed_s, price(Collective::AllReduce, Algorithm::Tree, 2, bytes, 0, uniform()).closed_s, 1e-15);
+  }
 }
 
 // call_overhead and working_set_scale: priced schedules and closed forms apply them alike, and the
