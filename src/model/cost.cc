@@ -1095,7 +1095,7 @@ Parts alltoall_bruck(const Env& e, double n) {
 // 32 ranks, and beyond, 16 splits evenly spread and those next to the curve's points.
 double rotation(const Env& e, double block) {
   const double n = block * static_cast<double>(e.p);
-  if (e.topo->local_op_scale.empty()) return e.cp(n);
+  if (e.topo->local_op_scale.empty() || !(block > 0)) return e.cp(n);
   double most = e.cp(n);
   auto split = [&](long long i) {
     if (i < 1 || 2 * i > e.p) return;
