@@ -18,6 +18,9 @@
 // Only NCCL's model (NcclRing / NcclTree / Nccl) keeps NCCL's multi-channel assumption: a ring's
 // traffic is spread over all NICs of a node, min(intra_bw, node_bw).
 //
+// Local copies (the "local copies" section below): the copies each schedule makes on its slowest
+// rank's critical path, at device.memory_bandwidth, in Cost::copy_s.
+//
 // Optional terms (configs/topologies/README.md), off unless the topology sets them:
 //  - intra_node.node_bandwidth: the f ranks of a node moving m bytes each inside it at once get
 //    min(intra_bw, node_bandwidth / f) each; f is known per step of every algorithm;
@@ -26,7 +29,9 @@
 //    limit pays the inline latency;
 //  - message_overhead (per tier): a round that posts q messages at once (direct) pays
 //    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
-//    inline_overhead for messages up to the inline limit);
+//    inline_overhead for messages up to the inline limit), as overhead_receive_share splits it
+//    between the sending and the receiving side; the double tree's steps wait for the average
+//    overheads of its schedule's (Stage::sends_before);
 //  - one_way_factor (per tier): one-way steps pay latency * one_way_factor: those of binomial
 //    trees (broadcast, reduce, scatter, gather, and the hierarchical ones built of them), the folds
 //    of recursive doubling and halving, a pipelined chain's single chunk (with several chunks its
