@@ -119,26 +119,28 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s) {
 
 namespace {
 
-// The smallest step that still changes a parameter measurably, and the floor it must stay above.
+// The points after a curve's first are parameters `first`, first + 1, ... (count of them): the
+// 1-based point p is, or -1 when p is not one of them.
+int curve_point(Param p, Param first, int count) {
+  const int i = static_cast<int>(p) - static_cast<int>(first) + 1;
+  return i >= 1 && i <= count ? i : -1;
+}
 int working_set_index(Param p) {
-  const int i = static_cast<int>(p) - static_cast<int>(Param::WorkingSet1) + 1;
-  return i >= 1 && i <= 6 ? i : -1;
+  return curve_point(p, Param::WorkingSet1, 6);
 }
 int node_working_set_index(Param p) {
-  const int i = static_cast<int>(p) - static_cast<int>(Param::NodeWorkingSet1) + 1;
-  return i >= 1 && i <= 6 ? i : -1;
+  return curve_point(p, Param::NodeWorkingSet1, 6);
 }
 int local_op_index(Param p) {
-  const int i = static_cast<int>(p) - static_cast<int>(Param::LocalOp1) + 1;
-  return i >= 1 && i <= 5 ? i : -1;
-}
-int net_message_index(Param p) {
-  const int i = static_cast<int>(p) - static_cast<int>(Param::NetMessage1);
-  return i >= 0 && i < 6 ? i : -1;
+  return curve_point(p, Param::LocalOp1, 5);
 }
 int message_index(Param p) {
-  const int i = static_cast<int>(p) - static_cast<int>(Param::Message1) + 1;
-  return i >= 1 && i <= 7 ? i : -1;
+  return curve_point(p, Param::Message1, 7);
+}
+// From 0 (the network's curve has no point held at 1).
+int net_message_index(Param p) {
+  const int i = curve_point(p, Param::NetMessage1, 6);
+  return i > 0 ? i - 1 : -1;
 }
 bool is_scale_param(Param p) {
   return working_set_index(p) > 0 || node_working_set_index(p) > 0 || local_op_index(p) > 0 ||
@@ -162,6 +164,8 @@ double param_floor(Param p) {
 bool is_latency_factor(Param p) {
   return p == Param::IntraOneWay || p == Param::IntraExchange || p == Param::NetOneWay;
 }
+// The smallest step that still changes a parameter measurably (param_floor: the floor it must
+// stay above).
 double param_step(Param p, double value) {
   double typical = is_time_param(p) ? 1e-7 : is_beta_param(p) ? 1e-12 : 1.0;
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);

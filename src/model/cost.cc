@@ -1233,8 +1233,7 @@ Parts communication(const Env& e, Collective c, Algorithm a, Bytes bytes) {
 // in their stages).
 Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
   Parts t = communication(e, c, a, bytes);
-  if (!(a == Algorithm::Tree || (a == Algorithm::Ring && (c == Collective::Broadcast || c == Collective::Reduce))))
-    t.copy += copies(e, c, a, static_cast<double>(bytes));
+  if (!is_pipelined(c, a)) t.copy += copies(e, c, a, static_cast<double>(bytes));
   return t;
 }
 
@@ -1416,21 +1415,19 @@ int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
   return best_pipe(e, chain_pipe(e, c == Collective::Reduce), static_cast<double>(bytes)).k;
 }
 
+bool is_pipelined(Collective c, Algorithm a) {
+  const bool bcast_or_reduce = c == Collective::Broadcast || c == Collective::Reduce;
+  return (a == Algorithm::Tree && (c == Collective::AllReduce || bcast_or_reduce)) ||
+         (a == Algorithm::Ring && bcast_or_reduce);
+}
+
 Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q) {
-  if (q.protocol != Protocol::None) return 0;
+  if (q.protocol != Protocol::None || !is_pipelined(q.collective, q.algorithm)) return 0;
   auto ceil_div = [](Bytes a, Bytes b) { return b == 0 ? a : (a + b - 1) / b; };
-  bool bcast_or_reduce = q.collective == Collective::Broadcast || q.collective == Collective::Reduce;
-  switch (q.algorithm) {
-    case Algorithm::Tree:
-      if (q.collective == Collective::AllReduce || bcast_or_reduce)
-        return ceil_div(q.bytes, tree_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes));
-      return 0;
-    case Algorithm::Ring:
-      if (bcast_or_reduce)
-        return ceil_div(q.bytes, ring_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes));
-      return 0;
-    default: return 0;
-  }
+  const int k = q.algorithm == Algorithm::Tree
+                    ? tree_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes)
+                    : ring_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes);
+  return ceil_div(q.bytes, static_cast<Bytes>(k));
 }
 
 }  // namespace commsim

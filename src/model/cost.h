@@ -64,6 +64,9 @@ TreeCut tree_cut(long long nodes, long long ranks_per_node, bool rooted);
 int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
 // The same for the pipelined chain of Algorithm::Ring broadcast and reduce (1 for other collectives).
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
+// True for the pipelined algorithms (Tree for allreduce, broadcast and reduce; Ring for broadcast
+// and reduce), whose schedules move the data in chunks (pipeline_chunk_bytes).
+bool is_pipelined(Collective c, Algorithm a);
 // What to pass as ScheduleRequest::pipeline_chunk_bytes so that the schedule priced is the one the
 // closed form assumes: Tree and Ring broadcast/reduce ceil(bytes / k); 0 (not pipelined) for
 // everything else (Hierarchical broadcast/reduce are binomial trees, not pipelined).

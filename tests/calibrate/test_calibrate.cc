@@ -102,6 +102,12 @@ std::vector<CollectiveSample> collective_data(const Topology& truth, double nois
   return out;
 }
 
+// The parameters `base`, then a curve's points (add_*_points).
+std::vector<Param> with_curve(std::vector<Param> base, const std::vector<Param>& curve) {
+  base.insert(base.end(), curve.begin(), curve.end());
+  return base;
+}
+
 // A fitted curve of `t` (working_set_scale, local_op_scale, message_scale) comes back the same from
 // the topology file calibrate writes.
 template <typename Point>
@@ -592,9 +598,8 @@ TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
   for (std::size_t i = 1; i < truth.working_set_scale.size(); ++i)
     truth.working_set_scale[i].scale = std::pow(0.8, static_cast<double>(i));
   time_on(truth, samples);
-  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead,
-                               Param::Gamma};
-  for (Param p : curve) params.push_back(p);
+  const std::vector<Param> params = with_curve(
+      {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead, Param::Gamma}, curve);
   for (FitWeighting w : {FitWeighting::Relative, FitWeighting::Robust}) {
     const ParamFit f = refine_parameters(start, samples, params, w);
     EXPECT_NEAR(f.topology.call_overhead_s, 1.5e-6, 0.02e-6);
@@ -625,8 +630,7 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
     truth.local_op_scale[i].scale = std::pow(0.75, static_cast<double>(i));
   time_on(truth, samples);
   start.reduce_bw_Bps *= 2;
-  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
-  for (Param p : curve) params.push_back(p);
+  const std::vector<Param> params = with_curve({Param::IntraLatency, Param::IntraBeta, Param::Gamma}, curve);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 0.02 * truth.reduce_bw_Bps);
   for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
@@ -659,8 +663,7 @@ TEST(RefineParameters, RecoversTheNodeWorkingSetCurve) {
     truth.node_working_set_scale[i].scale = std::pow(0.85, static_cast<double>(i));
   time_on(truth, samples);
   start.intra.bw_Bps *= 1.5;
-  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta};
-  for (Param p : curve) params.push_back(p);
+  const std::vector<Param> params = with_curve({Param::IntraLatency, Param::IntraBeta}, curve);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.01 * truth.intra.bw_Bps);
   for (std::size_t i = 1; i < truth.node_working_set_scale.size(); ++i)
@@ -698,8 +701,7 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
     truth.message_scale[i].scale = i < 4 ? 1.0 + 0.1 * double(i) : 1.3 - 0.15 * double(i - 3);
   time_on(truth, samples);
   start.intra.bw_Bps *= 0.7;
-  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::Gamma};
-  for (Param p : curve) params.push_back(p);
+  const std::vector<Param> params = with_curve({Param::IntraLatency, Param::IntraBeta, Param::Gamma}, curve);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.02 * truth.intra.bw_Bps);
   for (std::size_t i = 2; i < truth.message_scale.size(); ++i)
@@ -736,8 +738,7 @@ TEST(RefineParameters, RecoversTheNetworkMessageCurve) {
     }
   time_on(truth, samples);
   start.network.latency_s *= 1.3;
-  std::vector<Param> params = {Param::NetLatency, Param::NetBeta};
-  for (Param p : curve) params.push_back(p);
+  const std::vector<Param> params = with_curve({Param::NetLatency, Param::NetBeta}, curve);
   const ParamFit f = refine_parameters(start, samples, params, FitWeighting::Robust);
   for (std::size_t i = 0; i < truth.network_message_scale.size(); ++i)
     EXPECT_NEAR(f.topology.network_message_scale[i].scale, truth.network_message_scale[i].scale,
@@ -988,8 +989,8 @@ TEST(RefineParameters, ThreadsGiveTheSameFitAndPassErrorsOn) {
   start.intra.latency_s *= 1.5;
   const std::vector<Param> curve = add_message_points(start, samples);
   time_on(truth, samples);
-  std::vector<Param> params = {Param::IntraLatency, Param::IntraBeta, Param::CallOverhead, Param::Gamma};
-  for (Param p : curve) params.push_back(p);
+  const std::vector<Param> params =
+      with_curve({Param::IntraLatency, Param::IntraBeta, Param::CallOverhead, Param::Gamma}, curve);
   const ParamFit one = refine_parameters(start, samples, params, FitWeighting::Robust, predict_closed_form, 1);
   for (int threads : {2, 3, 8}) {
     SCOPED_TRACE(threads);

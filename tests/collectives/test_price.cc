@@ -329,7 +329,7 @@ TEST(PriceEqualsClosedForm, LocalCopies) {
   for (const Topology* t : {&linear, &curved})
     for (C c : kAllCollectives)
       for (A a : hand_written_algorithms(c)) {
-        if (a == A::Tree || (a == A::Ring && (c == C::Broadcast || c == C::Reduce))) continue;  // pipelines
+        if (is_pipelined(c, a)) continue;
         for (int p : kRanks)
           for (Bytes bytes : sizes(p)) {
             const int root = c == C::Broadcast || c == C::Reduce ? p / 2 : 0;
@@ -343,9 +343,10 @@ TEST(PriceEqualsClosedForm, LocalCopies) {
             const double priced_copy = price_schedule(s, *t, Placement::uniform(1, p)).copy_s;
             EXPECT_NEAR(closed_form(*t, q).copy_s, priced_copy, 1e-9 * priced_copy + 1e-15)
                 << name(c, a, p, bytes) << (t == &curved ? " with the curve" : "");
-            if (!published)
+            if (!published) {
               EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s)
                   << name(c, a, p, bytes) << (t == &curved ? " with the curve" : "");
+            }
           }
       }
   // Copies are on the path: a direct broadcast pays the root's copy of n after its sends.
@@ -381,7 +382,7 @@ TEST(PriceEqualsClosedForm, EveryTermOfOneNodeAtOnce) {
   t.message_scale = {{1024, 1.0}, {16 * 1024, 0.6}, {1 << 20, 0.9}};
   for (C c : kAllCollectives)
     for (A a : hand_written_algorithms(c)) {
-      if (a == A::Tree || (a == A::Ring && (c == C::Broadcast || c == C::Reduce))) continue;  // pipelines
+      if (is_pipelined(c, a)) continue;
       if ((c == C::AllToAll && a == A::Pairwise) || a == A::Rabenseifner) continue;  // published forms
       for (int p : {2, 3, 4, 5, 6, 8, 12, 16}) {
         const bool fold = a == A::RecursiveDoubling || a == A::RecursiveHalving;
