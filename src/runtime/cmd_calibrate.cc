@@ -205,7 +205,10 @@ class SchedulePricer {
       const auto dtype = parse_dtype(p.dtype);
       const CostQuery q{p.collective, p.algorithm, Protocol::None, s.nodes, s.ranks_per_node, p.bytes};
       try {
-        const Bytes chunk = it->second ? pipeline_chunk_bytes(with_transport(*it->second, p.transport), q) : 0;
+        // The chunk the file records; else (an older file) the one its run's topology chose.
+        const Bytes chunk = p.pipeline_chunk_bytes > 0 ? p.pipeline_chunk_bytes
+                            : it->second           ? pipeline_chunk_bytes(with_transport(*it->second, p.transport), q)
+                                                   : 0;
         schedules_[s.key] = Entry{make_schedule({p.collective, p.algorithm, p.ranks, p.count,
                                                  dtype ? dtype_size(*dtype) : 4u, p.root, &placement, chunk}),
                                   placement};

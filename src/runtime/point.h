@@ -29,6 +29,10 @@ struct Point {
   Bytes bytes = 0;                 // nccl-tests size
   std::uint64_t count = 0;         // elements
   int root = 0;
+  // The chunk a pipelined hand-written schedule (ring and tree broadcast and reduce, the double
+  // tree's allreduce) ran with, bytes; 0 when the algorithm is not pipelined, or when the file was
+  // written before commsim recorded it (readers then recompute it from the run's topology).
+  std::uint64_t pipeline_chunk_bytes = 0;
 
   // The prediction
   double predicted_us = kNaN;

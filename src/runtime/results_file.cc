@@ -51,6 +51,7 @@ struct Row {
   char* note;
   std::uint64_t samples_offset;
   std::uint64_t samples_count;
+  std::uint64_t pipeline_chunk_bytes;  // not in files written before commsim recorded it
 };
 
 struct RowTypes {
@@ -58,7 +59,11 @@ struct RowTypes {
   h5::Datatype file;    // the same fields packed (no padding) in the file
 };
 
-RowTypes row_types() {
+constexpr const char* kChunkField = "pipeline_chunk_bytes";
+
+// The row's types. Files written before commsim recorded the pipeline chunk lack that field: read
+// and extend them without it (with_chunk false), the field left 0.
+RowTypes row_types(bool with_chunk = true) {
   RowTypes t;
   t.memory = h5::Datatype(H5Tcreate(H5T_COMPOUND, sizeof(Row)), "H5Tcreate(points row)");
   hid_t m = t.memory.get();
@@ -102,6 +107,7 @@ RowTypes row_types() {
   insert("note", COMMSIM_ROW_OFFSET(note), note.get());
   insert("samples_offset", COMMSIM_ROW_OFFSET(samples_offset), H5T_NATIVE_UINT64);
   insert("samples_count", COMMSIM_ROW_OFFSET(samples_count), H5T_NATIVE_UINT64);
+  if (with_chunk) insert(kChunkField, COMMSIM_ROW_OFFSET(pipeline_chunk_bytes), H5T_NATIVE_UINT64);
 #undef COMMSIM_ROW_OFFSET
   t.file = h5::Datatype(H5Tcopy(m), "H5Tcopy(points row)");
   h5::check_status(H5Tpack(t.file.get()), "H5Tpack(points row)");
@@ -230,6 +236,7 @@ Row to_row(const Point& p, int run, std::uint64_t samples_offset) {
   r.note = const_cast<char*>(p.note.c_str());  // only read by H5Dwrite
   r.samples_offset = samples_offset;
   r.samples_count = p.samples_us.size();
+  r.pipeline_chunk_bytes = p.pipeline_chunk_bytes;
   return r;
 }
 
@@ -259,6 +266,7 @@ Point from_row(const Row& r, const std::string& path) {
   p.bytes = r.bytes;
   p.count = r.count;
   p.root = r.root;
+  p.pipeline_chunk_bytes = r.pipeline_chunk_bytes;
   p.predicted_us = r.predicted_us;
   p.predicted_busbw_gbps = r.predicted_busbw_gbps;
   p.predicted_winner = get(r.predicted_winner);
@@ -282,10 +290,16 @@ struct RowsRead {
   std::vector<Row> rows;
   std::vector<std::string> notes;
 };
+// The row types of an existing /points table: with the pipeline chunk when the file has it.
+RowTypes row_types_of(const h5::Dataset& points) {
+  h5::Datatype file_type(H5Dget_type(points.get()), "H5Dget_type(points)");
+  return row_types(H5Tget_member_index(file_type.get(), kChunkField) >= 0);
+}
+
 RowsRead read_all_rows(const h5::Dataset& points, const RowTypes& types) {
   RowsRead out;
   hsize_t n = h5::rows(points);
-  out.rows.resize(n);
+  out.rows.resize(n);  // value-initialized: a field the file lacks reads as 0
   if (n == 0) return out;
   h5::read_rows(points, types.memory.get(), out.rows.data(), 0, n);
   out.notes.reserve(n);
@@ -487,9 +501,9 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
     fs::rename(path, partial, ec);
     if (ec) throw Error("cannot rename " + path + " to " + partial + ": " + ec.message());
   }
-  impl->types = row_types();
   impl->file = h5::open_file(partial, true);
   impl->open_tables();
+  impl->types = row_types_of(impl->points);  // an older file keeps its layout
   RowsRead existing = read_all_rows(impl->points, impl->types);
   for (const Row& r : existing.rows) impl->keys.insert(key_of(from_row(r, partial)));
   ResultsFile f(std::move(impl));
@@ -608,8 +622,8 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
     out.runs.push_back(std::move(c));
   }
 
-  RowTypes types = row_types();
   h5::Dataset points = h5::open_dataset(f, "points");
+  const RowTypes types = row_types_of(points);
   RowsRead rows = read_all_rows(points, types);
   std::vector<double> samples;
   if (with_samples) {

@@ -91,6 +91,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
     const std::uint32_t elem = elem_size_of(row.dtype);
     const std::uint64_t chunk = pipeline_chunk_bytes_override > 0 ? pipeline_chunk_bytes_override
                                                                   : pipeline_chunk_bytes(topology, query);
+    row.pipeline_chunk_bytes = is_pipelined(c, a) ? chunk : 0;
     ScheduleRequest req{c, a, nranks, row.count, elem, row.root, &placement, chunk};
     Schedule built = make_schedule(req);
     const double t_s = price_schedule(built, topology, placement).time_s;
@@ -145,9 +146,10 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
     const Placement placement = Placement::uniform(p.nodes, p.ranks / p.nodes);
     p.rel_error = kNaN;
     try {
-      // The pipelined algorithms ran with the chunk their run's topology chose: price that schedule.
-      std::uint64_t chunk = 0;
-      if (i < run_topology.size() && run_topology[i] != nullptr && is_hand_written(p.algorithm))
+      // The pipelined algorithms ran with the chunk the file records: price that schedule. A file
+      // that does not record it (written before commsim did) had the chunk its run's topology chose.
+      std::uint64_t chunk = p.pipeline_chunk_bytes;
+      if (chunk == 0 && i < run_topology.size() && run_topology[i] != nullptr && is_hand_written(p.algorithm))
         chunk = pipeline_chunk_bytes(with_transport(*run_topology[i], p.transport),
                                      {p.collective, p.algorithm, p.protocol, placement.nnodes,
                                       placement.max_ranks_per_node(), p.bytes});

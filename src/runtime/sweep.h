@@ -74,7 +74,8 @@ std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, 
 // bytes, count and root, on `topology` (the row's transport's values applied) with `placement`:
 // sets predicted_us, predicted_busbw_gbps and, for baselines, the note saying what was predicted.
 // Hand-written algorithms: the schedule priced (with the pipeline chunk of the closed form unless
-// pipeline_chunk_bytes > 0), returned through request and schedule (either may be null), and true.
+// pipeline_chunk_bytes > 0; the row records the chunk of a pipelined one), returned through
+// request and schedule (either may be null), and true.
 // The MPI baseline: the schedules of `mpi_library`'s own choice priced one after another when it
 // is known (library_choice), the model's fastest hand-written schedule otherwise.
 // Throws Error when the schedule cannot be built.
@@ -84,9 +85,9 @@ bool predict_row(Point& row, const Topology& topology, const Placement& placemen
 // Every point predicted again on `topology` (a calibrated one, say): predicted_us,
 // predicted_busbw_gbps, rel_error and predicted_winner (among the hand-written algorithms the
 // points hold for that collective), with the ranks placed evenly on the point's nodes. The
-// pipelined algorithms are priced with the chunk they ran with: the one the closed form chose on
-// the topology of the point's run (run_topology, parallel to points; null or missing: `topology`'s
-// own choice). The MPI baseline is predicted for the library of the point's run (mpi_library,
+// pipelined algorithms are priced with the chunk they ran with: the point's pipeline_chunk_bytes,
+// or in a file that does not record it, the one the closed form chooses on the topology of the
+// point's run (run_topology, parallel to points; null or missing: `topology`'s own choice). The MPI baseline is predicted for the library of the point's run (mpi_library,
 // parallel to points; missing: not known). A point that cannot be predicted keeps no prediction
 // and says why in its note.
 void repredict(std::vector<Point>& points, const Topology& topology,

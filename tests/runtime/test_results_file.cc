@@ -40,6 +40,7 @@ void expect_same_point(const Point& a, const Point& b) {
   EXPECT_EQ(a.bytes, b.bytes);
   EXPECT_EQ(a.count, b.count);
   EXPECT_EQ(a.root, b.root);
+  EXPECT_EQ(a.pipeline_chunk_bytes, b.pipeline_chunk_bytes);
   expect_same(a.predicted_us, b.predicted_us, "predicted_us");
   expect_same(a.predicted_busbw_gbps, b.predicted_busbw_gbps, "predicted_busbw_gbps");
   EXPECT_EQ(a.predicted_winner, b.predicted_winner);
@@ -69,6 +70,7 @@ TEST(ResultsFile, RoundTripKeepsEveryFieldNaNAndSamples) {
   points[1].status = "wrong";
   points[1].wrong = 17;
   points[1].rel_error = -kNaN;  // any NaN stays NaN
+  points[1].pipeline_chunk_bytes = 96 * 1024;
   {
     ResultsFile f = ResultsFile::create(path, false, ctx);
     EXPECT_TRUE(test::exists(path + ".partial"));
@@ -230,6 +232,90 @@ TEST(ResultsFile, ResumeOfACompleteFileAddsARun) {
   ResultsContents r = read_results(path);
   EXPECT_EQ(r.runs.size(), 2u);
   EXPECT_EQ(r.points.size(), 2u);
+}
+
+// Rewrites /points without one of its fields, as a file written before that field existed.
+void drop_points_field(const std::string& path, const std::string& field) {
+  h5::File f = h5::open_file(path, true);
+  h5::Dataset points = h5::open_dataset(f.get(), "points");
+  h5::Datatype full(H5Dget_type(points.get()), "H5Dget_type");
+  std::vector<std::pair<std::string, h5::Datatype>> kept;
+  std::size_t size = 0;
+  for (int i = 0; i < H5Tget_nmembers(full.get()); ++i) {
+    char* name = H5Tget_member_name(full.get(), static_cast<unsigned>(i));
+    std::string n = name;
+    H5free_memory(name);
+    if (n == field) continue;
+    kept.emplace_back(n, h5::Datatype(H5Tget_member_type(full.get(), static_cast<unsigned>(i)), "member type"));
+    size += H5Tget_size(kept.back().second.get());
+  }
+  ASSERT_LT(kept.size(), static_cast<std::size_t>(H5Tget_nmembers(full.get()))) << field << " is not in " << path;
+  h5::Datatype lean(H5Tcreate(H5T_COMPOUND, size), "H5Tcreate");
+  std::size_t offset = 0;
+  for (const auto& [name, type] : kept) {
+    h5::check_status(H5Tinsert(lean.get(), name.c_str(), offset, type.get()), "H5Tinsert");
+    offset += H5Tget_size(type.get());
+  }
+  const hsize_t n = h5::rows(points);
+  std::vector<char> rows(n * size);
+  h5::Dataset copy = h5::create_table(f.get(), "points_lean", lean.get(), 16);
+  if (n > 0) {
+    h5::read_rows(points, lean.get(), rows.data(), 0, n);
+    h5::append_rows(copy, lean.get(), rows.data(), n);
+    h5::reclaim(lean.get(), rows.data(), n);
+  }
+  points.reset();
+  copy.reset();
+  h5::check_status(H5Ldelete(f.get(), "points", H5P_DEFAULT), "H5Ldelete");
+  h5::check_status(H5Lmove(f.get(), "points_lean", f.get(), "points", H5P_DEFAULT, H5P_DEFAULT), "H5Lmove");
+}
+
+bool points_have_field(const std::string& path, const std::string& field) {
+  h5::File f = h5::open_file(path, false);
+  h5::Dataset points = h5::open_dataset(f.get(), "points");
+  h5::Datatype type(H5Dget_type(points.get()), "H5Dget_type");
+  return H5Tget_member_index(type.get(), field.c_str()) >= 0;
+}
+
+// Files written before the pipeline chunk was recorded: read with the chunk 0 (unknown) and every
+// other field intact; resumed in their own layout.
+TEST(ResultsFile, FilesWithoutThePipelineChunkAreReadAndResumed) {
+  TempDir dir;
+  const std::string path = dir.file("old.h5");
+  std::vector<Point> points = {test::measured_point(1024, Algorithm::Tree), test::measured_point(64)};
+  points[0].pipeline_chunk_bytes = 512 * 1024;
+  points[0].note = "a note";
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    for (const Point& p : points) f.append(p);
+    f.finish(RunStatus::Complete);
+  }
+  ASSERT_TRUE(points_have_field(path, "pipeline_chunk_bytes"));
+  drop_points_field(path, "pipeline_chunk_bytes");
+  ASSERT_FALSE(points_have_field(path, "pipeline_chunk_bytes"));
+
+  ResultsContents r = read_results(path);
+  ASSERT_EQ(r.points.size(), 2u);
+  points[0].pipeline_chunk_bytes = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same_point(r.points[i], points[i]);
+  }
+
+  Point more = test::measured_point(4096, Algorithm::Tree);
+  more.pipeline_chunk_bytes = 256 * 1024;
+  {
+    ResultsFile f = ResultsFile::resume(path, test::sample_context());
+    EXPECT_EQ(f.points_in_file(), 2u);
+    f.append(more);
+    f.finish(RunStatus::Complete);
+  }
+  EXPECT_FALSE(points_have_field(path, "pipeline_chunk_bytes"));
+  r = read_results(path);
+  ASSERT_EQ(r.points.size(), 3u);
+  EXPECT_EQ(r.runs.size(), 2u);
+  more.pipeline_chunk_bytes = 0;
+  expect_same_point(r.points[2], more);
 }
 
 TEST(ResultsFile, ResumeOfNothingIsAnError) {
