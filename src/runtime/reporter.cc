@@ -56,6 +56,7 @@ std::vector<std::string> csv_cells(const Point& p) {
       p.redop,
       std::to_string(p.count),
       std::to_string(p.root),
+      std::to_string(p.pipeline_chunk_bytes),
       p.iters > 0 ? std::to_string(p.iters) : std::string(),
       cell(p.measured_min_us),
       cell(p.measured_mean_us),
@@ -148,6 +149,7 @@ std::string point_json(const Point& p, bool with_samples) {
       .integer("bytes", static_cast<long long>(p.bytes))
       .integer("count", static_cast<long long>(p.count))
       .integer("root", p.root)
+      .integer("pipeline_chunk_bytes", static_cast<long long>(p.pipeline_chunk_bytes))
       .num("predicted_us", p.predicted_us)
       .num("predicted_busbw_gbps", p.predicted_busbw_gbps)
       .str("predicted_winner", p.predicted_winner)

@@ -41,7 +41,7 @@ inline constexpr std::string_view kCsvColumns[] = {
     "predicted_busbw_gbps", "measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error",
     "wrong", "status"};
 inline constexpr std::string_view kCsvExtraColumns[] = {
-    "transport", "redop", "count", "root", "iters", "measured_min_us", "measured_mean_us", "measured_max_us",
+    "transport", "redop", "count", "root", "pipeline_chunk_bytes", "iters", "measured_min_us", "measured_mean_us", "measured_max_us",
     "predicted_winner", "note"};
 
 // The CSV cells of a point, in kCsvColumns then kCsvExtraColumns order, unquoted; "" for a missing

@@ -29,6 +29,7 @@ std::vector<Point> sample_points() {
   v[0].note = "has, a comma and \"quotes\"\nand a newline";
   v[2].status = "wrong";
   v[2].wrong = 5;
+  v[1].pipeline_chunk_bytes = 3 << 20;
   return v;
 }
 
@@ -64,6 +65,7 @@ TEST(CsvReporter, HeaderAndCellsReadBack) {
     EXPECT_EQ(row[col["protocol"]], to_string(p.protocol));
     EXPECT_EQ(std::stoull(row[col["bytes"]]), p.bytes);
     EXPECT_EQ(std::stoi(row[col["ranks"]]), p.ranks);
+    EXPECT_EQ(std::stoull(row[col["pipeline_chunk_bytes"]]), p.pipeline_chunk_bytes);
     for (auto [name, value] : std::vector<std::pair<std::string, double>>{
              {"predicted_us", p.predicted_us},
              {"predicted_busbw_gbps", p.predicted_busbw_gbps},
@@ -104,6 +106,8 @@ TEST(JsonReporter, DocumentParsesWithNaNAsNull) {
   const auto& pts = doc["points"].arr();
   ASSERT_EQ(pts.size(), points.size());
   EXPECT_EQ(pts[0]["note"].str(), points[0].note);
+  EXPECT_EQ(pts[1]["pipeline_chunk_bytes"].num(), 3 << 20);
+  EXPECT_EQ(pts[0]["pipeline_chunk_bytes"].num(), 0);
   EXPECT_EQ(pts[0]["measured_median_us"].num(), points[0].measured_median_us);
   EXPECT_EQ(pts[0]["samples_us"].arr().size(), points[0].samples_us.size());
   EXPECT_TRUE(pts[1]["measured_median_us"].is_null());
