@@ -35,11 +35,13 @@
 //  - one_way_factor (per tier): one-way steps pay latency * one_way_factor: those of binomial
 //    trees (broadcast, reduce, scatter, gather, and the hierarchical ones built of them), the folds
 //    of recursive doubling and halving, a pipelined chain's single chunk (with several chunks its
-//    first and last steps), and the double binary tree's first pass (Pipe::OneWay);
+//    first and last steps), and the double binary tree's steps that meet a rank sending nothing
+//    back (Pipe::OneWay);
 //  - exchange_factor (per tier): steps whose partners send to each other pay latency *
 //    exchange_factor: those of recursive doubling and halving (Rabenseifner too), direct, pairwise
-//    on a power of two, a shift by p/2 (Bruck's last step), and any ring of two ranks (Way). The
-//    pipelines (tree, chain) are priced without it.
+//    on a power of two, a shift by p/2 (Bruck's last step), and any ring of two ranks (Way), and
+//    the double tree's allreduce on two ranks (Pipe::OneWay::None). The other pipelines (tree,
+//    chain) are priced without it.
 #include "model/cost.h"
 
 #include <algorithm>
@@ -371,15 +373,20 @@ struct Pipe {
   Stage ss_i, ss_n;  // steady-state step per tier
   bool has_i = false, has_n = false;
   // Which steps are one-way (Topology: one_way_factor):
-  //  - FirstPass (the double binary tree): the first chunk's pass, the phases, meets ranks that do
-  //    not send yet. The schedule's two trees overlap, so its priced time lies between this and
-  //    all steps as exchanges;
+  //  - FirstPass (the double binary tree): a single chunk passes the phases one-way but for one
+  //    step per phase, where the two trees cross (a rank sends up, or down, one tree while its
+  //    partner sends to it in the other). With two chunks or more a rank takes in the next chunk
+  //    while it sends one, and `tree_one_way_steps` steps of the first phase's first tier are
+  //    one-way (the schedules': the first hop of broadcast and reduce, and the second of a
+  //    broadcast whose root has one child on one node; the allreduce's first hop where the rank
+  //    count is not a power of two);
   //  - Chain (ring broadcast, reduce): one chunk passes one-way from rank to rank, the phases; with
   //    k >= 2 chunks a rank receives the next chunk while it sends one, and only the first step
   //    and the last (on the tier of the last hop) are one-way.
   //  - None (the double tree's allreduce on two ranks): each rank is the root of one tree and sends
-  //    up the other in the same step, so every step is an exchange.
+  //    up the other in the same step, so every step is an exchange (Topology: exchange_factor).
   enum class OneWay : std::uint8_t { FirstPass, Chain, None } one_way = OneWay::FirstPass;
+  double tree_one_way_steps = 1;
   bool last_hop_net = false;
   // The intra-node stages forward chunks (Stage::written) but the first hop sends untouched data
   // (the root's Input, or a leaf's): on one node, the first phase's first stage is `first_i`.
@@ -399,8 +406,9 @@ struct Pipe {
   // child (`rooted_single`), else min(2^(j+1), ..), not all p - 1; a level-edge moves x bytes (a
   // half-chunk in each tree).
   bool tree_fill = false, rooted_single = false;
-  // With a single chunk the fill stages wait for these overheads instead (Stage::sends_before):
-  // with nothing behind it, the one chunk's messages wait less. The counts here and in tree_pipe
+  // The fill stages (the first chunk's pass) wait for these overheads instead of their stages'
+  // (Stage::sends_before): nothing is ahead of the first chunk, so its messages wait less. The
+  // steady-state steps wait for their own. The counts here and in tree_pipe
   // are averages of what the schedules' steps wait for, over 2-64 ranks and either side paying
   // (PriceOfPipelines.PostingOverheads in tests/collectives/test_price.cc).
   bool single_overheads = false;
@@ -449,8 +457,8 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
     const double full = e.b_in(static_cast<double>(e.p - 1));
     for (int i = 0; i < P.nph; ++i) t.bw += fill_i[i].bw * (f_sum / full - static_cast<double>(P.ph[i].S_i));
   }
-  if (k < 2 && P.single_overheads) {
-    // One chunk: the fill stages wait for the overheads of a single pass (Pipe::single_sends).
+  if (P.single_overheads) {
+    // The fill stages wait for the overheads of a single pass (Pipe::single_sends).
     for (int i = 0; i < P.nph; ++i) {
       const Stage& si = P.ph[i].si;
       const double m = x * si.msg;
@@ -488,16 +496,37 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
     tail = d * (fill_i[0].lat + fill_i[0].red) + per_b * (sum_to(dq) + (d - dq) * e.b_in(q));
   }
   if (P.root_copy && e.c > 0) t.copy += std::max(0.0, e.cp(n) - tail);
-  // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency.
-  const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
-  if ((save_i == 0 && save_n == 0) || P.one_way == Pipe::OneWay::None) return t;
-  if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
+  auto latency = [&](const Stage& s) { return s.mc ? s.mc->latency_s(s.a, x * s.msg) : s.a; };
+  if (P.one_way == Pipe::OneWay::None) {
+    // Every step an exchange (the double tree's allreduce on two ranks, one tier): each pays its
+    // latency times exchange_factor.
+    const double xi = 1 - e.topo->intra.msg.exchange_factor, xn = 1 - e.topo->network.msg.exchange_factor;
     for (int i = 0; i < P.nph; ++i)
-      t.lat -= static_cast<double>(P.ph[i].S_i) * save_i * fill_i[i].lat +
-               static_cast<double>(P.ph[i].S_n) * save_n * fill_n[i].lat;
+      t.lat -= static_cast<double>(P.ph[i].S_i) * xi * latency(P.ph[i].si) +
+               static_cast<double>(P.ph[i].S_n) * xn * latency(P.ph[i].sn);
+    t.lat -= (k - 1) * (P.has_i ? xi * latency(P.ss_i) : xn * latency(P.ss_n));
+    return t;
+  }
+  // The one-way steps (Pipe::one_way) save (1 - one_way_factor) of their latency (not of the
+  // posting overheads they wait for).
+  const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
+  if (save_i == 0 && save_n == 0) return t;
+  if (P.one_way == Pipe::OneWay::FirstPass && k >= 2) {
+    t.lat -= P.tree_one_way_steps *
+             (P.ph[0].S_n > 0 ? save_n * latency(P.ph[0].sn) : save_i * latency(P.ph[0].si));
+  } else if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
+    // Every step of each phase; the double tree's single chunk but for the step where its trees
+    // cross (on the intra-node tier when the phase has one).
+    const long long crossing = P.one_way == Pipe::OneWay::FirstPass && e.p > 2 ? 1 : 0;
+    for (int i = 0; i < P.nph; ++i) {
+      const long long cross_i = std::min(crossing, P.ph[i].S_i), cross_n = std::min(crossing - cross_i, P.ph[i].S_n);
+      t.lat -= static_cast<double>(P.ph[i].S_i - cross_i) * save_i * latency(P.ph[i].si) +
+               static_cast<double>(P.ph[i].S_n - cross_n) * save_n * latency(P.ph[i].sn);
+    }
   } else {
-    t.lat -= P.has_i ? save_i * pi.lat : save_n * pn.lat;
-    t.lat -= P.last_hop_net || !P.has_i ? save_n * pn.lat : save_i * pi.lat;
+    const double lat_i = P.has_i ? latency(P.ss_i) : 0, lat_n = P.has_n ? latency(P.ss_n) : 0;
+    t.lat -= P.has_i ? save_i * lat_i : save_n * lat_n;
+    t.lat -= P.last_hop_net || !P.has_i ? save_n * lat_n : save_i * lat_i;
   }
   return t;
 }
@@ -705,6 +734,9 @@ Pipe tree_pipe(const Env& e, Collective c) {
   P.has_n = e.N > 1;
   P.tree_fill = e.N == 1;
   P.rooted_single = c != Collective::AllReduce && pow2 && e.p > 2;
+  P.tree_one_way_steps = c == Collective::AllReduce ? (pow2 ? 0 : 1)
+                         : c == Collective::Broadcast && P.rooted_single && e.N == 1 ? 2
+                                                                                       : 1;
   set_first_clean(e, P);
   return P;
 }

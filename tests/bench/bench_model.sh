@@ -8,11 +8,12 @@
 # (default dgx-h100); SECONDS is the time spent per throughput measurement (default 0.5); RANKS
 # the ranks of one node on which the closed forms are compared with the priced schedules (default
 # the topology's ranks per node, at most 16).
-# The benchmark runs on one core (taskset pins it when available).
+# The benchmark runs on one core (taskset pins it when available). The largest gaps between the
+# closed forms and the priced schedules are printed on stderr.
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
   exit $([[ $# -lt 1 ]] && echo 2 || echo 0)
 fi
 build_dir=$1
