@@ -439,6 +439,25 @@ TEST(PriceOfPipelines, PostingOverheads) {
   }
 }
 
+// A single chunk's posting overheads in the tree's broadcast: the sending and receiving sides'
+// (overhead_receive_share 0.7) fall partly at once on the schedule's critical path. The closed
+// form's count is within a tenth of an overhead of the schedule's on powers of two (adding the two
+// sides gave 0.3 too many at 8 and 16 ranks), and within 0.4 on the other rank counts, where the
+// schedule's own count moves from 0.3 to 1.3 with the trees' shapes.
+TEST(PriceOfPipelines, SingleChunkOverheads) {
+  Topology plain = uniform(), posting = uniform();
+  posting.intra.msg.message_overhead_s = 1e-6;
+  posting.intra.msg.overhead_receive_share = 0.7;
+  for (int p : {3, 4, 5, 6, 7, 8, 12, 13, 16, 31, 32}) {
+    const Priced a = price(Collective::Broadcast, Algorithm::Tree, p, 2048, 0, plain);
+    const Priced b = price(Collective::Broadcast, Algorithm::Tree, p, 2048, 0, posting);
+    ASSERT_EQ(a.chunk_bytes, b.chunk_bytes);
+    const bool pow2 = (p & (p - 1)) == 0;
+    EXPECT_NEAR((b.closed_s - a.closed_s) / 1e-6, (b.schedule_s - a.schedule_s) / 1e-6, pow2 ? 0.1 : 0.4)
+        << p << " ranks";
+  }
+}
+
 // With intra_node.node_bandwidth the chain's steps share the node by the ranks sending in each
 // (1, 2, ... while it fills, k or p - 1 in the steady state); the double tree's by the edges of
 // the levels a chunk passes while it fills (1 or 2, 4, ...), and its p - 1 edges in the steady
