@@ -408,8 +408,8 @@ struct Pipe {
   bool tree_fill = false, rooted_single = false;
   // The fill stages (the first chunk's pass) wait for these overheads instead of their stages'
   // (Stage::sends_before): nothing is ahead of the first chunk, so its messages wait less. The
-  // steady-state steps wait for their own. The counts here and in tree_pipe
-  // are averages of what the schedules' steps wait for, over 2-64 ranks and either side paying
+  // steady-state steps wait for their own. The counts here and in tree_pipe are averages of what
+  // the schedules' steps wait for, over 2-64 ranks and either side paying
   // (PriceOfPipelines.PostingOverheads in tests/collectives/test_price.cc).
   bool single_overheads = false;
   double single_sends = 0, single_recvs = 0;
