@@ -323,11 +323,11 @@ struct Stage {
   // Posting overheads a step waits for (MessageCosts::queued_overhead_s): the sends its rank posts
   // before the last, the receives the receiving rank takes in before it.
   double sends_before = 0, recvs_before = 0;
+  // A step's latency alone (by its message size), and with the overheads it waits for.
+  double latency(double x) const { return mc ? mc->latency_s(a, x * msg) : a; }
   double at(double x) const {
-    if (!mc) return a;
-    const double m = x * msg;
-    const bool queued = sends_before > 0 || recvs_before > 0;
-    return mc->latency_s(a, m) + (queued ? mc->queued_overhead_s(m, sends_before, recvs_before) : 0.0);
+    const bool queued = mc && (sends_before > 0 || recvs_before > 0);
+    return latency(x) + (queued ? mc->queued_overhead_s(x * msg, sends_before, recvs_before) : 0.0);
   }
   // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
   template <typename Curves>
@@ -502,7 +502,7 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
     tail = d * (fill_i[0].lat + fill_i[0].red) + per_b * (sum_to(dq) + (d - dq) * e.b_in(q));
   }
   if (P.root_copy && e.c > 0) t.copy += std::max(0.0, e.cp(n) - tail);
-  auto latency = [&](const Stage& s) { return s.mc ? s.mc->latency_s(s.a, x * s.msg) : s.a; };
+  auto latency = [&](const Stage& s) { return s.latency(x); };
   if (P.one_way == Pipe::OneWay::None) {
     // Every step an exchange (the double tree's allreduce on two ranks, one tier): each pays its
     // latency times exchange_factor.
