@@ -215,9 +215,19 @@ double core_ranks(const Env& e) {
 }
 // Every rank of the power-of-two core active (recursive doubling/halving): all G cross, or at most
 // 2d per node (d on each side of a node boundary); on one node the p' core ranks send at once.
-Parts xor_all(const Env& e, long long d, double m, double m_reduced, bool written) {
+// `one_node_senders`: on one node, the node's bytes of the step in messages of m bytes (0: the p'
+// core ranks'). After a fold the core's messages differ in size (m is the largest): the node
+// moves fewer bytes than p' messages of m.
+Parts xor_all(const Env& e, long long d, double m, double m_reduced, bool written, double one_node_senders = 0) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)),
-                  Way::Exchange, written, core_ranks(e));
+                  Way::Exchange, written, one_node_senders > 0 ? one_node_senders : core_ranks(e));
+}
+// The core step of a folded recursive doubling or halving over groups of g members: a member sends
+// the blocks of g members, min(g, r) of which hold two (a folded-in rank's too), so the largest
+// message carries g + min(g, r) blocks, and the p' members together g p' + g r = g p blocks. In
+// messages of the largest size: g p / (g + min(g, r)).
+double folded_core_senders(const Env& e, long long g, long long r) {
+  return static_cast<double>(g * e.p) / static_cast<double>(g + std::min(g, r));
 }
 // The fold of a power-of-two algorithm on p' = 2^floor(lg p) ranks (MPICH's): the r extra ranks
 // send to a partner at distance 1, or get the result back from it. One-way, priced as a
@@ -227,10 +237,11 @@ Parts xor_fold(const Env& e, double m, double m_reduced, bool written) {
                   Way::OneWay, written, static_cast<double>(e.p) - core_ranks(e));
 }
 // Binomial tree step: senders are 2d apart, so at most one per node crosses, and about
-// G / (2d) of a node's ranks send inside it. Its messages are one-way.
-Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool written) {
+// G / (2d) of a node's ranks send inside it. Its messages are one-way. `ranks`: the ranks the tree
+// spans on one node (0: all p; the gather among a fold's core: p').
+Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool written, long long ranks = 0) {
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
-    const long long span = e.N == 1 ? e.p : e.G;
+    const long long span = e.N == 1 ? (ranks > 0 ? ranks : e.p) : e.G;
     Parts s = intra(e, m, static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))), Way::OneWay, written);
     s.red = e.red(m_reduced);
     return s;
@@ -818,22 +829,19 @@ Parts allreduce_rd(const Env& e, double n) {
 
 // Rabenseifner allreduce: reduce-scatter by recursive halving (distance 1, 2, 4, ... with n/2,
 // n/4, ... so the large exchanges stay near), then allgather by recursive doubling in the reverse
-// order: 2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k. Otherwise the published form
-//   (2m+2) a + (2(p-1)/p + 2) n b + n(1 + (p-1)/p) g
-// (fold a + nb + ng, core on p' ranks, unfold a + nb). The published form charges the core with
-// n(p-1)/p; the exact schedule on p' ranks moves n(p'-1)/p', so the core steps are scaled by
-// ((p-1)/p) / ((p'-1)/p') to keep the published total.
+// order: 2 lg p a + 2n(p-1)/p b + n(p-1)/p g for p = 2^k. Otherwise, as the schedule, the fold
+// (a + nb + ng), the core on the p' ranks, whose halves are those of n split p' ways, and the
+// unfold (a + nb):
+//   (2m+2) a + (2 + 2(p'-1)/p') n b + (1 + (p'-1)/p') n g.
+// (The published form, Thakur et al. 2005, charges the core n(p-1)/p, as if its p' ranks split n
+// p ways: a little more bandwidth, and messages just above a protocol limit where the
+// schedule's are at it.)
 Parts allreduce_rabenseifner(const Env& e, double n) {
   int m = floor_lg(e.p);
-  long long p2 = 1LL << m, r = e.p - p2;
-  double scale = 1;
-  if (r > 0) {
-    double p = static_cast<double>(e.p), q = static_cast<double>(p2);
-    scale = ((p - 1) / p) / ((q - 1) / q);
-  }
+  long long r = e.p - (1LL << m);
   Parts t;
   if (r > 0) t += xor_fold(e, n, n, false);
-  double size = n * scale;
+  double size = n;
   for (int s = 0; s < m; ++s) {
     size /= 2;
     t += xor_all(e, 1LL << s, size, size, s > 0 || r > 0);
@@ -889,9 +897,19 @@ Parts allgather_rd(const Env& e, double n, bool received = false) {
   if (r > 0) t += xor_fold(e, block, 0, received);
   for (int s = 0; s < m; ++s) {
     long long d = 1LL << s;
-    t += xor_all(e, d, static_cast<double>(d + std::min(d, r)) * block, 0, received || s > 0 || r > 0);
+    t += xor_all(e, d, static_cast<double>(d + std::min(d, r)) * block, 0, received || s > 0 || r > 0,
+                 folded_core_senders(e, d, r));
   }
-  if (r > 0) t += xor_fold(e, static_cast<double>(e.p - 1) * block, 0, true);
+  // Fold-out: the blocks before an extra rank's own and those after it, two messages, of which the
+  // second waits one posting overhead; the first extra rank's second message is the larger, p - 2
+  // blocks, the latency and overhead of the step.
+  if (r > 0) {
+    Parts out = xor_fold(e, static_cast<double>(e.p - 1) * block, 0, true);
+    const double larger = static_cast<double>(e.p - 2) * block;
+    out.lat = e.G > 1 ? e.lat_i(larger, Way::OneWay) + e.topo->intra.msg.queued_overhead_s(larger, 1, 1)
+                      : e.lat_n(larger, Way::OneWay) + e.topo->network.msg.queued_overhead_s(larger, 1, 1);
+    t += out;
+  }
   return t;
 }
 
@@ -947,7 +965,7 @@ Parts reducescatter_rh(const Env& e, double n) {
     double size = static_cast<double>(gs + std::min(gs, r)) * block;
     // In step 0 the largest message carries blocks a fold partner combined when r > gs, and
     // blocks a rank without one sends from Input otherwise.
-    t += xor_all(e, gs, size, size, s > 0 || r > gs);
+    t += xor_all(e, gs, size, size, s > 0 || r > gs, folded_core_senders(e, gs, r));
   }
   if (r > 0) t += xor_fold(e, block, 0, true);
   return t;
@@ -1008,7 +1026,7 @@ Parts reduce_rabenseifner(const Env& e, double n) {
   const double chunk = n / static_cast<double>(p2);
   for (int s = 0; s < m; ++s) {
     long long d = 1LL << s;
-    t += xor_tree(e, d, static_cast<double>(d) * chunk, 0, true);
+    t += xor_tree(e, d, static_cast<double>(d) * chunk, 0, true, p2);
   }
   return t;
 }

@@ -174,10 +174,9 @@ TEST(PriceEqualsClosedForm, RabenseifnerOnPowersOfTwo) {
 }
 
 // Not a power of two: the schedule folds onto p2 = 2^floor(lg p) ranks, as MPICH does, and its cost
-// is exactly that of the fold plus the power-of-two algorithm on p2 ranks. The allreduce closed
-// form keeps the published formula (core charged n(p-1)/p rather than n(p2-1)/p2, so it is the
-// larger by exactly that difference); the reduce closed form follows the schedule (gather among
-// the p2) and equals it.
+// is exactly that of the fold plus the power-of-two algorithm on p2 ranks. The closed forms follow
+// the schedule and equal it (the published allreduce formula charges the core n(p-1)/p rather than
+// n(p2-1)/p2).
 TEST(PriceOfFoldedRabenseifner, FoldPlusPowerOfTwoCore) {
   for (int p : kRanks) {
     if (pow2(p)) continue;
@@ -189,8 +188,7 @@ TEST(PriceOfFoldedRabenseifner, FoldPlusPowerOfTwoCore) {
       const Priced ar = price(Collective::AllReduce, Algorithm::Rabenseifner, p, bytes);
       EXPECT_NEAR(ar.schedule_s, allreduce, 1e-9 * allreduce)
           << name(Collective::AllReduce, Algorithm::Rabenseifner, p, bytes);
-      const double published_extra = ((p - 1.0) / p - f) * n * (2 * kBeta + kGamma);
-      EXPECT_NEAR(ar.closed_s - ar.schedule_s, published_extra, 1e-9 * ar.closed_s);
+      EXPECT_NEAR(ar.closed_s, allreduce, 1e-9 * allreduce);
       // reduce: fold, halving, binomial gather among the p2 (m a + f n b).
       const double reduce = (2 * m + 1) * kAlpha + (1 + 2 * f) * n * kBeta + (1 + f) * n * kGamma;
       const Priced rd = price(Collective::Reduce, Algorithm::Rabenseifner, p, bytes, 1);
@@ -334,10 +332,9 @@ TEST(PriceEqualsClosedForm, LocalCopies) {
           for (Bytes bytes : sizes(p)) {
             const int root = c == C::Broadcast || c == C::Reduce ? p / 2 : 0;
             const Priced x = price(c, a, p, bytes, root, *t);
-            // Pairwise alltoall and folded Rabenseifner allreduce: their closed forms keep the
-            // published transfer terms (tests above); the copies must still agree.
-            const bool published = (c == C::AllToAll && a == A::Pairwise) ||
-                                   (c == C::AllReduce && a == A::Rabenseifner && !pow2(p));
+            // Pairwise alltoall: its closed form keeps the published transfer terms (tests
+            // above); the copies must still agree.
+            const bool published = c == C::AllToAll && a == A::Pairwise;
             const CostQuery q{c, a, Protocol::None, 1, p, bytes};
             const Schedule s = make_schedule({c, a, p, count_for(bytes), 4, root, nullptr, 0});
             const double priced_copy = price_schedule(s, *t, Placement::uniform(1, p)).copy_s;
@@ -356,9 +353,10 @@ TEST(PriceEqualsClosedForm, LocalCopies) {
 }
 
 // Every optional term of one node at once, as `commsim calibrate --refine all` writes them for a
-// host: the unpipelined closed forms still equal their priced schedules to 1e-9. Not on rank
-// counts that are not powers of two for recursive doubling and halving: their folded core steps
-// send messages of unequal sizes, as several pieces, which the closed forms price as the largest.
+// host: the unpipelined closed forms still equal their priced schedules to 1e-9. On rank counts
+// that are not powers of two, recursive doubling and halving (but for the allreduce) come within
+// 3%: their folded core steps send messages of unequal sizes, which the closed forms price at the
+// largest (the node's bytes counted exactly), and a fold-out of two pieces is priced by the larger.
 TEST(PriceEqualsClosedForm, EveryTermOfOneNodeAtOnce) {
   using C = Collective;
   using A = Algorithm;
@@ -383,14 +381,14 @@ TEST(PriceEqualsClosedForm, EveryTermOfOneNodeAtOnce) {
   for (C c : kAllCollectives)
     for (A a : hand_written_algorithms(c)) {
       if (is_pipelined(c, a)) continue;
-      if ((c == C::AllToAll && a == A::Pairwise) || a == A::Rabenseifner) continue;  // published forms
+      if (c == C::AllToAll && a == A::Pairwise) continue;  // the published form
       for (int p : {2, 3, 4, 5, 6, 8, 12, 16}) {
         const bool fold = a == A::RecursiveDoubling || a == A::RecursiveHalving;
-        if (fold && !pow2(p) && c != C::AllReduce) continue;
+        const double within = fold && !pow2(p) && c != C::AllReduce ? 0.03 : 1e-9;
         for (Bytes bytes : sizes(p)) {
           const int root = c == C::Broadcast || c == C::Reduce ? p / 2 : 0;
           const Priced x = price(c, a, p, bytes, root, t);
-          EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, a, p, bytes);
+          EXPECT_NEAR(x.schedule_s, x.closed_s, within * x.closed_s) << name(c, a, p, bytes);
         }
       }
     }

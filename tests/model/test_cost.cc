@@ -147,7 +147,10 @@ std::vector<Case> one_tier_cases() {
       {C::AllReduce, A::Rabenseifner,
        [](int p, double n, double a, double b, double g, int) {
          if (pow2(p)) return 2 * std::log2(p) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g;
-         return (2.0 * flg(p) + 2) * a + (2.0 * (p - 1) / p + 2) * n * b + n * (1 + (p - 1.0) / p) * g;
+         // Fold-in, the core on the p2 = 2^m ranks (n split p2 ways), fold-out: the schedule. The
+         // published form charges the core n(p-1)/p instead of n(p2-1)/p2.
+         const double m = flg(p), p2 = std::exp2(m), f = (p2 - 1) / p2;
+         return (2 * m + 2) * a + (2 + 2 * f) * n * b + (1 + f) * n * g;
        }},
       {C::AllReduce, A::Tree,
        [](int p, double n, double a, double b, double g, int k) { return tree_allreduce_T(p, n, a, b, g, k); }},
