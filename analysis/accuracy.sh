@@ -26,6 +26,7 @@ if [ -z "$bin" ]; then
   done
 fi
 [ -x "$bin" ] || { echo "accuracy.sh: no commsim binary; build it or set COMMSIM_BIN" >&2; exit 2; }
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")  # the runs below work in OUTDIR
 sizes=${SIZES:-1KiB:64MiB:x4}
 probe_sizes=${PROBE_SIZES:-8B:64MiB}
 iters=${ITERS:-10}

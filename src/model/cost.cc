@@ -27,8 +27,8 @@
 //  - eager_limit / rendezvous_latency (per tier): a message above the limit pays the rendezvous
 //    latency instead of the tier's latency; inline_limit / inline_latency: a message up to that
 //    limit pays the inline latency;
-//  - message_overhead (per tier): a round that posts q messages at once (direct) pays
-//    (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
+//  - message_overhead (per tier): a round that posts q messages at once (direct; the two of a
+//    folded allgather's fold-out) pays (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
 //    inline_overhead for messages up to the inline limit), as overhead_receive_share splits it
 //    between the sending and the receiving side; the double tree's steps wait for the average
 //    overheads of its schedule's (Stage::sends_before);
@@ -884,7 +884,7 @@ Parts allgather_ring(const Env& e, double n) {
 // for p = 2^k. Otherwise the r extra ranks first send their block to a partner (a + (n/p) b); the
 // p' ranks run recursive doubling, where the largest message of step s carries the blocks of 2^s
 // ranks of which min(2^s, r) hold two blocks; then the extra ranks receive all but their own block
-// (a + n(p-1)/p b):
+// (a + n(p-1)/p b; two messages, the second after a posting overhead):
 //   (m+2) a + (n/p)(1 + sum_{s<m} (2^s + min(2^s, r)) + (p-1)) b.
 // `received`: the ranks' blocks were received before (the allgather of broadcast_rd), so even the
 // first messages forward written data; otherwise a rank's first message is its own block, sent
