@@ -27,6 +27,7 @@
 #include "runtime/probe_file.h"
 #include "runtime/results_file.h"
 #include "runtime/run_context.h"
+#include "runtime/sweep.h"
 
 namespace commsim {
 namespace {
@@ -203,12 +204,8 @@ class SchedulePricer {
       }
       const Placement placement = Placement::uniform(s.nodes, s.ranks_per_node);
       const auto dtype = parse_dtype(p.dtype);
-      const CostQuery q{p.collective, p.algorithm, Protocol::None, s.nodes, s.ranks_per_node, p.bytes};
       try {
-        // The chunk the file records; else (an older file) the one its run's topology chose.
-        const Bytes chunk = p.pipeline_chunk_bytes > 0 ? p.pipeline_chunk_bytes
-                            : it->second           ? pipeline_chunk_bytes(with_transport(*it->second, p.transport), q)
-                                                   : 0;
+        const Bytes chunk = pipeline_chunk_ran_with(p, it->second ? &*it->second : nullptr);
         schedules_[s.key] = Entry{make_schedule({p.collective, p.algorithm, p.ranks, p.count,
                                                  dtype ? dtype_size(*dtype) : 4u, p.root, &placement, chunk}),
                                   placement};

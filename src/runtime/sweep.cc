@@ -131,6 +131,14 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
   return false;
 }
 
+std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topology) {
+  if (p.pipeline_chunk_bytes > 0) return p.pipeline_chunk_bytes;
+  if (run_topology == nullptr || !is_pipelined(p.collective, p.algorithm) || p.nodes < 1 || p.ranks % p.nodes != 0)
+    return 0;
+  return pipeline_chunk_bytes(with_transport(*run_topology, p.transport),
+                              {p.collective, p.algorithm, Protocol::None, p.nodes, p.ranks / p.nodes, p.bytes});
+}
+
 void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology,
                const std::vector<MpiLibrary>& mpi_library) {
   const MpiLibrary unknown;
@@ -146,13 +154,8 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
     const Placement placement = Placement::uniform(p.nodes, p.ranks / p.nodes);
     p.rel_error = kNaN;
     try {
-      // The pipelined algorithms ran with the chunk the file records: price that schedule. A file
-      // that does not record it (written before commsim did) had the chunk its run's topology chose.
-      std::uint64_t chunk = p.pipeline_chunk_bytes;
-      if (chunk == 0 && i < run_topology.size() && run_topology[i] != nullptr && is_hand_written(p.algorithm))
-        chunk = pipeline_chunk_bytes(with_transport(*run_topology[i], p.transport),
-                                     {p.collective, p.algorithm, p.protocol, placement.nnodes,
-                                      placement.max_ranks_per_node(), p.bytes});
+      // The pipelined algorithms: price the schedule with the chunk they ran with.
+      const std::uint64_t chunk = pipeline_chunk_ran_with(p, i < run_topology.size() ? run_topology[i] : nullptr);
       predict_row(p, topology, placement, chunk, i < mpi_library.size() ? mpi_library[i] : unknown, nullptr, nullptr);
       // The model's winner among the algorithms measured, each schedule priced on this topology.
       const auto key = std::make_tuple(p.collective, p.nodes, p.ranks, p.count, p.dtype, p.root, p.transport);

@@ -82,6 +82,11 @@ std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, 
 bool predict_row(Point& row, const Topology& topology, const Placement& placement, std::uint64_t pipeline_chunk_bytes,
                  const MpiLibrary& mpi_library, ScheduleRequest* request, Schedule* schedule);
 
+// The chunk a pipelined hand-written point ran with: the one its file records, or in a file written
+// before commsim recorded it, the one the closed form chooses on its run's topology (`run_topology`;
+// null: not known, 0). 0 for the algorithms that are not pipelined.
+std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topology);
+
 // Every point predicted again on `topology` (a calibrated one, say): predicted_us,
 // predicted_busbw_gbps, rel_error and predicted_winner (among the hand-written algorithms the
 // points hold for that collective), with the ranks placed evenly on the point's nodes. The
