@@ -125,6 +125,12 @@ struct Env {
   // Time to reduce a batch of m bytes (the reductions of one round): m g, scaled by
   // Topology::local_op_scale.
   double red(double m) const { return m > 0 ? m * g / topo->local_op_scale_at(m) : 0.0; }
+  // Time to combine m bytes on arrival from one peer: the host executor combines each piece
+  // (Topology::piece) as it arrives, so the factor is the piece's.
+  double comb(double m) const {
+    const double piece = static_cast<double>(topo->piece());
+    return m > 0 ? m * g / topo->local_op_scale_at(piece > 0 ? std::min(m, piece) : m) : 0.0;
+  }
   // Time of one local copy of m bytes: m c, scaled by Topology::local_op_scale as well.
   double cp(double m) const { return m > 0 && c > 0 ? m * c / topo->local_op_scale_at(m) : 0.0; }
   // Intra-node bytes moved at the rate of a message of m bytes (Topology::message_scale), of data
@@ -194,7 +200,7 @@ Way ring_way(long long q) {
 // d >= G, otherwise some do. f_all / f_some: flows leaving a node when all / some messages cross.
 // f_one_node: the ranks that send at once when all are on one node (the node bandwidth's share).
 Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w,
-               bool written, double f_one_node) {
+               bool written, double f_one_node, bool on_arrival = true) {
   Parts s;
   if (e.N == 1)
     s = intra(e, m, f_one_node, w, written);
@@ -205,7 +211,7 @@ Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_a
   else
     s = slower(intra(e, m, static_cast<double>(e.G), w, written),
                net(e, m, f_some == 1 ? e.b_flow_1 : e.b_flow(f_some), w));
-  s.red = e.red(m_reduced);
+  s.red = on_arrival ? e.comb(m_reduced) : e.red(m_reduced);
   return s;
 }
 // p' = 2^floor(lg p): the ranks of a power-of-two algorithm's core steps; p - p' the ranks its
@@ -218,9 +224,10 @@ double core_ranks(const Env& e) {
 // `one_node_senders`: on one node, the node's bytes of the step in messages of m bytes (0: the p'
 // core ranks'). After a fold the core's messages differ in size (m is the largest): the node
 // moves fewer bytes than p' messages of m.
-Parts xor_all(const Env& e, long long d, double m, double m_reduced, bool written, double one_node_senders = 0) {
+Parts xor_all(const Env& e, long long d, double m, double m_reduced, bool written, double one_node_senders = 0,
+              bool on_arrival = true) {
   return xor_step(e, d, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2 * d)),
-                  Way::Exchange, written, one_node_senders > 0 ? one_node_senders : core_ranks(e));
+                  Way::Exchange, written, one_node_senders > 0 ? one_node_senders : core_ranks(e), on_arrival);
 }
 // The core step of a folded recursive doubling or halving over groups of g members: a member sends
 // the blocks of g members, min(g, r) of which hold two (a folded-in rank's too), so the largest
@@ -243,7 +250,7 @@ Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool writt
   if (e.node_intra_bw > 0 && (e.N == 1 || (d < e.G && e.G % (2 * d) == 0))) {
     const long long span = e.N == 1 ? (ranks > 0 ? ranks : e.p) : e.G;
     Parts s = intra(e, m, static_cast<double>(std::max(1LL, (span - d + 2 * d - 1) / (2 * d))), Way::OneWay, written);
-    s.red = e.red(m_reduced);
+    s.red = e.comb(m_reduced);
     return s;
   }
   return xor_step(e, d, m, m_reduced, 1, 1, Way::OneWay, written, static_cast<double>(e.G));
@@ -262,7 +269,7 @@ Parts shift_step(const Env& e, long long d, double m, double m_reduced, bool wri
     s = net(e, m, e.b_flow_G, w);
   else
     s = slower(intra(e, m, w, written), net(e, m, e.b_flow(static_cast<double>(dist)), w));
-  s.red = e.red(m_reduced);
+  s.red = e.comb(m_reduced);
   return s;
 }
 // Pairwise exchange, steps d = 1..p-1, with the schedule's partners: rank ^ d when p is a power of
@@ -288,7 +295,7 @@ Parts shift_all_distances(const Env& e, double m, double m_reduced) {
     for (long long dist = 1; dist < e.G; ++dist)
       t += 2.0 * slower(intra(e, m), net(e, m, e.b_flow(static_cast<double>(dist))));
   }
-  t.red = static_cast<double>(e.p - 1) * e.red(m_reduced);
+  t.red = static_cast<double>(e.p - 1) * e.comb(m_reduced);
   return t;
 }
 
@@ -800,7 +807,7 @@ Parts ring(const Env& e, double steps, double bytes_total, double reduced_total)
     return slower(intra(e, m, static_cast<double>(e.G - 1), Way::Shift, written), net(e, m, e.b_flow_1));
   };
   Parts t = step(false) + (steps - 1) * step(true);
-  if (reduced_total > 0) t.red = reduced_total / m * e.red(m);  // steps that reduce, m bytes each
+  if (reduced_total > 0) t.red = reduced_total / m * e.comb(m);  // steps that reduce, m bytes each
   return t;
 }
 
@@ -822,7 +829,8 @@ Parts allreduce_rd(const Env& e, double n) {
   Parts t;
   if (r > 0) t += xor_fold(e, n, n, false);
   // Step 0 sends Input, unless the rank combined an extra rank's data in the fold.
-  for (int s = 0; s < m; ++s) t += xor_all(e, 1LL << s, n, n, s > 0 || r > 0);
+  // The core receives into Scratch and combines it at the start of the next step: a local op.
+  for (int s = 0; s < m; ++s) t += xor_all(e, 1LL << s, n, n, s > 0 || r > 0, 0, false);
   if (r > 0) t += xor_fold(e, n, 0, true);
   return t;
 }
@@ -865,11 +873,11 @@ Parts allreduce_hier(const Env& e, double n) {
   Parts t;
   // The first intra-node step sends Input; the others forward what was combined or received.
   if (e.G > 1) t = intra(e, n / G, ring_way(e.G)) + (2 * G - 3) * intra(e, n / G, ring_way(e.G), true);
-  t.red = (G - 1) * e.red(n / G);
+  t.red = (G - 1) * e.comb(n / G);
   if (e.N > 1) {
     double chunk = n / G;
     t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G, ring_way(e.N));
-    t.red += (N - 1) * e.red(chunk / N);
+    t.red += (N - 1) * e.comb(chunk / N);
   }
   return t;
 }
@@ -1043,7 +1051,7 @@ Parts node_binomial_whole(const Env& e, double n, bool reduced) {
     const bool written = reduced ? s > 0 && d + 1 < e.G : e.N > 1 || 3 * d < e.G;
     t += intra(e, n, static_cast<double>(std::max(1LL, (e.G + d - 1) / (2 * d))), Way::OneWay, written);
   }
-  if (reduced) t.red = static_cast<double>(K) * e.red(n);
+  if (reduced) t.red = static_cast<double>(K) * e.comb(n);
   return t;
 }
 
@@ -1064,7 +1072,7 @@ Parts reduce_hier(const Env& e, double n) {
   if (e.N > 1) {
     const double K = static_cast<double>(ceil_lg(e.N));
     t += K * net(e, n, e.b_flow_1, Way::OneWay);
-    t.red += K * e.red(n);
+    t.red += K * e.comb(n);
   }
   return t;
 }

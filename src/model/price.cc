@@ -30,7 +30,8 @@
 // to the time of a schedule of more than one rank; working_set_scale scales the memory-bound
 // bandwidths by the working set of the schedule's Input and Output; local_op_scale scales the
 // copy and reduction rates by the bytes of each copy, of the local reductions of a round
-// (together), and of the reductions on arrival of a round (together); message_scale scales the
+// (together), and of the reductions on arrival of a round (together, but at most one piece of
+// Topology::piece() per receive: the host executor combines each piece as it arrives); message_scale scales the
 // intra-node bandwidths by the bytes of each message (each message's bytes count as
 // bytes / factor in the sharing above); written_scale scales them again for a message of data its
 // sender wrote earlier in the schedule (received, combined, copied or reduced);
@@ -53,6 +54,7 @@ namespace {
 // Bytes a round sends and receives inside the node, and combines on arrival.
 struct RoundLoad {
   double out_intra = 0, in_intra = 0, combined = 0;
+  double combining = 0;  // receives that combine on arrival
   double reduced_locally = 0;  // bytes of the round's local reductions (before its transfers)
   double sends = 0;  // transfers the round posts
   double recvs = 0;  // transfers the round receives
@@ -156,7 +158,10 @@ class Pricer : public ScheduleVisitor {
       const std::uint64_t bytes = t.count * s_.elem_size;
       RoundLoad& ls = rounds_[index_(t.send.rank, t.send.round)].load;
       RoundLoad& lr = rounds_[index_(t.recv.rank, t.recv.round)].load;
-      if (t.recv_kind == OpKind::RecvReduce) lr.combined += static_cast<double>(bytes);
+      if (t.recv_kind == OpKind::RecvReduce) {
+        lr.combined += static_cast<double>(bytes);
+        lr.combining += 1;
+      }
       posted_before_.push_back(ls.sends);  // the sends of the round posted before this one
       received_before_.push_back(lr.recvs);  // the receives of the receiving round before this one
       ls.sends += 1;
@@ -205,10 +210,14 @@ class Pricer : public ScheduleVisitor {
         exchange_.push_back(it != end && std::make_tuple(it->recv.rank, it->send.round) == back);
       }
     }
-    // Each round's reductions, together, at the factor of their batch (Topology::local_op_scale).
+    // Each round's reductions, together, at the factor of their batch (Topology::local_op_scale);
+    // those on arrival at the factor of the pieces they combine at once (one per receive).
+    const double piece = static_cast<double>(topo_.piece());
     for (RoundState& r : rounds_) {
-      if (r.load.combined > 0)
-        r.load.combine_s = r.load.combined * gamma_ / topo_.local_op_scale_at(r.load.combined);
+      if (r.load.combined > 0) {
+        const double at_once = piece > 0 ? std::min(r.load.combined, piece * r.load.combining) : r.load.combined;
+        r.load.combine_s = r.load.combined * gamma_ / topo_.local_op_scale_at(at_once);
+      }
       if (r.load.reduced_locally > 0)
         r.post.t += r.load.reduced_locally * gamma_ / topo_.local_op_scale_at(r.load.reduced_locally);
     }

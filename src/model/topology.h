@@ -165,6 +165,11 @@ struct MessageScale {
   double scale = 1.0;  // factor on the tier's bandwidths at that size
 };
 
+// The piece size of commsim's host executor unless `commsim run --piece-size` sets another: long
+// transfers move in pieces so that the combine of one overlaps the arrival of the next and finds it
+// in the caches.
+constexpr Bytes kHostPieceBytes = 512 * 1024;
+
 struct Topology {
   std::string name;          // from the file's `name`
   std::string description;
@@ -222,6 +227,12 @@ struct Topology {
   //    set times the ranks on its node) give a factor on intra_node.node_bandwidth, on top of
   //    working_set_scale's. Interpolated and held like working_set_scale. Empty: no such factor.
   Seconds call_overhead_s = 0;
+  // Host ranks: commsim's host executor moves a transfer longer than this in pieces and combines
+  // each piece as it arrives (`commsim run --piece-size`), so a combine on arrival touches one
+  // piece while it is still in the caches: local_op_scale is taken at the bytes of the pieces a
+  // round combines at once, not at the whole transfer's. Not a YAML key: set by the run (unset:
+  // kHostPieceBytes on host topologies, whole transfers on GPU topologies). See piece().
+  std::optional<Bytes> piece_bytes;
   std::vector<WorkingSetScale> working_set_scale;
   std::vector<WorkingSetScale> node_working_set_scale;
   std::vector<LocalOpScale> local_op_scale;
@@ -244,6 +255,9 @@ struct Topology {
     return scale_at(working_set) *
            curve_at(node_working_set_scale, &WorkingSetScale::working_set, working_set * ranks_on_node);
   }
+  // The bytes of one piece of a transfer that the executor combines on arrival (piece_bytes); 0:
+  // whole transfers.
+  Bytes piece() const { return piece_bytes ? *piece_bytes : (gpu ? 0 : kHostPieceBytes); }
   // The factor of local_op_scale for an operation on `bytes` bytes (1 without the curve).
   double local_op_scale_at(double bytes) const { return curve_at(local_op_scale, &LocalOpScale::bytes, bytes); }
   // The factor of message_scale for one intra-node message of `bytes` bytes (1 without the curve).

@@ -18,6 +18,7 @@
 #include "model/collective.h"
 #include "model/placement.h"
 #include "model/schedule.h"
+#include "model/topology.h"
 
 namespace commsim {
 
@@ -30,8 +31,8 @@ struct BackendContext {
   const Placement* placement = nullptr;  // every rank's node; outlives the backend
   std::string transport = "mpi";         // what moves the bytes of hand-written schedules
   // Host executor: largest message in bytes (longer transfers are cut so reductions overlap
-  // arrivals); 0 picks the backend's default.
-  std::uint64_t piece_bytes = 0;
+  // arrivals; commsim run's default is kHostPieceBytes); 0: not cut.
+  std::uint64_t piece_bytes = kHostPieceBytes;
   // cuda: allow more ranks on a node than it has GPUs (they share GPUs round-robin); hand-written
   // kernels only, for testing (NCCL refuses two ranks on one GPU).
   bool share_gpu = false;

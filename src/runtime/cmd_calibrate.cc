@@ -190,7 +190,7 @@ std::vector<CollectiveSample> collective_samples(const std::vector<Point>& point
 class SchedulePricer {
  public:
   SchedulePricer(const std::vector<Point>& points, const std::vector<std::string>& run_topology_text,
-                 const std::vector<CollectiveSample>& samples)
+                 const std::vector<std::optional<std::uint64_t>>& run_piece, const std::vector<CollectiveSample>& samples)
       : schedules_(points.size()) {
     std::map<std::string, std::optional<Topology>> parsed;
     for (const CollectiveSample& s : samples) {
@@ -208,7 +208,7 @@ class SchedulePricer {
         const Bytes chunk = pipeline_chunk_ran_with(p, it->second ? &*it->second : nullptr);
         schedules_[s.key] = Entry{make_schedule({p.collective, p.algorithm, p.ranks, p.count,
                                                  dtype ? dtype_size(*dtype) : 4u, p.root, &placement, chunk}),
-                                  placement};
+                                  placement, run_piece[s.key]};
       } catch (const Error&) {
         // No schedule (an algorithm this build cannot generate for it): the sample is not fitted.
       }
@@ -217,6 +217,11 @@ class SchedulePricer {
   double operator()(const Topology& topo, const CollectiveSample& s) const {
     const auto& e = schedules_[s.key];
     if (!e) return std::numeric_limits<double>::quiet_NaN();
+    if (e->piece && *e->piece != topo.piece()) {  // the run cut transfers into other pieces (--piece-size)
+      Topology with_piece = topo;
+      with_piece.piece_bytes = e->piece;
+      return price_schedule(e->schedule, with_piece, e->placement).time_s;
+    }
     return price_schedule(e->schedule, topo, e->placement).time_s;
   }
 
@@ -224,6 +229,7 @@ class SchedulePricer {
   struct Entry {
     Schedule schedule;
     Placement placement;
+    std::optional<std::uint64_t> piece;  // the host executor's piece in the point's run, when recorded
   };
   std::vector<std::optional<Entry>> schedules_;  // [point]
 };
@@ -298,6 +304,7 @@ int cmd_calibrate(int argc, char** argv) {
   std::vector<ProbeData> probes;
   std::vector<Point> points;
   std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
+  std::vector<std::optional<std::uint64_t>> run_piece;  // per point: the host executor's piece in its run
   std::vector<std::string> run_files;
   for (const auto& f : o.inputs) {
     if (has_probe_group(f)) {
@@ -306,7 +313,9 @@ int cmd_calibrate(int argc, char** argv) {
       ResultsContents c = read_results(f, false);
       for (std::size_t i = 0; i < c.points.size(); ++i) {
         const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
-        run_topology_text.push_back(r >= 0 && r < static_cast<int>(c.runs.size()) ? c.runs[r].topology_text : "");
+        const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
+        run_topology_text.push_back(known ? c.runs[r].topology_text : "");
+        run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
       }
       points.insert(points.end(), c.points.begin(), c.points.end());
       run_files.push_back(f);
@@ -596,7 +605,7 @@ int cmd_calibrate(int argc, char** argv) {
       for (Param p : add_network_message_points(topo)) params.push_back(p);
     }
     const Topology before_refine = topo;
-    const SchedulePricer pricer(points, run_topology_text, samples);
+    const SchedulePricer pricer(points, run_topology_text, run_piece, samples);
     const SamplePredictor predict = [&pricer](const Topology& t, const CollectiveSample& s) { return pricer(t, s); };
     auto fit_on = [&](const std::vector<CollectiveSample>& on) {
       return refine == "gamma" ? fit_gamma(before_refine, on, weighting, predict)

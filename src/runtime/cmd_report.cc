@@ -55,6 +55,7 @@ int cmd_report(int argc, char** argv) {
   std::vector<std::string> notes;
   std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
   std::vector<MpiLibrary> run_library;           // per point: the MPI library of its run
+  std::vector<std::optional<std::uint64_t>> run_piece;  // per point: the host executor's piece in its run
   for (const auto& f : files) {
     ResultsContents c = read_results(f, true);
     points.insert(points.end(), c.points.begin(), c.points.end());
@@ -63,6 +64,7 @@ int cmd_report(int argc, char** argv) {
       const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
       run_topology_text.push_back(known ? c.runs[r].topology_text : "");
       run_library.push_back(known ? MpiLibrary{c.runs[r].mpi_version, c.runs[r].environment} : MpiLibrary{});
+      run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
     }
     for (const auto& run : c.runs)
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
@@ -83,7 +85,7 @@ int cmd_report(int argc, char** argv) {
       }
       run_topology.push_back(it->second ? &*it->second : nullptr);
     }
-    repredict(points, topology, run_topology, run_library);
+    repredict(points, topology, run_topology, run_library, run_piece);
     notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
   }
   Report r = build_report(points, outliers);

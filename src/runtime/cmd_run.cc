@@ -273,8 +273,8 @@ int cmd_run(int argc, char** argv) {
       "chunk size of the pipelined algorithms (tree, ring broadcast/reduce); default: the chunk the model's "
       "closed form assumes");
   add("piece-size", po::value(&piece_size)->value_name("BYTES"),
-      "host: largest message; longer transfers are cut so that reductions overlap arrivals (default 512KiB; "
-      "0: do not cut)");
+      "host: largest message; longer transfers are cut so that reductions overlap arrivals, and the model "
+      "prices each piece's combine (default 512KiB; 0: do not cut)");
   add("share-gpu", po::bool_switch(&share_gpu),
       "cuda: let several ranks share a GPU (hand-written kernels only; for testing on one GPU)");
   add("graph", po::bool_switch(&graph), "cuda: capture each iteration in a CUDA graph (points up to 16MiB)");
@@ -292,7 +292,9 @@ int cmd_run(int argc, char** argv) {
   std::vector<std::string> skipped_pairs;
   std::vector<Bytes> sizes;
   OutputFormat format = OutputFormat::Table;
-  std::uint64_t piece_bytes = 0;
+  // Cutting transfers into pieces lets the reduction of one piece run while the next arrives and
+  // keeps the received piece in cache for it (see tests/bench/bench_host.sh); the model prices it.
+  std::uint64_t piece_bytes = kHostPieceBytes;
   if (!agree(rank, [&] {
         // --help under mpirun: printed once, by rank 0.
         const bool help = std::any_of(argv + 1, argv + argc, [](const char* a) {
@@ -354,6 +356,8 @@ int cmd_run(int argc, char** argv) {
         pairs = choose_pairs(sweep, backend_name, &skipped_pairs);
         sizes = parse_sizes(sweep.sizes);
         topology = load_topology(resolve_topology_path(topology_name));
+        // What the model prices: the host executor's pieces; GPU schedules combine whole transfers.
+        topology.piece_bytes = backend_name == "host" ? piece_bytes : 0;
       }))
     return kExitUsage;
   if (help_only) return 0;
@@ -405,6 +409,7 @@ int cmd_run(int argc, char** argv) {
   ctx.topology_name = topology.name;
   ctx.topology_path = topology.source_path;
   ctx.topology_text = topology.text;
+  if (backend_name == "host") ctx.piece_bytes = topology.piece();
 
   std::optional<ResultsFile> file;
   std::vector<char> already(plan.size(), 0);

@@ -24,10 +24,6 @@
 namespace commsim {
 namespace {
 
-// Cutting transfers into pieces of this size lets the reduction of one piece run while the next
-// arrives and keeps the received piece in cache for it (see tests/bench/bench_host.sh).
-constexpr std::uint64_t kDefaultPieceBytes = 512 * 1024;
-
 // Free memory of this node: MemAvailable, and the cgroup limit when one is set (containers, Slurm).
 std::uint64_t node_available_bytes() {
   std::uint64_t avail = 0;
@@ -114,7 +110,7 @@ class HostBackend final : public Backend {
     fill_input(input_.data(), in_count_, s.dtype, s.collective, ctx_.rank, ctx_.nranks);
     if (s.schedule) {
       HostExecutorOptions opt;
-      opt.piece_bytes = ctx_.piece_bytes ? ctx_.piece_bytes : kDefaultPieceBytes;
+      opt.piece_bytes = ctx_.piece_bytes;
       executor_ = std::make_unique<HostExecutor>(*s.schedule, s.dtype, s.op, *transport_, opt);
     } else {
       baseline_ = std::make_unique<MpiBaseline>(s.collective, s.count, s.dtype, s.op, s.root, MPI_COMM_WORLD);

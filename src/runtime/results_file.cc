@@ -164,6 +164,7 @@ void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {
   h5::set_attribute(g, "topology_name", c.topology_name);
   h5::set_attribute(g, "topology_path", c.topology_path);
   h5::set_attribute(g, "topology_text", c.topology_text);
+  if (c.piece_bytes) h5::set_attribute(g, "piece_bytes", static_cast<std::int64_t>(*c.piece_bytes));
   h5::write_string_list(g, "hostnames", c.hostnames);
   h5::write_string_list(g, "gpu_names", c.gpu_names);
   h5::write_string_list(g, "environment", c.environment);
@@ -198,6 +199,8 @@ RunContext read_context(hid_t g) {
   c.topology_name = attr_or_empty(g, "topology_name");
   c.topology_path = attr_or_empty(g, "topology_path");
   c.topology_text = attr_or_empty(g, "topology_text");
+  if (h5::has_attribute(g, "piece_bytes"))
+    c.piece_bytes = static_cast<std::uint64_t>(h5::get_int_attribute(g, "piece_bytes"));
   c.hostnames = h5::read_string_list(g, "hostnames");
   c.gpu_names = h5::read_string_list(g, "gpu_names");
   c.environment = h5::read_string_list(g, "environment");

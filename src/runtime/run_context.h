@@ -2,6 +2,7 @@
 // Where and how a set of points was produced: the hosts, the ranks, the backend and libraries, the
 // Slurm job, the environment and the topology. Every command that writes results stores one
 // RunContext per run (the HDF5 group /runs/<NNNN>, see HDF5_SCHEMA.md) and reporters print it.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct RunContext {
   std::string topology_name;  // the topology's `name`
   std::string topology_path;  // the file it was read from
   std::string topology_text;  // the YAML text as read
+  // The piece the host executor cut transfers into, bytes (0: not cut; commsim run --piece-size),
+  // which the predictions priced (Topology::piece_bytes); unset for other backends and in files
+  // written before commsim recorded it (all of which ran with the default, kHostPieceBytes).
+  std::optional<std::uint64_t> piece_bytes;
 
   // Read back from a results file (set by ResultsFile, ignored when writing a new run):
   int index = -1;          // N of /runs/<NNNN>

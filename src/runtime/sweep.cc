@@ -140,8 +140,15 @@ std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topolo
 }
 
 void repredict(std::vector<Point>& points, const Topology& topology, const std::vector<const Topology*>& run_topology,
-               const std::vector<MpiLibrary>& mpi_library) {
+               const std::vector<MpiLibrary>& mpi_library, const std::vector<std::optional<std::uint64_t>>& run_piece) {
   const MpiLibrary unknown;
+  std::map<std::uint64_t, Topology> with_piece;  // `topology` with another run's piece, once per piece
+  auto priced_on = [&](std::size_t i) -> const Topology& {
+    if (i >= run_piece.size() || !run_piece[i] || *run_piece[i] == topology.piece()) return topology;
+    auto [it, added] = with_piece.try_emplace(*run_piece[i], topology);
+    if (added) it->second.piece_bytes = *run_piece[i];
+    return it->second;
+  };
   std::map<Collective, std::vector<Algorithm>> algs;  // the hand-written algorithms measured, per collective
   for (const Point& p : points) {
     auto& v = algs[p.collective];
@@ -156,12 +163,13 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
     try {
       // The pipelined algorithms: price the schedule with the chunk they ran with.
       const std::uint64_t chunk = pipeline_chunk_ran_with(p, i < run_topology.size() ? run_topology[i] : nullptr);
-      predict_row(p, topology, placement, chunk, i < mpi_library.size() ? mpi_library[i] : unknown, nullptr, nullptr);
+      const Topology& on = priced_on(i);
+      predict_row(p, on, placement, chunk, i < mpi_library.size() ? mpi_library[i] : unknown, nullptr, nullptr);
       // The model's winner among the algorithms measured, each schedule priced on this topology.
       const auto key = std::make_tuple(p.collective, p.nodes, p.ranks, p.count, p.dtype, p.root, p.transport);
       auto w = winners.find(key);
       if (w == winners.end()) {
-        const auto winner = fastest(with_transport(topology, p.transport), p.collective, placement, p.count,
+        const auto winner = fastest(with_transport(on, p.transport), p.collective, placement, p.count,
                                     elem_size_of(p.dtype), p.root, algs[p.collective]);
         w = winners.emplace(key, winner ? std::string(to_string(winner->algorithm)) : std::string()).first;
       }

@@ -92,12 +92,15 @@ std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topolo
 // points hold for that collective), with the ranks placed evenly on the point's nodes. The
 // pipelined algorithms are priced with the chunk they ran with: the point's pipeline_chunk_bytes,
 // or in a file that does not record it, the one the closed form chooses on the topology of the
-// point's run (run_topology, parallel to points; null or missing: `topology`'s own choice). The MPI baseline is predicted for the library of the point's run (mpi_library,
-// parallel to points; missing: not known). A point that cannot be predicted keeps no prediction
-// and says why in its note.
+// point's run (run_topology, parallel to points; null or missing: `topology`'s own choice). The MPI
+// baseline is predicted for the library of the point's run (mpi_library, parallel to points;
+// missing: not known). The host executor's piece is the one the point's run recorded (run_piece,
+// parallel to points; unset or missing: `topology`'s own, Topology::piece). A point that cannot be
+// predicted keeps no prediction and says why in its note.
 void repredict(std::vector<Point>& points, const Topology& topology,
                const std::vector<const Topology*>& run_topology = {},
-               const std::vector<MpiLibrary>& mpi_library = {});
+               const std::vector<MpiLibrary>& mpi_library = {},
+               const std::vector<std::optional<std::uint64_t>>& run_piece = {});
 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
 // same element count are kept once). Predictions: a hand-written algorithm's schedule priced on

@@ -980,16 +980,36 @@ TEST(PriceEqualsClosedForm, LocalOperationCurve) {
                                                   {C::AllGather, A::Ring}})
     for (Bytes bytes : {Bytes{8} * 1024, Bytes{2} << 20, Bytes{32} << 20})
       expect_price_equals_closed_form(t, c, a, 8, bytes);
-  // The factor at the batch: recursive doubling combines n bytes a round, ring n/p a step.
+  // The factor at the batch: recursive doubling combines n bytes a round, a local op once the whole
+  // message is in; ring n/p a step, on arrival, which the host executor does one piece at a time.
   const Bytes n = Bytes{32} << 20;
   const CostQuery rd{C::AllReduce, A::RecursiveDoubling, Protocol::None, 1, 8, n};
   const CostQuery ring{C::AllReduce, A::Ring, Protocol::None, 1, 8, n};
+  ASSERT_EQ(t.piece(), kHostPieceBytes);  // host ranks: the executor's default piece
   EXPECT_NEAR(closed_form(t, rd).reduction_s, closed_form(plain, rd).reduction_s / t.local_op_scale_at(double(n)),
               1e-9 * closed_form(t, rd).reduction_s);
-  EXPECT_NEAR(closed_form(t, ring).reduction_s, closed_form(plain, ring).reduction_s / t.local_op_scale_at(double(n / 8)),
+  EXPECT_NEAR(closed_form(t, ring).reduction_s,
+              closed_form(plain, ring).reduction_s / t.local_op_scale_at(double(kHostPieceBytes)),
               1e-9 * closed_form(t, ring).reduction_s);
   EXPECT_NEAR(t.local_op_scale_at(double(n)), 0.3, 1e-12);  // held beyond the last point
-  EXPECT_GT(t.local_op_scale_at(double(n / 8)), 0.3);
+  EXPECT_GT(t.local_op_scale_at(double(kHostPieceBytes)), t.local_op_scale_at(double(n / 8)));
+  // Whole transfers (commsim run --piece-size 0, or a GPU topology): ring's combine at n/p.
+  Topology whole = t;
+  whole.piece_bytes = 0;
+  EXPECT_NEAR(closed_form(whole, ring).reduction_s,
+              closed_form(plain, ring).reduction_s / t.local_op_scale_at(double(n / 8)),
+              1e-9 * closed_form(whole, ring).reduction_s);
+  EXPECT_NEAR(closed_form(whole, rd).reduction_s, closed_form(t, rd).reduction_s, 1e-9 * closed_form(t, rd).reduction_s);
+  for (auto [c, a] : std::vector<std::pair<C, A>>{{C::AllReduce, A::Ring}, {C::ReduceScatter, A::Pairwise}}) {
+    expect_price_equals_closed_form(whole, c, a, 8, n);
+    const Schedule s = make_schedule({c, a, 8, count_for(n), 4, 0, nullptr, 0});
+    EXPECT_LT(price_schedule(s, t, Placement::uniform(1, 8)).time_s,
+              0.9 * price_schedule(s, whole, Placement::uniform(1, 8)).time_s)
+        << to_string(a);
+  }
+  Topology gpu = t;
+  gpu.gpu = true;
+  EXPECT_EQ(gpu.piece(), 0u);  // GPU schedules combine whole transfers
   // The pipelined tree combines about one chunk a step: priced and closed form agree within 5%.
   for (Bytes bytes : {Bytes{2} << 20, Bytes{32} << 20}) {
     const CostQuery q{C::AllReduce, A::Tree, Protocol::None, 1, 8, bytes};

@@ -79,5 +79,25 @@ TEST(Repredict, PricesTheChunkThePointRanWith) {
   EXPECT_NEAR(points[0].rel_error, points[0].predicted_us / 1000 - 1, 1e-12);
 }
 
+// The host executor's piece: a run's combines on arrival are priced at the piece it recorded
+// (--piece-size), a run that recorded none at the topology's own (the default piece).
+TEST(Repredict, PricesThePieceThePointRanWith) {
+  Topology refined = one_node(10e9);
+  refined.local_op_scale = {{64 * 1024, 1.0}, {1 << 20, 0.6}, {16 << 20, 0.3}};
+  ASSERT_EQ(refined.piece(), kHostPieceBytes);
+  Point rs = broadcast_point(Algorithm::Pairwise, 64 << 20, 8);
+  rs.collective = Collective::ReduceScatter;
+  rs.count = (64 << 20) / 4;  // all of the Input: 8 MiB a step
+  std::vector<Point> points = {rs, rs, rs};
+  repredict(points, refined, {}, {}, {std::nullopt, std::uint64_t{0}, std::uint64_t{kHostPieceBytes}});
+  Topology whole = refined;
+  whole.piece_bytes = 0;
+  EXPECT_DOUBLE_EQ(points[0].predicted_us, priced_us(refined, rs, 0));
+  EXPECT_DOUBLE_EQ(points[1].predicted_us, priced_us(whole, rs, 0));  // --piece-size 0: not cut
+  EXPECT_DOUBLE_EQ(points[2].predicted_us, points[0].predicted_us);
+  // 8 MiB a step, combined a piece at a time while the piece is in the caches: faster.
+  EXPECT_LT(points[0].predicted_us, 0.9 * points[1].predicted_us);
+}
+
 }  // namespace
 }  // namespace commsim

@@ -105,6 +105,7 @@ TEST(ResultsFile, RoundTripKeepsEveryFieldNaNAndSamples) {
   EXPECT_EQ(c.slurm.node_list, "node-[a-b]");
   EXPECT_EQ(c.topology_name, "local-cpu");
   EXPECT_EQ(c.topology_text, ctx.topology_text);
+  EXPECT_EQ(c.piece_bytes, std::optional<std::uint64_t>(64 * 1024));
   EXPECT_EQ(c.command_line, ctx.command_line);
   ASSERT_EQ(r.points.size(), points.size());
   for (std::size_t i = 0; i < points.size(); ++i) {

@@ -138,6 +138,7 @@ inline RunContext sample_context() {
   c.topology_name = "local-cpu";
   c.topology_path = "configs/topologies/local-cpu.yaml";
   c.topology_text = "name: local-cpu\n# a comment with unicode: \xc2\xb5s\n";
+  c.piece_bytes = 64 * 1024;
   return c;
 }
 
