@@ -1032,6 +1032,22 @@ ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_
       out.latency_s = three.a[1];
       out.rendezvous_latency_s = three.a[2];
       chosen = three;
+      // The other step below the eager one: the largest remaining jump at least two sizes from both.
+      const std::size_t eager = std::max(j1, j2), inline_at = std::min(j1, j2);
+      std::size_t j3 = 0;
+      for (std::size_t i = 2; i + 2 <= sizes.size(); ++i) {
+        const auto apart = [&](std::size_t j) { return i > j ? i - j : j - i; };
+        if (i < eager && apart(eager) >= 2 && apart(inline_at) >= 2 && jump(i) > (j3 ? jump(j3) : 1.0)) j3 = i;
+      }
+      if (j3 > 0) {
+        const Levels other = fit_levels({sizes[j3 - 1], sizes[eager - 1]});
+        if (other.a[1] >= 1.3 * other.a[0] && other.a[2] >= 1.5 * other.a[1]) {
+          out.other_inline_bytes = other.steps[0];
+          out.other_inline_latency_s = other.a[0];
+          out.other_latency_s = other.a[1];
+          out.other_rendezvous_latency_s = other.a[2];
+        }
+      }
     } else if (two_kept) {
       out.switched = true;
       out.eager_limit_bytes = two.steps[0];

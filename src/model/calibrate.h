@@ -273,6 +273,12 @@ struct ProtocolFit {
   // fit can then decide the latencies on each side (`calibrate --refine all`).
   Bytes candidate_eager_bytes = 0;
   Bytes candidate_inline_bytes = 0;
+  // When inlined: another step below the eager limit that the probe shows too (a message library
+  // can have two, Open MPI's shared memory a fast path and an inline send), with its own latencies
+  // (each level at least 1.3 times the one below); 0 where there is none. The model has one inline
+  // step: a collective fit decides which one the collectives follow (`calibrate --refine all`).
+  Bytes other_inline_bytes = 0;
+  Seconds other_inline_latency_s = 0, other_latency_s = 0, other_rendezvous_latency_s = 0;
   BytesPerSecond bw_Bps() const { return 1.0 / beta_s_per_byte; }
 };
 ProtocolFit fit_protocol(const std::vector<TimedSize>& samples, Bytes beta_from_bytes = 65536,

@@ -272,7 +272,8 @@ int cmd_calibrate(int argc, char** argv) {
        "the latency of one-way messages and of exchanges, the share of the message overheads paid by "
        "receivers, the send share, the cache curves by working set (a rank's, and its node's when the "
        "topology has a node_bandwidth), by local-operation size and by message size, and the "
-       "points of the network's rate by message size); "
+       "points of the network's rate by message size; where the probe shows two steps below the eager limit, "
+       "the one of them the collectives follow better becomes the inline limit); "
        "auto = gamma when run files are given")  //
       ("weighting", po::value(&o.weighting)->default_value(o.weighting),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
@@ -340,6 +341,7 @@ int cmd_calibrate(int argc, char** argv) {
   // limit, inline limit; 0: none): `--refine all` adds them with no step, and the collectives
   // decide their latencies.
   std::pair<Bytes, Bytes> protocol_candidates{0, 0};
+  ProtocolFit other_inline;  // the probe's other step below the eager limit (other_inline_bytes > 0)
   auto from = [&](const std::string& what) { return "fitted " + today.substr(0, 10) + " from " + what; };
 
   std::ostream& out = std::cout;
@@ -370,6 +372,7 @@ int cmd_calibrate(int argc, char** argv) {
         const ProtocolFit pf = fit_protocol(intra.samples, 65536, "ring-shift intra-node");
         if (!pf.switched) protocol_candidates = {pf.candidate_eager_bytes, pf.candidate_inline_bytes};
         else if (!pf.inlined) protocol_candidates = {0, pf.candidate_inline_bytes};
+        if (pf.other_inline_bytes > 0) other_inline = pf;
         topo.intra.latency_s = pf.latency_s;
         topo.intra.bw_Bps = pf.bw_Bps();
         comments.push_back({"intra_node.bandwidth", from(intra.source) + ", beta on sizes >= 64 KiB"});
@@ -604,7 +607,7 @@ int cmd_calibrate(int argc, char** argv) {
       for (Param p : add_message_points(topo, samples)) params.push_back(p);
       for (Param p : add_network_message_points(topo)) params.push_back(p);
     }
-    const Topology before_refine = topo;
+    Topology before_refine = topo;
     const SchedulePricer pricer(points, run_topology_text, run_piece, samples);
     const SamplePredictor predict = [&pricer](const Topology& t, const CollectiveSample& s) { return pricer(t, s); };
     auto fit_on = [&](const std::vector<CollectiveSample>& on) {
@@ -612,6 +615,33 @@ int cmd_calibrate(int argc, char** argv) {
                                : refine_parameters(before_refine, on, params, weighting, predict, threads);
     };
     ParamFit fit = fit_on(samples);
+    // The probe saw two steps below the eager limit and the model has one inline step: the one the
+    // collectives follow better is kept (judged on the measurements fitted, not the held-out ones).
+    if (refine == "all" && other_inline.other_inline_bytes > 0 &&
+        topo.intra.msg.inline_limit_bytes == other_inline.inline_limit_bytes) {
+      Topology other = before_refine;
+      other.intra.msg.inline_limit_bytes = other_inline.other_inline_bytes;
+      other.intra.msg.inline_latency_s = other_inline.other_inline_latency_s;
+      other.intra.latency_s = other_inline.other_latency_s;
+      other.intra.msg.rendezvous_latency_s = other_inline.other_rendezvous_latency_s;
+      std::swap(before_refine, other);
+      ParamFit with_other = fit_on(samples);
+      const bool keep_other = with_other.median_abs_rel_error_after < fit.median_abs_rel_error_after;
+      protocol_note += "  intra.inline_limit: the probe's steps at " + format_bytes(other_inline.inline_limit_bytes) +
+                       " and " + format_bytes(other_inline.other_inline_bytes) + " both fitted: median |error| " +
+                       pct(fit.median_abs_rel_error_after) + " and " + pct(with_other.median_abs_rel_error_after) +
+                       "; " + format_bytes(keep_other ? other_inline.other_inline_bytes : other_inline.inline_limit_bytes) +
+                       " kept\n";
+      if (keep_other) {
+        fit = std::move(with_other);
+        topo = before_refine;
+        std::erase_if(comments, [](const auto& c) { return c.first == "intra_node.inline_limit"; });
+        comments.push_back({"intra_node.inline_limit",
+                            "the other of the probe's two steps below the eager limit, which the collectives follow better"});
+      } else {
+        std::swap(before_refine, other);
+      }
+    }
     out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "
         << run_files.size() << " run file(s))\n";
     out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "

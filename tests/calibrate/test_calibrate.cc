@@ -1057,6 +1057,25 @@ TEST(FitProtocol, NamesTheStepsItDoesNotKeep) {
   EXPECT_EQ(k.candidate_inline_bytes, k.inline_limit_bytes);
   EXPECT_EQ(k.eager_limit_bytes, 4096u);
   EXPECT_EQ(k.inline_limit_bytes, 256u);
+  EXPECT_EQ(k.other_inline_bytes, 0u);  // no third step
+}
+
+// A ring shift of 16 ranks on the 16-core machine (medians, us, 8 B .. 64 MiB) with two steps below
+// the eager limit (2 KiB): Open MPI's shared memory has a fast path for the smallest messages
+// (to 32 B here) and inline sends (to 256 B). The larger jump is kept as the inline step; the other
+// is named with its own latencies, for the collectives to choose between (`calibrate --refine all`).
+TEST(FitProtocol, NamesTheOtherStepBelowTheEagerLimit) {
+  const ProtocolFit f = fit_protocol(doubling_series({0.61, 0.61, 0.64, 1.04, 0.88, 1.00, 1.36, 1.59, 2.13, 4.32,
+                                                      6.07, 8.63, 14.16, 21.59, 37.06, 69.50, 173.07, 404.17, 814.13,
+                                                      1683.33, 3788.91, 8529.15, 19334.32, 31121.31}));
+  ASSERT_TRUE(f.switched && f.inlined);
+  EXPECT_EQ(f.eager_limit_bytes, 2048u);
+  EXPECT_EQ(f.inline_limit_bytes, 32u);
+  EXPECT_EQ(f.other_inline_bytes, 256u);
+  EXPECT_GE(f.other_latency_s, 1.3 * f.other_inline_latency_s);
+  EXPECT_GE(f.other_rendezvous_latency_s, 1.5 * f.other_latency_s);
+  EXPECT_NEAR(f.other_inline_latency_s, 0.8e-6, 0.15e-6);  // 8 B .. 256 B
+  EXPECT_NEAR(f.other_latency_s, 1.5e-6, 0.4e-6);          // 512 B .. 2 KiB
 }
 
 }  // namespace
