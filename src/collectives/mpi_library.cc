@@ -321,7 +321,15 @@ Schedule library_schedule(const LibraryPhase& phase) {
   return s;
 }
 
-Seconds price_library_choice(const LibraryChoice& choice, const Topology& topology, const Placement& placement) {
+Seconds price_library_choice(const LibraryChoice& choice, const Topology& on, const Placement& placement) {
+  // The library moves and combines whole messages: commsim's pieces (Topology::piece) are its own
+  // executor's.
+  std::optional<Topology> whole;
+  if (on.piece() > 0) {
+    whole = on;
+    whole->piece_bytes = 0;
+  }
+  const Topology& topology = whole ? *whole : on;
   Seconds t = 0;
   for (const LibraryPhase& ph : choice.phases) t += price_schedule(library_schedule(ph), topology, placement).time_s;
   // The phases run inside one MPI call: its overhead (Topology::call_overhead_s, which every

@@ -607,25 +607,22 @@ int cmd_calibrate(int argc, char** argv) {
       for (Param p : add_message_points(topo, samples)) params.push_back(p);
       for (Param p : add_network_message_points(topo)) params.push_back(p);
     }
-    Topology before_refine = topo;
     const SchedulePricer pricer(points, run_topology_text, run_piece, samples);
     const SamplePredictor predict = [&pricer](const Topology& t, const CollectiveSample& s) { return pricer(t, s); };
-    auto fit_on = [&](const std::vector<CollectiveSample>& on) {
-      return refine == "gamma" ? fit_gamma(before_refine, on, weighting, predict)
-                               : refine_parameters(before_refine, on, params, weighting, predict, threads);
+    auto fit_on = [&](const Topology& start, const std::vector<CollectiveSample>& on) {
+      return refine == "gamma" ? fit_gamma(start, on, weighting, predict)
+                               : refine_parameters(start, on, params, weighting, predict, threads);
     };
-    ParamFit fit = fit_on(samples);
+    ParamFit fit = fit_on(topo, samples);
     // The probe saw two steps below the eager limit and the model has one inline step: the one the
     // collectives follow better is kept (judged on the measurements fitted, not the held-out ones).
-    if (refine == "all" && other_inline.other_inline_bytes > 0 &&
-        topo.intra.msg.inline_limit_bytes == other_inline.inline_limit_bytes) {
-      Topology other = before_refine;
+    if (refine == "all" && other_inline.other_inline_bytes > 0) {
+      Topology other = topo;
       other.intra.msg.inline_limit_bytes = other_inline.other_inline_bytes;
       other.intra.msg.inline_latency_s = other_inline.other_inline_latency_s;
       other.intra.latency_s = other_inline.other_latency_s;
       other.intra.msg.rendezvous_latency_s = other_inline.other_rendezvous_latency_s;
-      std::swap(before_refine, other);
-      ParamFit with_other = fit_on(samples);
+      ParamFit with_other = fit_on(other, samples);
       const bool keep_other = with_other.median_abs_rel_error_after < fit.median_abs_rel_error_after;
       protocol_note += "  intra.inline_limit: the probe's steps at " + format_bytes(other_inline.inline_limit_bytes) +
                        " and " + format_bytes(other_inline.other_inline_bytes) + " both fitted: median |error| " +
@@ -634,14 +631,13 @@ int cmd_calibrate(int argc, char** argv) {
                        " kept\n";
       if (keep_other) {
         fit = std::move(with_other);
-        topo = before_refine;
+        topo = std::move(other);
         std::erase_if(comments, [](const auto& c) { return c.first == "intra_node.inline_limit"; });
         comments.push_back({"intra_node.inline_limit",
                             "the other of the probe's two steps below the eager limit, which the collectives follow better"});
-      } else {
-        std::swap(before_refine, other);
       }
     }
+    const Topology before_refine = topo;  // where the fit started: the held-out check starts there too
     out << "## Collectives (" << refine << " fitted to " << fit.samples << " measured points of "
         << run_files.size() << " run file(s))\n";
     out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "
@@ -672,7 +668,7 @@ int cmd_calibrate(int argc, char** argv) {
     const auto [train, test] = split_held_out(samples);
     if (!train.empty() && !test.empty()) {
       try {
-        const ParamFit half = fit_on(train);
+        const ParamFit half = fit_on(before_refine, train);
         std::vector<double> errs;
         std::map<Bytes, std::vector<double>> by_size;
         for (const auto& s : test)
