@@ -51,14 +51,14 @@ def _check_schema(f: h5py.File, path: str) -> None:
 
 
 def read_runs(path: str) -> pd.DataFrame:
-    """One row per /runs/<NNNN> group: its attributes, hostnames and gpu_names as lists."""
+    """One row per /runs/<NNNN> group: its attributes; hostnames, cpus, gpu_names and environment as lists."""
     rows = []
     with h5py.File(path, "r") as f:
         _check_schema(f, path)
         for name in sorted(f["runs"].keys()):
             g = f["runs"][name]
             row = {k: (_text(v) if isinstance(v, (bytes, str, np.bytes_)) else v) for k, v in g.attrs.items()}
-            for lst in ("hostnames", "gpu_names", "environment"):
+            for lst in ("hostnames", "cpus", "gpu_names", "environment"):
                 if lst in g:
                     row[lst] = [_text(x) for x in g[lst][:]]
             row["file"] = path

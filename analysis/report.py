@@ -220,6 +220,10 @@ def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> 
         for run in commsim_h5.read_runs(path).itertuples():
             if run.status != "complete":
                 r["run_notes"].append(f"{path}: run {int(run.index)}: {run.status}")
+            binding = getattr(run, "cpu_binding", "")
+            if isinstance(binding, str) and binding:
+                r["run_notes"].append(f"{path}: run {int(run.index)}: {int(run.ranks)} {run.backend} ranks; "
+                                      f"CPUs: {binding}")
     return r
 
 

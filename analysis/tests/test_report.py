@@ -91,6 +91,8 @@ def test_reader_reads_every_point(files):
     assert set(df["status"]) <= {"ok", "predicted", "wrong", "timeout", "error", "skipped"}
     runs = commsim_h5.read_runs(files["run"])
     assert runs.loc[0, "ranks"] == 2 and len(runs.loc[0, "hostnames"]) == 2
+    assert len(runs.loc[0, "cpus"]) == 2 and all(runs.loc[0, "cpus"])
+    assert runs.loc[0, "cpu_binding"]
 
 
 def test_figures_and_markdown_exist(files):
@@ -105,6 +107,7 @@ def test_figures_and_markdown_exist(files):
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", name
         assert f"({name})" in md, f"report.md does not embed {name}"
+    assert "2 host ranks; CPUs: " in md, "report.md does not say how the ranks were bound"
 
 
 def test_numbers_match_commsim_report(files):

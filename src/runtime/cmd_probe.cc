@@ -21,6 +21,7 @@
 #include "model/placement.h"
 #include "runtime/cli_common.h"
 #include "runtime/command.h"
+#include "runtime/cpu_binding.h"
 #include "runtime/mpi_env.h"
 #include "runtime/probe_file.h"
 #include "runtime/probe_gpu.h"
@@ -67,18 +68,6 @@ struct World {
   Placement placement;
   std::vector<std::string> hostnames;
 };
-
-std::vector<std::string> gather_hostnames(int rank, int size) {
-  constexpr int kLen = 256;
-  std::string me = local_hostname();
-  std::vector<char> mine(kLen, '\0'), all(static_cast<std::size_t>(kLen) * size, '\0');
-  std::memcpy(mine.data(), me.data(), std::min<std::size_t>(me.size(), kLen - 1));
-  MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, MPI_COMM_WORLD);
-  (void)rank;
-  std::vector<std::string> names;
-  for (int r = 0; r < size; ++r) names.emplace_back(&all[static_cast<std::size_t>(r) * kLen]);
-  return names;
-}
 
 // The ranks of each node, in rank order.
 std::vector<std::vector<int>> ranks_by_node(const Placement& pl) {
@@ -442,12 +431,14 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
   World w;
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-  w.hostnames = gather_hostnames(w.rank, w.size);
+  w.hostnames = gather_strings(local_hostname());
   w.placement = Placement::from_hostnames(w.hostnames);
   auto by_node = ranks_by_node(w.placement);
 
   RunContext ctx = RunContext::collect_local(argc, argv);
   ctx.hostnames = w.hostnames;
+  const BindingSummary binding = gather_binding(w.hostnames, ctx.cpus);
+  ctx.cpu_binding = binding.text;
   ctx.ranks = w.size;
   ctx.nodes = w.placement.nnodes;
   ctx.backend = "host";
@@ -530,6 +521,9 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
   if (w.rank == 0) {
     std::fprintf(stderr, "commsim probe: %d ranks on %d node%s, %zu sizes, %d iterations each\n", w.size, d.nodes,
                  d.nodes == 1 ? "" : "s", sizes.size(), o.iters);
+    std::fprintf(stderr, "commsim probe: cpus: %s\n", ctx.cpu_binding.c_str());
+    if (!binding.oversubscribed.empty())
+      std::fprintf(stderr, "commsim probe: note: %s\n", binding.oversubscribed.c_str());
     if (tiers.empty())
       std::fprintf(stderr, "commsim probe: only one rank per node: no pair of ranks to measure (run with -np 2 or more)\n");
   }

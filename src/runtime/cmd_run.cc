@@ -29,6 +29,8 @@
 #include "model/units.h"
 #include "runtime/backend.h"
 #include "runtime/cli_common.h"
+#include "runtime/cpu_binding.h"
+#include "runtime/mpi_env.h"
 #include "runtime/reporter.h"
 #include "runtime/results_file.h"
 #include "runtime/run_context.h"
@@ -99,15 +101,11 @@ bool agree(int rank, const std::function<void()>& step) {
   return false;
 }
 
-std::vector<std::string> gather_hostnames(int nranks) {
+std::vector<std::string> gather_hostnames() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   MPI_Get_processor_name(name, &len);
-  std::vector<char> all(static_cast<std::size_t>(nranks) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
-  std::vector<std::string> hosts;
-  for (int r = 0; r < nranks; ++r) hosts.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
-  return hosts;
+  return gather_strings(std::string(name, static_cast<std::size_t>(std::max(len, 0))));
 }
 
 std::string mpi_library_version() {
@@ -363,7 +361,7 @@ int cmd_run(int argc, char** argv) {
   if (help_only) return 0;
 
   // ---- where the ranks run
-  const std::vector<std::string> hosts = gather_hostnames(nranks);
+  const std::vector<std::string> hosts = gather_hostnames();
   const Placement placement = Placement::from_hostnames(hosts);
   if (!agree(rank, [&] { check_placement(placement, hosts, topology); })) return kExitUsage;
 
@@ -401,6 +399,8 @@ int cmd_run(int argc, char** argv) {
   // ---- the context, the results file and the reporters (rank 0)
   RunContext ctx = RunContext::collect_local(argc + 1, argv - 1);  // argv[-1] is main's argv[0]: the binary
   ctx.hostnames = hosts;
+  const BindingSummary binding = gather_binding(hosts, ctx.cpus);
+  ctx.cpu_binding = binding.text;
   ctx.ranks = nranks;
   ctx.nodes = placement.nnodes;
   ctx.backend = std::string(backend->name());
@@ -437,6 +437,7 @@ int cmd_run(int argc, char** argv) {
     console = make_console_reporter(format, std::cout, TableReporter::Columns::Measured);
     console->context(ctx);
     for (const std::string& s : skipped_pairs) std::fprintf(stderr, "commsim run: skipped: %s\n", s.c_str());
+    if (!binding.oversubscribed.empty()) std::fprintf(stderr, "commsim run: note: %s\n", binding.oversubscribed.c_str());
     if (!output.resume.empty())
       std::fprintf(stderr, "commsim run: resuming %s: %zu of %zu points already there, %zu to go\n", out_path.c_str(),
                    plan.size() - todo.size(), plan.size(), todo.size());

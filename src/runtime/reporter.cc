@@ -191,6 +191,8 @@ std::string context_json(const RunContext& c) {
       .strings("hostnames", c.hostnames)
       .integer("ranks", c.ranks)
       .integer("nodes", c.nodes)
+      .strings("cpus", c.cpus)
+      .str("cpu_binding", c.cpu_binding)
       .str("backend", c.backend)
       .str("transport", c.transport)
       .str("mpi_version", c.mpi_version)

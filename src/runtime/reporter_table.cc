@@ -50,6 +50,7 @@ void TableReporter::context(const RunContext& c) {
     if (!c.nccl_version.empty()) out_ << "; NCCL " << c.nccl_version;
     if (!c.cuda_version.empty()) out_ << "; CUDA " << c.cuda_version;
     out_ << '\n';
+    if (!c.cpu_binding.empty()) out_ << "# cpus: " << c.cpu_binding << '\n';
   }
   if (!c.slurm.job_id.empty())
     out_ << "# slurm job " << c.slurm.job_id << (c.slurm.array_task_id.empty() ? "" : "_" + c.slurm.array_task_id)

@@ -165,7 +165,9 @@ void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {
   h5::set_attribute(g, "topology_path", c.topology_path);
   h5::set_attribute(g, "topology_text", c.topology_text);
   if (c.piece_bytes) h5::set_attribute(g, "piece_bytes", static_cast<std::int64_t>(*c.piece_bytes));
+  h5::set_attribute(g, "cpu_binding", c.cpu_binding);
   h5::write_string_list(g, "hostnames", c.hostnames);
+  h5::write_string_list(g, "cpus", c.cpus);
   h5::write_string_list(g, "gpu_names", c.gpu_names);
   h5::write_string_list(g, "environment", c.environment);
 }
@@ -201,7 +203,9 @@ RunContext read_context(hid_t g) {
   c.topology_text = attr_or_empty(g, "topology_text");
   if (h5::has_attribute(g, "piece_bytes"))
     c.piece_bytes = static_cast<std::uint64_t>(h5::get_int_attribute(g, "piece_bytes"));
+  c.cpu_binding = attr_or_empty(g, "cpu_binding");
   c.hostnames = h5::read_string_list(g, "hostnames");
+  if (h5::exists(g, "cpus")) c.cpus = h5::read_string_list(g, "cpus");  // files before commsim recorded it
   c.gpu_names = h5::read_string_list(g, "gpu_names");
   c.environment = h5::read_string_list(g, "environment");
   return c;

@@ -27,6 +27,10 @@ struct RunContext {
   std::vector<std::string> hostnames;
   int ranks = 1;
   int nodes = 1;
+  // The CPUs each rank may run on ("0-3,8"; one entry per rank, rank order; empty for predict),
+  // and in words how that binds the ranks (cpu_binding.h).
+  std::vector<std::string> cpus;
+  std::string cpu_binding;
 
   std::string backend = "model";  // "model" (predict), "host", "cuda"
   std::string transport;          // "mpi", "ucx", "ipc", "nccl"; "" for model runs

@@ -13,7 +13,9 @@ if "$bin" run --help 2>&1 | grep -q "not available in this build"; then
   exit 77
 fi
 
-"${mpirun[@]}" "$bin" probe --sizes 8B:1MiB:x4 --iters 5 --warmup 1 --no-table --out portrait.h5 | tee probe.txt
+"${mpirun[@]}" "$bin" probe --sizes 8B:1MiB:x4 --iters 5 --warmup 1 --no-table --out portrait.h5 2>probe.err | tee probe.txt
+cat probe.err >&2
+grep -Eq "^commsim probe: cpus: (each rank bound|ranks bound|not bound)" probe.err
 grep -q "machine portrait" probe.txt
 grep -q "inside a node" probe.txt
 grep -Eq "a ring shift of just-written data takes x[0-9.]+ the time of untouched data at [0-9]+[KMG]?i?B" probe.txt

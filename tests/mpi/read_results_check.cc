@@ -2,7 +2,8 @@
 // tests expect of it.
 //   read_results_check FILE [--points N] [--status S] [--all-ok] [--unique]
 //   [--has-status S]
-//                           [--samples N] [--has-note TEXT]
+//                           [--samples N] [--has-note TEXT] [--cpus]
+// --cpus: the last run records the CPUs of every rank, each a CPU list, and says how they bind.
 // Prints one line per failed expectation and exits 1 when any failed; 2 when
 // the file cannot be read.
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/cpu_binding.h"
 #include "runtime/results_file.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +20,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: read_results_check FILE [--points N] "
                  "[--status S] [--all-ok] [--unique] "
-                 "[--has-status S] [--samples N] [--has-note TEXT]\n");
+                 "[--has-status S] [--samples N] [--has-note TEXT] [--cpus]\n");
     return 2;
   }
   commsim::ResultsContents r;
@@ -79,6 +81,17 @@ int main(int argc, char** argv) {
       for (const auto& p : r.points)
         if (p.status == "ok" && p.samples_us.size() != std::stoul(val))
           fail(commsim::to_string(commsim::key_of(p)) + ": " + std::to_string(p.samples_us.size()) + " samples");
+    } else if (opt == "--cpus") {
+      if (r.runs.empty()) {
+        fail("no run");
+        continue;
+      }
+      const commsim::RunContext& c = r.runs.back();
+      if (static_cast<int>(c.cpus.size()) != c.ranks)
+        fail(std::to_string(c.cpus.size()) + " CPU lists for " + std::to_string(c.ranks) + " ranks");
+      for (const std::string& list : c.cpus)
+        if (commsim::parse_cpu_list(list).empty()) fail("CPU list '" + list + "' names no CPU");
+      if (c.cpu_binding.empty()) fail("no cpu_binding");
     } else {
       std::fprintf(stderr, "read_results_check: unknown option %s\n", opt.c_str());
       return 2;

@@ -28,7 +28,11 @@ case "$case_name" in
         --format csv --out all.h5 >all.csv 2>all.err || { cat all.err; fail "exit status $? (expected 0)"; }
     n=$(csv_points all.csv)
     [ "$n" -gt 0 ] || fail "no points printed"
-    "$READER" all.h5 --points "$n" --status complete --all-ok --unique --samples 3 || fail "all.h5 not as expected"
+    "$READER" all.h5 --points "$n" --status complete --all-ok --unique --samples 3 --cpus || fail "all.h5 not as expected"
+    # The table's header says how the ranks are bound to CPUs.
+    mpirun_commsim --collectives allreduce --algorithms ring --sizes 1KiB --iters 2 >table.txt 2>table.err ||
+      { cat table.err; fail "table run: exit status (expected 0)"; }
+    grep -Eq "^# cpus: (each rank bound|ranks bound|not bound)" table.txt || { cat table.txt; fail "no '# cpus:' line"; }
     # Other element types and operators.
     for spec in "float64 max" "int32 min" "bfloat16 sum"; do
       set -- $spec

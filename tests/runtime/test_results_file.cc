@@ -92,6 +92,8 @@ TEST(ResultsFile, RoundTripKeepsEveryFieldNaNAndSamples) {
   EXPECT_EQ(c.status, "complete");
   EXPECT_FALSE(c.finished.empty());
   EXPECT_EQ(c.hostnames, ctx.hostnames);
+  EXPECT_EQ(c.cpus, ctx.cpus);
+  EXPECT_EQ(c.cpu_binding, ctx.cpu_binding);
   EXPECT_EQ(c.ranks, 4);
   EXPECT_EQ(c.nodes, 2);
   EXPECT_EQ(c.backend, "host");

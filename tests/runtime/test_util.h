@@ -129,6 +129,8 @@ inline RunContext sample_context() {
   c.hostnames = {"node-a", "node-a", "node-b", "node-b"};
   c.ranks = 4;
   c.nodes = 2;
+  c.cpus = {"0", "1", "0-3", "4-7"};
+  c.cpu_binding = "node-a: each rank bound to its own CPU; node-b: each rank bound to its own 4 CPUs";
   c.mpi_version = "Open MPI v4.1.4";
   c.gpu_names = {};
   c.environment = {"NCCL_ALGO=Ring", "OMPI_MCA_btl=self,tcp"};
