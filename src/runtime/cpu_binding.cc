@@ -125,8 +125,8 @@ BindingSummary summarize_binding(const std::vector<RankCpus>& ranks) {
       s.oversubscribed += over + " of host " + host;
     }
   }
-  const bool same = std::all_of(words.begin(), words.end(), [&](const auto& w) { return w.second == words[0].second; });
   if (words.empty()) return s;
+  const bool same = std::all_of(words.begin(), words.end(), [&](const auto& w) { return w.second == words[0].second; });
   if (same) {
     s.text = words[0].second;
     if (words.size() > 1) s.text += " (all " + std::to_string(words.size()) + " hosts)";
@@ -139,18 +139,11 @@ BindingSummary summarize_binding(const std::vector<RankCpus>& ranks) {
 }
 
 BindingSummary gather_binding(const std::vector<std::string>& hosts, std::vector<std::string>& cpus) {
-  const std::vector<std::string> all = gather_strings(cpus_of_this_process() + "/" + std::to_string(cpus_online()));
+  cpus = gather_strings(cpus_of_this_process());
+  const std::vector<std::string> online = gather_strings(std::to_string(cpus_online()));
   std::vector<RankCpus> ranks;
-  cpus.clear();
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const std::size_t slash = all[r].rfind('/');
-    RankCpus rc;
-    rc.host = r < hosts.size() ? hosts[r] : std::string();
-    rc.cpus = all[r].substr(0, slash);
-    rc.online = std::stoi(all[r].substr(slash + 1));
-    cpus.push_back(rc.cpus);
-    ranks.push_back(std::move(rc));
-  }
+  for (std::size_t r = 0; r < cpus.size(); ++r)
+    ranks.push_back({r < hosts.size() ? hosts[r] : std::string(), cpus[r], std::stoi(online[r])});
   return summarize_binding(ranks);
 }
 
