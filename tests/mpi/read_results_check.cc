@@ -89,11 +89,13 @@ int main(int argc, char** argv) {
       const commsim::RunContext& c = r.runs.back();
       if (static_cast<int>(c.cpus.size()) != c.ranks)
         fail(std::to_string(c.cpus.size()) + " CPU lists for " + std::to_string(c.ranks) + " ranks");
-      for (const std::string& list : c.cpus) try {
+      for (const std::string& list : c.cpus) {
+        try {
           if (commsim::parse_cpu_list(list).empty()) fail("CPU list '" + list + "' names no CPU");
         } catch (const std::exception& e) {
-          fail(e.what());
+          fail("CPU list '" + list + "': " + e.what());
         }
+      }
       if (c.cpu_binding.empty()) fail("no cpu_binding");
     } else {
       std::fprintf(stderr, "read_results_check: unknown option %s\n", opt.c_str());
