@@ -221,12 +221,28 @@ grep -E 'SIGTERM|signal' "$work"/preempt/logs/nodes2-job"${ids[0]}".out | sed 's
 check "the killed job's log says how to continue" grep -q -- '--resume' "$work"/preempt/logs/nodes2-job"${ids[0]}".out
 check "the merge job's report names the job that did not complete" grep -q "job ${ids[0]} did not complete" "$work/preempt/report.txt"
 
-out=$("$sweep" --nodes 2 --ranks-per-node 2 --time 00:10:00 --results "$work/preempt" --resume --binary "$binary" \
-  -- "${long_args[@]}" --iters 2 2>&1) || { echo "$out"; fail "sweep.sh --resume"; }
-echo "$out" | sed 's/^/    /'
-grep -q '(resumed)' <<<"$out" || fail "sweep.sh --resume did not pick up $kept"
-read -r -a ids <<<"$(jobs_of "$out")"
-wait_jobs 300 "${ids[@]}"
+resume() {
+  out=$("$sweep" --nodes 2 --ranks-per-node 2 --time 00:10:00 --results "$work/preempt" --resume --binary "$binary" \
+    -- "${long_args[@]}" --iters 2 2>&1) || { echo "$out"; fail "sweep.sh --resume"; }
+  echo "$out" | sed 's/^/    /'
+  grep -q '(resumed)' <<<"$out" || fail "sweep.sh --resume did not pick up $kept"
+  read -r -a ids <<<"$(jobs_of "$out")"
+  wait_jobs 300 "${ids[@]}"
+}
+resume
+# Open MPI 4.1.4 over UCX on these emulated nodes very rarely dies in its own start-up (a segfault
+# before the first point). That is not what this step tests; what it tests still holds then: the
+# file keeps every point of the killed job, and a second --resume measures the rest.
+resumed_log="$work/preempt/logs/nodes2-job${ids[0]}.out"
+if [ "${STATES[${ids[0]}]}" = FAILED ] && ! grep -qE '^\[[0-9]+/[0-9]+\]' "$resumed_log"; then
+  sed 's/^/    /' "$resumed_log"
+  # (a resumed run works on FILE.partial until it ends)
+  now=$(ls "${kept%.partial}" "${kept%.partial}.partial" 2>/dev/null | tail -n 1)
+  [ -n "$now" ] && [ "$("$checker" "$now" --count)" = "$done_before" ] ||
+    fail "the resumed job died before its first point and ${now:-$kept} no longer holds its $done_before points"
+  log "the resumed job died before its first point (MPI start-up); $now still holds $done_before points; resuming again"
+  resume
+fi
 expect_states COMPLETED "${ids[@]}"
 check "after --resume: every point once, in two runs (killed + resumed)" \
   "$checker" "$work/preempt/merged.h5" --nodes 2 --ranks-per-node 2 --points $long_points --runs-of-nodes 2:2
