@@ -210,8 +210,11 @@ read -r -a ids <<<"$(jobs_of "$out")"
 wait_jobs 200 "${ids[@]}"
 [ "${STATES[${ids[0]}]}" = TIMEOUT ] ||
   fail "the job meant to hit its time limit ended ${STATES[${ids[0]}]} (the sweep finished too early: raise COMMSIM_TEST_PREEMPT_ITERS)"
-# On SIGTERM the run closes its file (run status "interrupted"); killed harder it leaves FILE.partial.
-kept=$(ls "$work"/preempt/nodes2-job"${ids[0]}".h5 "$work"/preempt/nodes2-job"${ids[0]}".h5.partial 2>/dev/null | head -n 1)
+# On SIGTERM the run closes its file (run status "interrupted"); killed harder it leaves FILE.partial,
+# as does a resumed run until it ends (when both exist, FILE.partial is the newer).
+killed_file="$work/preempt/nodes2-job${ids[0]}.h5"
+kept_now() { ls "$killed_file" "$killed_file.partial" 2>/dev/null | tail -n 1; }
+kept=$(kept_now)
 [ -n "$kept" ] || fail "the killed job left no results file: $(ls "$work/preempt")"
 done_before=$("$checker" "$kept" --count) || fail "cannot read $kept"
 log "job ${ids[0]} TIMEOUT; $kept holds $done_before finished points (run status: $("$checker" "$kept" --status-run 0))"
@@ -232,12 +235,13 @@ resume() {
 resume
 # Open MPI 4.1.4 over UCX on these emulated nodes very rarely dies in its own start-up (a segfault
 # before the first point). That is not what this step tests; what it tests still holds then: the
-# file keeps every point of the killed job, and a second --resume measures the rest.
+# file keeps every point of the killed job, and a second --resume measures the rest. Only a death
+# by a signal (exit 129 and above) before the first progress line is taken for that.
 resumed_log="$work/preempt/logs/nodes2-job${ids[0]}.out"
-if [ "${STATES[${ids[0]}]}" = FAILED ] && ! grep -qE '^\[[0-9]+/[0-9]+\]' "$resumed_log"; then
+if [ "${STATES[${ids[0]}]}" = FAILED ] && grep -qE 'stopped \(exit (129|1[3-9][0-9]|2[0-9][0-9])\)' "$resumed_log" &&
+   ! grep -qE '^\[[0-9]+/[0-9]+\]' "$resumed_log"; then
   sed 's/^/    /' "$resumed_log"
-  # (a resumed run works on FILE.partial until it ends)
-  now=$(ls "${kept%.partial}" "${kept%.partial}.partial" 2>/dev/null | tail -n 1)
+  now=$(kept_now)
   [ -n "$now" ] && [ "$("$checker" "$now" --count)" = "$done_before" ] ||
     fail "the resumed job died before its first point and ${now:-$kept} no longer holds its $done_before points"
   log "the resumed job died before its first point (MPI start-up); $now still holds $done_before points; resuming again"
