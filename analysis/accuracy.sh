@@ -14,7 +14,8 @@
 # arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma),
 # BACKEND (host, the default, or cuda: one GPU per rank), BASE (the topology calibrate starts
 # from, e.g. h200-node for GPU ranks; default: calibrate's own choice).
-# Prints the accuracy table of `commsim report` for each round.
+# Prints the accuracy table of `commsim report` for each round, and in spread.txt how far the
+# machine's own measurements moved between the two runs (analysis/drift.sh).
 set -euo pipefail
 np=${1:-2}
 out=${2:-accuracy-out}
@@ -106,4 +107,6 @@ awk -F, '$1 == "W" && $2 != "collective" { if ($13 == 1) clear[$2 "," $4 "," $5 
       if (nclear > 0) printf "  %d cases where run1 names a clear winner (p < 0.05): it is the fastest of run2 in %d (%.1f%%)\n", nclear, sameclear, 100 * sameclear / nclear }' points12.csv |
   tee -a spread.txt
 rm -f points12.csv
+# Whether the machine itself moved between the runs: run2 / run1 per collective and size band.
+COMMSIM_BIN=$bin bash "$here/analysis/drift.sh" run1.h5 run2.h5 | tee -a spread.txt
 echo "== full reports: $out/report1.txt, $out/report2.txt"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # analysis/accuracy.sh end to end on 2 ranks with a short sweep: both rounds' reports, the refitted
-# topology, the refit the other way (on run2, judged on run1) and the machine's own spread (points
-# and winners) are written, with numbers in them.
+# topology, the refit the other way (on run2, judged on run1) and the machine's own spread (points,
+# winners, and run2 / run1 per collective and size band) are written, with numbers in them.
 #   accuracy_script_test.sh COMMSIM_BIN OUTDIR
 set -euo pipefail
 bin=$1
@@ -26,6 +26,12 @@ grep -q "recomputed on topology .*refined_on_run2.yaml" "$out/report2r.txt" || f
 grep -Eq "^  [0-9]+ points: median \|log\(run2 / run1\)\| [0-9.]+%" "$out/spread.txt" || fail "spread.txt: no point spread"
 grep -Eq "^  [0-9]+ cases: the fastest hand-written algorithm of run1 is the fastest of run2 in [0-9]+ \([0-9.]+%\)" \
   "$out/spread.txt" || fail "spread.txt: no winner agreement"
+# The drift table (analysis/drift.sh): both collectives, with a ratio in each band measured.
+for c in allgather allreduce; do
+  grep -Eq "^    $c +[0-9]+[.][0-9]{2} +[0-9]+[.][0-9]{2} +-$" "$out/spread.txt" || fail "spread.txt: no drift line for $c"
+done
+grep -Eq "^  (no collective and size band moved|moved by more than 10% between the runs: )" "$out/spread.txt" ||
+  fail "spread.txt: no drift verdict"
 # 2 collectives x 5 sizes (1, 4, 16, 64, 256 KiB), every case measured in both runs.
 grep -q "^  10 cases:" "$out/spread.txt" || fail "spread.txt: expected 10 cases: $(cat "$out/spread.txt")"
 echo "accuracy.sh: $(tail -1 "$out/spread.txt")"
