@@ -52,7 +52,7 @@ awk -v limit="$limit" '
   function flush() {
     if (n == 0) return
     m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-    r[coll, band] = exp(m); has[coll] = 1
+    r[coll, band] = exp(m)
     if (!(coll in seen)) { seen[coll] = 1; order[++ncoll] = coll }
     n = 0 }
   { if ($1 != coll || $2 != band) { flush(); coll = $1; band = $2 } v[++n] = $3 }
