@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # analysis/drift.sh on stored runs whose machine moved (try 32, 16 ranks: the reducing collectives
 # from 64 KiB took about a fifth longer in run 2) and on runs whose machine did not (try 32, 8
-# ranks); then its errors: a missing file, a bad limit, a wrong argument count.
+# ranks), and on runs with no point in common; then its errors: a missing file, a bad limit, a
+# wrong argument count, a missing binary.
 #   drift_test.sh COMMSIM_BIN RESULTS_DIR
 set -uo pipefail
 export COMMSIM_BIN=$1
@@ -27,6 +28,11 @@ still=$(bash "$drift" "$results/h200-host-8ranks-try32-bound/run1.h5" "$results/
   fail "drift.sh failed on try 32, 8 ranks"
 echo "$still" | grep -q "^  no collective and size band moved by more than 10% between the runs$" ||
   fail "8 ranks: a band named as moved: $still"
+
+# Runs with no point in common (8 ranks against 16): nothing to compare, and it says so.
+none=$(bash "$drift" "$results/h200-host-8ranks-try32-bound/run1.h5" "$results/h200-host-16ranks-try32-bound/run1.h5") ||
+  fail "drift.sh failed on runs with no point in common"
+[ "$none" = "  no point measured in both runs: nothing to compare" ] || fail "no common point: said '$none'"
 
 expect_error() {  # expected message, then the arguments
   local want=$1; shift
