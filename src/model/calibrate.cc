@@ -142,10 +142,15 @@ int net_message_index(Param p) {
   const int i = curve_point(p, Param::NetMessage1, 6);
   return i > 0 ? i - 1 : -1;
 }
+// From 0, as the network's curve (its last point is held at 1).
+int fan_out_index(Param p) {
+  const int i = curve_point(p, Param::FanOut1, 6);
+  return i > 0 ? i - 1 : -1;
+}
 bool is_scale_param(Param p) {
   return working_set_index(p) > 0 || node_working_set_index(p) > 0 || local_op_index(p) > 0 ||
-         message_index(p) > 0 || p == Param::IntraOneWay ||
-         p == Param::IntraExchange || p == Param::NetOneWay || net_message_index(p) >= 0;
+         message_index(p) > 0 || p == Param::IntraOneWay || p == Param::IntraExchange || p == Param::NetOneWay ||
+         net_message_index(p) >= 0 || fan_out_index(p) >= 0;
 }
 bool is_beta_param(Param p) {
   return p == Param::IntraBeta || p == Param::NetBeta || p == Param::Gamma || p == Param::MemoryBeta;
@@ -365,6 +370,12 @@ std::string_view to_string(Param p) {
     case Param::NodeWorkingSet4: return "node_working_set_scale[4]";
     case Param::NodeWorkingSet5: return "node_working_set_scale[5]";
     case Param::NodeWorkingSet6: return "node_working_set_scale[6]";
+    case Param::FanOut1: return "fan_out_scale[0]";
+    case Param::FanOut2: return "fan_out_scale[1]";
+    case Param::FanOut3: return "fan_out_scale[2]";
+    case Param::FanOut4: return "fan_out_scale[3]";
+    case Param::FanOut5: return "fan_out_scale[4]";
+    case Param::FanOut6: return "fan_out_scale[5]";
     case Param::LocalOp1: return "local_op_scale[1]";
     case Param::LocalOp2: return "local_op_scale[2]";
     case Param::LocalOp3: return "local_op_scale[3]";
@@ -402,6 +413,7 @@ std::string_view field_of(Param p) {
     case Param::IntraSendShare: return "intra_node.send_share";
     default:
       if (net_message_index(p) >= 0) return "network_message_scale";
+      if (fan_out_index(p) >= 0) return "fan_out_scale";
       if (node_working_set_index(p) > 0) return "node_working_set_scale";
       return local_op_index(p) > 0 ? "local_op_scale" : message_index(p) > 0 ? "message_scale" : "working_set_scale";
   }
@@ -494,6 +506,15 @@ std::vector<Param> add_network_message_points(Topology& topo) {
   return params;
 }
 
+std::vector<Param> add_fan_out_points(Topology& topo) {
+  if (topo.fan_out_scale.empty())
+    for (Bytes b = 4096; b <= (Bytes{16} << 20); b *= 4) topo.fan_out_scale.push_back({b, 1.0});
+  std::vector<Param> params;
+  for (std::size_t i = 0; i + 1 < topo.fan_out_scale.size() && i < 6; ++i)
+    params.push_back(static_cast<Param>(static_cast<int>(Param::FanOut1) + static_cast<int>(i)));
+  return params;
+}
+
 bool at_fit_limit(Param p, double value) {
   if (is_latency_factor(p)) return value >= 10.0 * (1 - 1e-9);
   return is_scale_param(p) && value <= param_floor(p) * (1 + 1e-9);
@@ -522,6 +543,10 @@ double get_param(const Topology& topo, Param p) {
       if (net_message_index(p) >= 0) {
         const auto i = static_cast<std::size_t>(net_message_index(p));
         return i < topo.network_message_scale.size() ? topo.network_message_scale[i].scale : 1.0;
+      }
+      if (fan_out_index(p) >= 0) {
+        const auto i = static_cast<std::size_t>(fan_out_index(p));
+        return i < topo.fan_out_scale.size() ? topo.fan_out_scale[i].scale : 1.0;
       }
       if (node_working_set_index(p) > 0) {
         const auto i = static_cast<std::size_t>(node_working_set_index(p));
@@ -572,6 +597,11 @@ void set_param(Topology& topo, Param p, double value) {
       if (net_message_index(p) >= 0) {
         const auto i = static_cast<std::size_t>(net_message_index(p));
         if (i < topo.network_message_scale.size()) topo.network_message_scale[i].scale = value;
+        break;
+      }
+      if (fan_out_index(p) >= 0) {
+        const auto i = static_cast<std::size_t>(fan_out_index(p));
+        if (i < topo.fan_out_scale.size()) topo.fan_out_scale[i].scale = value;
         break;
       }
       if (node_working_set_index(p) > 0) {
@@ -875,7 +905,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   y.line(2, "bandwidth", bw_text(t.reduce_bw_Bps), "reduction.bandwidth");
   if (t.call_overhead_s > 0) y.line(0, "call_overhead", time_text(t.call_overhead_s), "call_overhead");
   // The curves: by working set (working_set_scale, node_working_set_scale) and by bytes
-  // (local_op_scale, message_scale, written_scale, network_message_scale).
+  // (local_op_scale, message_scale, written_scale, network_message_scale, fan_out_scale).
   auto curve = [&y](const std::string& key, const char* x_name, const auto& points, auto x) {
     if (points.empty()) return;
     y.line(0, key, "", key);
@@ -888,6 +918,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   curve("message_scale", "bytes", t.message_scale, &MessageScale::bytes);
   curve("written_scale", "bytes", t.written_scale, &MessageScale::bytes);
   curve("network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
+  curve("fan_out_scale", "bytes", t.fan_out_scale, &MessageScale::bytes);
   if (t.nccl.present) {
     y.line(0, "nccl", "", "nccl");
     auto table = [&](const char* key, const double (&v)[2][3]) {

@@ -118,6 +118,8 @@ double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 //  - intra_node.send_share, the part of a round's outgoing bytes that the sending rank's bandwidth
 //    carries (from 0 to 1; only rounds that send more than they receive, such as a direct
 //    broadcast's root, depend on it);
+//  - the one-to-many curve (Topology::fan_out_scale), for host ranks: its points every 4x from
+//    4 KiB to 16 MiB but the last, which holds at 1 (add_fan_out_points);
 //  - the node's working-set curve (Topology::node_working_set_scale), when the topology has an
 //    intra_node.node_bandwidth and a node's ranks do not outnumber its logical CPUs: points every
 //    4x from 1 MiB (add_node_working_set_points).
@@ -137,8 +139,9 @@ enum class Param : std::uint8_t {
   NetMessage1, NetMessage2, NetMessage3, NetMessage4, NetMessage5, NetMessage6,
   IntraSendShare,
   NodeWorkingSet1, NodeWorkingSet2, NodeWorkingSet3, NodeWorkingSet4, NodeWorkingSet5, NodeWorkingSet6,
+  FanOut1, FanOut2, FanOut3, FanOut4, FanOut5, FanOut6,
 };
-inline constexpr int kParamCount = 47;
+inline constexpr int kParamCount = 53;
 std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
 // The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
 // "call_overhead", "working_set_scale", ...).
@@ -173,6 +176,10 @@ std::vector<Param> add_message_points(Topology& topo, const std::vector<Collecti
 // factor there, and the last point kept. Returns NetMessage1, ... for the points before the last
 // (the last is the large-message rate that network.nic_bandwidth stands for); none without a curve.
 std::vector<Param> add_network_message_points(Topology& topo);
+// The one-to-many curve (Topology::fan_out_scale) for the fit: unless `topo` has one, points at
+// 4 KiB, 16 KiB, ... (x4) up to 16 MiB, every factor 1. Returns FanOut1, ... for the points before
+// the last (at 16 MiB and beyond such a message moves as any other of its size), six at most.
+std::vector<Param> add_fan_out_points(Topology& topo);
 
 // Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).

@@ -138,6 +138,9 @@ struct Env {
   double moved_i(double m, bool written = false) const {
     return m / (written ? topo->message_scale_at(m) * topo->written_scale_at(m) : topo->message_scale_at(m));
   }
+  // The factor of Topology::fan_out_scale on a message of m bytes that its sender posts with
+  // others to a receiver that takes in only it.
+  double fan(double m) const { return topo->fan_out_scale_at(m); }
   // Network bytes moved at the rate of a message of m bytes (Topology::network_message_scale).
   double moved_n(double m) const { return m / topo->network_message_scale_at(m); }
   // Posting overhead of one more message of m bytes on each tier.
@@ -337,6 +340,7 @@ struct Stage {
   bool scaled = false;          // intra-node: b at the rate of one message (Topology::message_scale)
   bool written = false;         // intra-node, forwarding: b at Topology::written_scale too
   bool network_scaled = false;  // network: b at the rate of one message (Topology::network_message_scale)
+  bool fan_out = false;  // intra-node: b at Topology::fan_out_scale too (one sender to many receivers)
   double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
   // Posting overheads a step waits for (MessageCosts::queued_overhead_s): the sends its rank posts
   // before the last, the receives the receiving rank takes in before it.
@@ -350,19 +354,19 @@ struct Stage {
   // Time to move chunks of x bytes; `curves` looks the factors up (once for stages of one size).
   template <typename Curves>
   double bw(double x, Curves& curves) const {
-    if (!scaled && !written && !network_scaled) return x * b;
+    if (!scaled && !written && !network_scaled && !fan_out) return x * b;
     curves.at(x * msg);
     if (network_scaled) return x * b / curves.network;
     const double w = written ? written_share / curves.written + (1 - written_share) : 1.0;
-    return x * b / (scaled ? curves.message : 1.0) * w;
+    return x * b / (scaled ? curves.message : 1.0) / (fan_out ? curves.fan : 1.0) * w;
   }
 };
-// The message_scale, written_scale and network_message_scale factors of the last message size
-// asked for, and the local_op_scale factor of the last reduction size (red()): the stages of a
+// The message_scale, written_scale, network_message_scale and fan_out_scale factors of the last
+// message size asked for, and the local_op_scale factor of the last reduction size (red()): the stages of a
 // pipeline mostly send and reduce chunks of one size.
 struct CurvesAt {
   const Topology* topo;
-  double bytes = -1, message = 1, written = 1, network = 1;
+  double bytes = -1, message = 1, written = 1, network = 1, fan = 1;
   double reduced = -1, local = 1;
   void at(double m) {
     if (m == bytes) return;
@@ -370,6 +374,7 @@ struct CurvesAt {
     message = topo->message_scale_at(m);
     written = topo->written_scale_at(m);
     network = topo->network_message_scale_at(m);
+    fan = topo->fan_out_scale_at(m);
   }
   // Env::red(m), with the last factor remembered.
   double red(double m, double g) {
@@ -714,6 +719,9 @@ Pipe tree_pipe(const Env& e, Collective c) {
     P.ph[1] = {S_i, S_n, intra_stage(e, fill, 0, 0.5, fG), net_stage(e, b_fill, 0, 0.5)};
     P.ss_i = intra_stage(e, steady, e.g * steady / 2, 0.5, fG);
     P.ss_n = net_stage(e, b_n, e.g * steady / 2, 0.5);
+    // Going down, the first chunk passes from parents to children that take in only it: one to
+    // many (Topology::fan_out_scale). In the steady state a rank takes in a chunk while it sends.
+    P.ph[1].si.fan_out = !e.topo->fan_out_scale.empty();
     // In the steady state a rank sends its own chunk up the tree where it is a leaf (from Input)
     // and forwards the rest (1 of 2 half-chunks with p = 2). Counted at 7 of 8: the receiving
     // side of an interior rank takes in forwarded chunks only.
@@ -748,6 +756,9 @@ Pipe tree_pipe(const Env& e, Collective c) {
     P.ss_i = P.ph[0].si;
     P.ss_n = net_stage(e, b_n, g, 0.5);
     P.ss_n.sends_before = P.ss_n.recvs_before = 1;
+    // Broadcast: the first chunk passes from parents to children that take in only it, one to many
+    // (Topology::fan_out_scale), as in the allreduce's second phase.
+    P.ph[0].si.fan_out = c == Collective::Broadcast && !e.topo->fan_out_scale.empty();
     // Reduce: the root, which has a child in each tree, copies both half-chunks before it
     // combines; broadcast: the root copies its Input to Output after its last send.
     P.copy_ops = c == Collective::Reduce ? 2 : 0;
@@ -1084,13 +1095,17 @@ Parts broadcast_direct(const Env& e, double n) {
   Parts in, out;
   // The root's last send waits for the p - 2 it posts before it; each receiver takes in one
   // message, so the receiving side's share of the overheads (overhead_receive_share) is not paid.
+  // With more than one receiver the messages inside the node are one to many
+  // (Topology::fan_out_scale).
   const double posted_before = static_cast<double>(e.p - 2);
   if (e.G > 1) {
     // The root's sends at intra_node.send_share of its rate, each receiver's one message at its
     // own, all of them within the node's bandwidth.
     const double out_share = std::max(e.topo->intra.send_share * static_cast<double>(e.G - 1), 1.0);
     in = {e.lat_i(n, Way::OneWay) + e.topo->intra.msg.queued_overhead_s(n, posted_before, 0),
-          e.moved_i(n) * std::max(out_share * e.b_i, static_cast<double>(e.G - 1) * e.node_intra_b), 0};
+          e.moved_i(n) / (e.p > 2 ? e.fan(n) : 1.0) *
+              std::max(out_share * e.b_i, static_cast<double>(e.G - 1) * e.node_intra_b),
+          0};
   }
   if (e.N > 1) {
     const double outside = static_cast<double>(e.p - e.G);

@@ -36,7 +36,9 @@
 // bytes / factor in the sharing above); written_scale scales them again for a message of data its
 // sender wrote earlier in the schedule (received, combined, copied or reduced);
 // network_message_scale scales the network bandwidths by the bytes of each message between nodes
-// (a NIC's flow and the node's share, as message_scale inside a node).
+// (a NIC's flow and the node's share, as message_scale inside a node); fan_out_scale scales the
+// intra-node bandwidths again, by the bytes of each message, for a message whose sender's round
+// posts more than one and whose receiver's round takes in only it (one to many).
 #include "model/price.h"
 
 #include <algorithm>
@@ -153,6 +155,16 @@ class Pricer : public ScheduleVisitor {
       v[i] += x;
     };
     if (!topo_.written_scale.empty()) mark_written(transfers);
+    // Topology::fan_out_scale: the sends and receives of every round, counted before the first.
+    std::vector<std::uint32_t> round_sends, round_recvs;
+    if (!topo_.fan_out_scale.empty()) {
+      round_sends.assign(rounds_.size(), 0);
+      round_recvs.assign(rounds_.size(), 0);
+      for (const MatchedTransfer& t : transfers) {
+        ++round_sends[index_(t.send.rank, t.send.round)];
+        ++round_recvs[index_(t.recv.rank, t.recv.round)];
+      }
+    }
     for (std::size_t ti = 0; ti < transfers.size(); ++ti) {
       const MatchedTransfer& t = transfers[ti];
       const std::uint64_t bytes = t.count * s_.elem_size;
@@ -171,6 +183,11 @@ class Pricer : public ScheduleVisitor {
         // sender has just written (Topology::written_scale).
         double moved = static_cast<double>(bytes) / topo_.message_scale_at(static_cast<double>(bytes));
         if (!written_.empty() && written_[ti]) moved /= topo_.written_scale_at(static_cast<double>(bytes));
+        // One of several messages its sender posts at once, to a receiver that takes in only it
+        // (Topology::fan_out_scale).
+        if (!round_sends.empty() && round_sends[index_(t.send.rank, t.send.round)] > 1 &&
+            round_recvs[index_(t.recv.rank, t.recv.round)] == 1)
+          moved /= topo_.fan_out_scale_at(static_cast<double>(bytes));
         if (!node_intra_.empty()) add_at(node_intra_[pl_.node_of_rank[t.send.rank]], step_of(t.send), moved);
         ls.out_intra += moved;
         lr.in_intra += moved;

@@ -363,7 +363,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
                  "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
                  "working_set_scale", "node_working_set_scale", "local_op_scale", "message_scale", "written_scale",
-                 "network_message_scale"});
+                 "network_message_scale", "fan_out_scale"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -486,6 +486,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   read_curve(ctx, top, "message_scale", "bytes", t.message_scale, &MessageScale::bytes);
   read_curve(ctx, top, "written_scale", "bytes", t.written_scale, &MessageScale::bytes);
   read_curve(ctx, top, "network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
+  read_curve(ctx, top, "fan_out_scale", "bytes", t.fan_out_scale, &MessageScale::bytes);
   if (!t.network_message_scale.empty() && !t.network.present())
     fail(ctx, top.mark(), "network_message_scale", "needs a network (nics_per_node > 0)");
   if (auto cal = top.optional("calibrated")) {

@@ -159,7 +159,8 @@ struct LocalOpScale {
   double scale = 1.0;  // factor on reduction.bandwidth and device.memory_bandwidth at that size
 };
 
-// One point of a message-size curve (Topology::message_scale, written_scale, network_message_scale).
+// One point of a message-size curve (Topology::message_scale, written_scale, network_message_scale,
+// fan_out_scale).
 struct MessageScale {
   Bytes bytes = 0;     // bytes of one message (between two ranks of a node; between nodes for the network's)
   double scale = 1.0;  // factor on the tier's bandwidths at that size
@@ -221,6 +222,14 @@ struct Topology {
   //    the node's share of it, by the bytes of one message; `commsim probe` measures it (the network
   //    ring shift at every size against its latency and its large-message rate). Interpolated and
   //    held like working_set_scale. Empty: no scaling.
+  //  - fan_out_scale: a message inside a node that its sender posts together with others in one
+  //    round, to a receiver whose round takes in only that message (one to many: a direct
+  //    broadcast's root, a tree's parent sending to its children), can move at another rate than
+  //    one of a ring or an exchange: the receivers copy from one sender's memory at once, and each
+  //    message waits alone for its receiver. The points (ascending sizes) give a factor on
+  //    intra_node.bandwidth and intra_node.node_bandwidth by the bytes of such a message, on top of
+  //    message_scale (and written_scale). Interpolated and held like working_set_scale. Empty: no
+  //    difference.
   //  - node_working_set_scale: the aggregate rate of a node's memory system
   //    (intra_node.node_bandwidth) falls further as what all ranks of the node hold at once
   //    outgrows the caches they share. The points (ascending; `working_set` is one rank's working
@@ -239,6 +248,7 @@ struct Topology {
   std::vector<MessageScale> message_scale;
   std::vector<MessageScale> written_scale;
   std::vector<MessageScale> network_message_scale;
+  std::vector<MessageScale> fan_out_scale;
 
   NcclConstants nccl;
   CalibrationInfo calibrated;  // present only in calibrated topologies
@@ -264,6 +274,9 @@ struct Topology {
   double message_scale_at(double bytes) const { return curve_at(message_scale, &MessageScale::bytes, bytes); }
   // The factor of written_scale for one intra-node message of just-written data (1 without the curve).
   double written_scale_at(double bytes) const { return curve_at(written_scale, &MessageScale::bytes, bytes); }
+  // The factor of fan_out_scale for one intra-node message of a round that sends several to a
+  // receiver that takes in only it (1 without the curve).
+  double fan_out_scale_at(double bytes) const { return curve_at(fan_out_scale, &MessageScale::bytes, bytes); }
   // The factor of network_message_scale for one message between nodes (1 without the curve).
   double network_message_scale_at(double bytes) const {
     return curve_at(network_message_scale, &MessageScale::bytes, bytes);

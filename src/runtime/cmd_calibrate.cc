@@ -271,7 +271,8 @@ int cmd_calibrate(int argc, char** argv) {
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
        "the latency of one-way messages and of exchanges, the share of the message overheads paid by "
        "receivers, the send share, the cache curves by working set (a rank's, and its node's when the "
-       "topology has a node_bandwidth), by local-operation size and by message size, and the "
+       "topology has a node_bandwidth), by local-operation size and by message size, the factor by message "
+       "size of one sender's messages to many receivers (fan_out_scale), and the "
        "points of the network's rate by message size; where the probe shows two steps below the eager limit, "
        "the one of them the collectives follow better becomes the inline limit); "
        "auto = gamma when run files are given")  //
@@ -605,6 +606,8 @@ int cmd_calibrate(int argc, char** argv) {
         protocol_note += "  node_working_set_scale: not fitted: " + why + "\n";
       for (Param p : add_local_op_points(topo, samples)) params.push_back(p);
       for (Param p : add_message_points(topo, samples)) params.push_back(p);
+      if (!topo.gpu)
+        for (Param p : add_fan_out_points(topo)) params.push_back(p);
       for (Param p : add_network_message_points(topo)) params.push_back(p);
     }
     const SchedulePricer pricer(points, run_topology_text, run_piece, samples);
@@ -663,6 +666,9 @@ int cmd_calibrate(int argc, char** argv) {
       comments.push_back({field, from(what)});
     }
     topo = fit.topology;
+    // A one-to-many curve of factors 1 (no measured schedule has such messages) says nothing.
+    if (std::ranges::all_of(topo.fan_out_scale, [](const MessageScale& m) { return m.scale == 1.0; }))
+      topo.fan_out_scale.clear();
     // Held-out check of the collective fit: fit on every other size and the largest, error on the
     // sizes between (split_held_out).
     const auto [train, test] = split_held_out(samples);

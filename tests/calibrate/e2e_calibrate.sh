@@ -62,6 +62,8 @@ grep -q '"compared": [1-9]' report.json
 grep -q "call_overhead" refine_all.txt
 grep -q "held-out check" refine_all.txt
 grep -q "^working_set_scale:" all.yaml
+# Two ranks never send one message to many: no one-to-many curve is written.
+if grep -q "^fan_out_scale:" all.yaml; then echo "a one-to-many curve without such messages"; exit 1; fi
 "$bin" predict --topology all.yaml --collectives allreduce --algorithms ring --sizes 1MiB > predict_all.txt
 # The same fit on one thread; a thread count below 1 is refused.
 "$bin" calibrate portrait.h5 run.h5 --refine all --threads 1 --out all1.yaml > refine_all1.txt

@@ -14,6 +14,10 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 grep "inline_limit: the probe's steps" calibrate.txt
 grep -q "intra.inline_limit: the probe's steps at 32B and 256B both fitted: .*; 256B kept" calibrate.txt
 grep -Eq "^  inline_limit: 256B +# the other of the probe's two steps" fit.yaml
+# The run has direct and tree broadcasts: one sender's messages to many receivers, whose own rate
+# by message size is fitted and written.
+grep -Eq "^  fan_out_scale\[1\]: [0-9.]+ -> [0-9.]+" calibrate.txt
+grep -q "^fan_out_scale:" fit.yaml
 
 "$bin" report "$runs/run2.h5" --topology fit.yaml > report.txt
 # The goals on a run the fit did not see: median |error| <= 25% below 64 KiB, <= 10% above.

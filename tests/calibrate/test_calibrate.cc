@@ -754,6 +754,44 @@ TEST(RefineParameters, RecoversTheNetworkMessageCurve) {
   EXPECT_TRUE(plain.network_message_scale.empty());
 }
 
+// The one-to-many curve starts at 1 on 4 KiB, 16 KiB, ... 16 MiB, and its points before the last
+// come back from direct broadcasts (the root sends to every rank at once) beside ring allgathers
+// (which have no such message and pin the intra-node bandwidth), on one node of 8 ranks.
+TEST(RefineParameters, RecoversTheFanOutCurve) {
+  Topology truth = parse_topology(kHostTopology, "test");
+  Topology start = truth;
+  const std::vector<Param> curve = add_fan_out_points(start);
+  ASSERT_EQ(curve.size(), 6u);
+  ASSERT_EQ(start.fan_out_scale.size(), 7u);
+  EXPECT_EQ(start.fan_out_scale.front().bytes, Bytes{4096});
+  EXPECT_EQ(start.fan_out_scale.back().bytes, Bytes{16} << 20);
+  for (const MessageScale& m : start.fan_out_scale) EXPECT_EQ(m.scale, 1.0);
+  truth.fan_out_scale = start.fan_out_scale;
+  const double factors[] = {1.5, 2.0, 2.0, 1.4, 1.1, 0.85, 1.0};
+  for (std::size_t i = 0; i < truth.fan_out_scale.size(); ++i) truth.fan_out_scale[i].scale = factors[i];
+  std::vector<CollectiveSample> samples;
+  for (Bytes b = 1024; b <= (Bytes{64} << 20); b *= 2) {
+    samples.push_back({Collective::Broadcast, Algorithm::Direct, 1, 8, b, 0.0});
+    samples.push_back({Collective::AllGather, Algorithm::Ring, 1, 8, b * 8, 0.0});
+  }
+  time_on(truth, samples);
+  start.intra.bw_Bps *= 0.8;
+  const ParamFit f = refine_parameters(start, samples, with_curve({Param::IntraBeta}, curve), FitWeighting::Robust);
+  EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps, 0.02 * truth.intra.bw_Bps);
+  for (std::size_t i = 0; i + 1 < truth.fan_out_scale.size(); ++i)
+    EXPECT_NEAR(f.topology.fan_out_scale[i].scale, factors[i], 0.03 * factors[i]) << i;
+  EXPECT_EQ(f.topology.fan_out_scale.back().scale, 1.0);  // held
+  EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
+  expect_curve_written_back(f.topology, &Topology::fan_out_scale, &MessageScale::bytes);
+  EXPECT_EQ(field_of(Param::FanOut2), "fan_out_scale");
+  EXPECT_EQ(to_string(Param::FanOut1), "fan_out_scale[0]");
+  EXPECT_TRUE(at_fit_limit(Param::FanOut3, 0.02));
+  // A topology that has the curve keeps it: a refit starts from its points.
+  Topology again = f.topology;
+  EXPECT_EQ(add_fan_out_points(again).size(), 6u);
+  EXPECT_NEAR(again.fan_out_scale[1].scale, f.topology.fan_out_scale[1].scale, 1e-12);
+}
+
 // A fitted value at the end of its range is flagged: the measurements did not pin it down.
 TEST(RefineParameters, SaysWhichTermsEndAtTheirLimit) {
   EXPECT_TRUE(at_fit_limit(Param::WorkingSet3, 0.02));

@@ -1130,6 +1130,61 @@ TEST(PriceEqualsClosedForm, WrittenDataCurve) {
     }
 }
 
+// fan_out_scale: a message whose sender's round posts several, to a receiver whose round takes in
+// only it, moves at the curve's factor, alike in priced schedules and closed forms. Of the
+// unpipelined algorithms only the direct broadcast has such messages (its root sends to every
+// rank at once; with two ranks its one message is not one of several): equal on every rank count,
+// across nodes too. The tree pipelines have them while the first chunk passes down (broadcast,
+// allreduce's second phase): within 10% either way, as the closed form counts the fill stages only.
+TEST(PriceEqualsClosedForm, FanOutCurve) {
+  Topology t = uniform();
+  t.fan_out_scale = {{4096, 1.5}, {64 * 1024, 2.0}, {1 << 20, 1.0}, {16 << 20, 0.8}};
+  using C = Collective;
+  using A = Algorithm;
+  const std::vector<std::pair<C, A>> pairs = {
+      {C::AllReduce, A::Ring},           {C::AllReduce, A::RecursiveDoubling}, {C::AllReduce, A::Rabenseifner},
+      {C::AllGather, A::Ring},           {C::AllGather, A::RecursiveDoubling}, {C::AllGather, A::Bruck},
+      {C::AllGather, A::Direct},         {C::ReduceScatter, A::Ring},          {C::ReduceScatter, A::Pairwise},
+      {C::ReduceScatter, A::Direct},     {C::Broadcast, A::Binomial},          {C::Broadcast, A::Direct},
+      {C::Broadcast, A::Hierarchical},   {C::Reduce, A::Binomial},             {C::Reduce, A::Direct},
+      {C::SendRecv, A::Direct},          {C::AllToAll, A::Bruck},              {C::AllToAll, A::Direct}};
+  for (auto [c, a] : pairs)
+    for (int p : kRanks)
+      for (Bytes bytes : sizes(p)) {
+        const Priced x = price(c, a, p, bytes, p / 2, t);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(c, a, p, bytes);
+      }
+  // The direct broadcast of 1 MiB on 8 ranks: the root's seven messages at the factor 1.0, of
+  // 64 KiB at 2.0 (twice as fast as without the curve); on two ranks the factor does not apply.
+  const Bytes kib64 = 64 * 1024;
+  const double plain_64k = closed_form(uniform(), {C::Broadcast, A::Direct, Protocol::None, 1, 8, kib64}).bandwidth_s;
+  EXPECT_NEAR(closed_form(t, {C::Broadcast, A::Direct, Protocol::None, 1, 8, kib64}).bandwidth_s, plain_64k / 2,
+              1e-9 * plain_64k);
+  EXPECT_NEAR(closed_form(t, {C::Broadcast, A::Direct, Protocol::None, 1, 8, Bytes{1} << 20}).bandwidth_s,
+              closed_form(uniform(), {C::Broadcast, A::Direct, Protocol::None, 1, 8, Bytes{1} << 20}).bandwidth_s,
+              1e-15);
+  EXPECT_NEAR(closed_form(t, {C::Broadcast, A::Direct, Protocol::None, 1, 2, kib64}).bandwidth_s,
+              closed_form(uniform(), {C::Broadcast, A::Direct, Protocol::None, 1, 2, kib64}).bandwidth_s, 1e-15);
+  // Across nodes only the messages inside a node take the factor.
+  Topology across = t;
+  across.network = {};
+  across.network.kind = "ib";
+  across.network.nics_per_node = 1;
+  across.network.nic_bw_Bps = 5e9;
+  across.network.latency_s = 3e-6;
+  for (int G : {2, 4})
+    for (Bytes bytes : {kib64, Bytes{4} << 20}) {
+      const Priced x = price_across(across, C::Broadcast, A::Direct, 2, G, bytes);
+      EXPECT_NEAR(x.schedule_s, x.closed_s, 1e-9 * x.closed_s) << name(C::Broadcast, A::Direct, 2 * G, bytes);
+    }
+  for (int p : {4, 7, 8, 16})
+    for (Bytes bytes : {Bytes{256} << 10, Bytes{1} << 20, Bytes{3} << 22})
+      for (C c : {C::AllReduce, C::Broadcast, C::Reduce}) {
+        const Priced x = price(c, A::Tree, p, bytes, c == C::AllReduce ? 0 : p - 1, t);
+        EXPECT_NEAR(x.schedule_s, x.closed_s, 0.1 * x.closed_s) << name(c, A::Tree, p, bytes);
+      }
+}
+
 // The node-wide sharing counts transfers by time step (Round::step), not by round index: in a
 // binomial broadcast a rank idle in the first steps has fewer rounds than steps, and its sends
 // share the node with those of the same step. Hierarchical broadcast on one node is binomial
@@ -1169,4 +1224,5 @@ TEST(Price, ThousandRankRingAllreduceCountsEveryMessage) {
 }
 
 }  // namespace
+
 }  // namespace commsim

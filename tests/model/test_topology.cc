@@ -503,6 +503,17 @@ working_set_scale:
   EXPECT_NE(error_of("message_scale:\n  - { bytes: 4MiB, scale: -1 }\n").find("bad.yaml:7: message_scale[0].scale"),
             std::string::npos)
       << error_of("message_scale:\n  - { bytes: 4MiB, scale: -1 }\n");
+
+  // And the one-to-many curve.
+  const Topology fan = parse_topology(
+      base + "fan_out_scale:\n  - { bytes: 4KiB, scale: 2 }\n  - { bytes: 4MiB, scale: 1 }\n", "inline");
+  ASSERT_EQ(fan.fan_out_scale.size(), 2u);
+  EXPECT_NEAR(fan.fan_out_scale_at(128 * 1024), 1.5, 1e-12);  // halfway in log between 4 KiB and 4 MiB
+  EXPECT_EQ(fan.fan_out_scale_at(8), 2.0);
+  EXPECT_EQ(plain.fan_out_scale_at(8), 1.0);
+  const std::string fan_descending = "fan_out_scale:\n  - { bytes: 4MiB, scale: 1 }\n  - { bytes: 1MiB, scale: 0.5 }\n";
+  EXPECT_NE(error_of(fan_descending).find("bad.yaml:8: fan_out_scale[1].bytes"), std::string::npos)
+      << error_of(fan_descending);
 }
 
 }  // namespace
