@@ -14,7 +14,8 @@ The clear in-sample misses (the model's pick slower than the fastest beyond the 
 Mann-Whitney U test, p < 0.05) are listed by case: those that repeat over rounds are the terms of the
 model to look at.
 
-    analysis/refit.py DIR [DIR ...] [--jobs N] [--keep FITDIR] [--refine all|gamma] [--min-rounds K]
+    analysis/refit.py DIR [DIR ...] [--jobs N] [--keep FITDIR] [--refine all|gamma] [--base TOPOLOGY]
+                      [--min-rounds K]
 
 The binary is $COMMSIM_BIN, else build/src/runtime/commsim, else the first build-*/src/runtime/commsim
 of the repository. Nothing is written into the folders: the fits go to a temporary folder (or to
@@ -59,10 +60,10 @@ def run(cmd):
 Round = collections.namedtuple("Round", "folder fit_on ranks own other")
 
 
-def one_round(binary, folder, fit_on, fit_dir, refine):
+def one_round(binary, folder, fit_on, fit_dir, refine, base, threads):
     fit = os.path.join(fit_dir, f"fit{fit_on}.yaml")
     run([binary, "calibrate", os.path.join(folder, "portrait.h5"), os.path.join(folder, f"run{fit_on}.h5"),
-         "--refine", refine, "--out", fit, "--force"])
+         "--refine", refine, "--out", fit, "--force", "--threads", str(threads)] + (["--base", base] if base else []))
     judged = {}
     for which, n in (("own", fit_on), ("other", 3 - fit_on)):
         judged[which] = json.loads(run([binary, "report", os.path.join(folder, f"run{n}.h5"), "--topology", fit,
@@ -104,6 +105,8 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="refits at once (default: the CPUs)")
     ap.add_argument("--keep", metavar="FITDIR", help="keep the fits as FITDIR/<folder>/fitN.yaml")
     ap.add_argument("--refine", default="all", choices=["all", "gamma"], help="what calibrate refits (default all)")
+    ap.add_argument("--base", metavar="TOPOLOGY",
+                    help="the topology calibrate starts from (e.g. h200-node for GPU ranks; default: its own choice)")
     ap.add_argument("--min-rounds", type=int, default=2,
                     help="list the clear in-sample misses that repeat in at least this many rounds (default 2)")
     args = ap.parse_args(argv)
@@ -117,6 +120,7 @@ def main(argv=None):
     if len(set(names)) != len(names):
         sys.exit("refit.py: two folders have the same name; the fits are kept by folder name")
     binary = find_binary()
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)  # each refit's own threads (calibrate --threads)
     work = args.keep or tempfile.mkdtemp(prefix="commsim-refit-")
     rounds = []
     try:
@@ -125,7 +129,8 @@ def main(argv=None):
             for d, name in zip(args.folders, names):
                 os.makedirs(os.path.join(work, name), exist_ok=True)
                 for fit_on in (1, 2):
-                    jobs.append(pool.submit(one_round, binary, d, fit_on, os.path.join(work, name), args.refine))
+                    jobs.append(pool.submit(one_round, binary, d, fit_on, os.path.join(work, name), args.refine,
+                                            args.base, threads))
             for i, job in enumerate(concurrent.futures.as_completed(jobs), 1):
                 try:
                     rounds.append(job.result())
