@@ -112,6 +112,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.jobs < 1:
         sys.exit(f"refit.py: --jobs must be at least 1, got {args.jobs}")
+    if args.min_rounds < 1:
+        sys.exit(f"refit.py: --min-rounds must be at least 1, got {args.min_rounds}")
     for d in args.folders:
         missing = [f for f in ("portrait.h5", "run1.h5", "run2.h5") if not os.path.isfile(os.path.join(d, f))]
         if missing:
@@ -159,7 +161,8 @@ def main(argv=None):
     by_ranks = collections.defaultdict(list)
     for r in rounds:
         by_ranks[",".join(map(str, r.ranks))].append(r)
-    groups = [(f"{k} ranks", v) for k, v in sorted(by_ranks.items(), key=lambda kv: [int(x) for x in kv[0].split(",")])]
+    groups = [(f"{k or 'no'} ranks", v)
+              for k, v in sorted(by_ranks.items(), key=lambda kv: [int(x) for x in kv[0].split(",") if x])]
     if len(groups) > 1:
         groups.append(("all", rounds))
     print(f"{'totals':{width}s} {'rounds':>6s}  {'judged on':13s} {HEADER_PICKS}")
