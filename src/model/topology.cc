@@ -334,6 +334,42 @@ void read_transports(const MapReader& section, const Topology& t, std::vector<Tr
   }
 }
 
+// storage: a list of { name, kind: local|shared, read_bandwidth, write_bandwidth, latency,
+// aggregate_read_bandwidth?, aggregate_write_bandwidth? } (see StorageTier).
+void read_storage(const Ctx& ctx, const YAML::Node& list, std::vector<StorageTier>& out) {
+  if (!list.IsSequence())
+    fail(ctx, list.Mark(), "storage",
+         "expected a list of tiers ({ name, kind: local|shared, read_bandwidth, write_bandwidth, latency }), got " +
+             node_kind(list));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = "storage[" + std::to_string(i) + "]";
+    MapReader e(ctx, list[i], path,
+                {"name", "kind", "read_bandwidth", "write_bandwidth", "latency", "aggregate_read_bandwidth",
+                 "aggregate_write_bandwidth"});
+    StorageTier s;
+    s.name = scalar(ctx, e.require("name", "e.g. local-nvme"), path + ".name");
+    if (s.name.empty()) fail(ctx, e.mark(), path + ".name", "must not be empty");
+    for (const StorageTier& o : out)
+      if (o.name == s.name) fail(ctx, e.require("name").Mark(), path + ".name", "'" + s.name + "' is given twice");
+    s.shared = read_choice(ctx, e.require("kind", "local (each node its own) or shared (one for all nodes)"),
+                           path + ".kind", {"local", "shared"}) == "shared";
+    s.read_bw_Bps = read_bandwidth(ctx, e.require("read_bandwidth", "sequential read of one node, e.g. 6 GB/s"),
+                                   path + ".read_bandwidth");
+    s.write_bw_Bps = read_bandwidth(ctx, e.require("write_bandwidth", "sequential write of one node, e.g. 3 GB/s"),
+                                    path + ".write_bandwidth");
+    s.latency_s = read_time(ctx, e.require("latency", "one 4 KiB random read, e.g. 80 us"), path + ".latency");
+    for (auto [key, member] : {std::pair{"aggregate_read_bandwidth", &StorageTier::aggregate_read_bw_Bps},
+                               std::pair{"aggregate_write_bandwidth", &StorageTier::aggregate_write_bw_Bps}}) {
+      auto v = e.optional(key);
+      if (!v) continue;
+      if (!s.shared)
+        fail(ctx, v->Mark(), path + "." + key, "applies to kind shared only (a local tier has no cluster-wide cap)");
+      s.*member = read_bandwidth(ctx, *v, path + "." + key);
+    }
+    out.push_back(std::move(s));
+  }
+}
+
 // A curve of bandwidth factors: a list of { KEY: BYTES, scale: FACTOR } in ascending KEY.
 template <typename Point>
 void read_curve(const Ctx& ctx, const MapReader& top, const std::string& field, const std::string& key,
@@ -363,7 +399,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
                 {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
                  "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
                  "working_set_scale", "node_working_set_scale", "local_op_scale", "message_scale", "written_scale",
-                 "network_message_scale", "fan_out_scale"});
+                 "network_message_scale", "fan_out_scale", "storage"});
 
   t.name = scalar(ctx, top.require("name"), "name");
   if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
@@ -382,8 +418,10 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   t.ranks_per_node = static_cast<int>(read_int(ctx, top.require(per_node_key), per_node_key, 1, 1 << 20));
 
   {
-    MapReader dev(ctx, top.require("device"), "device", {"name", "memory", "memory_bandwidth"});
+    MapReader dev(ctx, top.require("device"), "device", {"name", "memory", "memory_bandwidth", "peak_tflops"});
     t.device_name = scalar(ctx, dev.require("name"), "device.name");
+    read_in_range(ctx, dev, "device", "peak_tflops", 0, false, 1e6,
+                  "must be more than 0 (dense BF16 TFLOP/s of one device, e.g. 989 for an H100 SXM)", t.peak_tflops);
     if (auto m = dev.optional("memory")) t.device_memory_bytes = read_bytes(ctx, *m, "device.memory");
     t.memory_bw_Bps = read_bandwidth(ctx, dev.require("memory_bandwidth"), "device.memory_bandwidth");
   }
@@ -493,6 +531,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
     read_calibrated(c, t.calibrated);
   }
+  if (auto st = top.optional("storage")) read_storage(ctx, *st, t.storage);
   if (auto tr = top.optional("transports")) {
     MapReader section(ctx, *tr, "transports", kTransportNames);
     read_transports(section, t, t.transports);

@@ -2,6 +2,7 @@
 // A cluster described by a topology file (configs/topologies/*.yaml): nodes of identical GPUs (or
 // host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
 // constants. Plain data; load_topology() validates everything and reports file, line and field.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -123,6 +124,30 @@ struct NcclConstants {
   double bw_fraction[3] = {0.5, 120.0 / 128.0, 1.0};  // protocol bandwidth relative to Simple
 };
 
+// One storage tier (the optional `storage:` list): where a job's data and checkpoints go. Rates are
+// what one node gets when it reads or writes one large file sequentially; a shared tier (a parallel
+// file system every node mounts) may also cap the whole cluster's rate.
+struct StorageTier {
+  std::string name;                 // "local-nvme", "lustre", ...: unique within the file
+  bool shared = false;              // false: each node has its own (a local disk); true: one for all nodes
+  BytesPerSecond read_bw_Bps = 0;   // sequential read, one node, B/s
+  BytesPerSecond write_bw_Bps = 0;  // sequential write (O_DIRECT, data on the device), one node, B/s
+  Seconds latency_s = 0;            // one 4 KiB random read at queue depth 1, s
+  // Shared tiers only: the file system's aggregate rates over all nodes at once, B/s; 0 = no cap
+  // beyond nodes x the per-node rate.
+  BytesPerSecond aggregate_read_bw_Bps = 0;
+  BytesPerSecond aggregate_write_bw_Bps = 0;
+  // The write rate `nodes` nodes each get when they all write at once.
+  BytesPerSecond write_bw_per_node(int nodes) const {
+    if (!shared || aggregate_write_bw_Bps <= 0 || nodes < 1) return write_bw_Bps;
+    return std::min(write_bw_Bps, aggregate_write_bw_Bps / nodes);
+  }
+  BytesPerSecond read_bw_per_node(int nodes) const {
+    if (!shared || aggregate_read_bw_Bps <= 0 || nodes < 1) return read_bw_Bps;
+    return std::min(read_bw_Bps, aggregate_read_bw_Bps / nodes);
+  }
+};
+
 // What a calibrated topology's parameters were fitted on: the optional `calibrated:` section
 // (written by `commsim calibrate`, or by hand: `calibrated: { sizes: "8B:256MiB", nodes: "1:4" }`).
 // A prediction for a size or node count outside these extrapolates the fit.
@@ -182,6 +207,7 @@ struct Topology {
   std::string device_name;   // "NVIDIA H100 80GB HBM3", "CPU"
   Bytes device_memory_bytes = 0;  // per GPU (per node for host topologies)
   BytesPerSecond memory_bw_Bps = 0;  // HBM (or DRAM) bandwidth per device
+  double peak_tflops = 0;    // dense BF16 peak per device, TFLOP/s (device.peak_tflops); 0 = not given
   int max_nodes = 0;         // 0 = no limit
 
   Tier intra;                // between ranks of one node
@@ -251,6 +277,7 @@ struct Topology {
   std::vector<MessageScale> fan_out_scale;
 
   NcclConstants nccl;
+  std::vector<StorageTier> storage;  // the `storage:` list, in file order (may be empty)
   CalibrationInfo calibrated;  // present only in calibrated topologies
   std::vector<TransportOverride> transports;  // per-transport tier values, in file order
 

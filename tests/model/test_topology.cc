@@ -516,5 +516,59 @@ working_set_scale:
       << error_of(fan_descending);
 }
 
+TEST(TopologyStorage, TiersParseWithUnitsAndSharedCaps) {
+  const std::string base = "name: h\nranks_per_node: 8\ndevice: { name: CPU, memory_bandwidth: 20 GB/s }\n"
+                           "network: { kind: none }\nintra_node: { fabric: shared-memory, bandwidth: 10 GB/s, latency: 1 us }\n";
+  EXPECT_TRUE(parse_topology(base, "inline").storage.empty());
+  EXPECT_EQ(parse_topology(base, "inline").peak_tflops, 0.0);
+  const Topology t = parse_topology(base + R"(storage:
+  - { name: local-nvme, kind: local, read_bandwidth: 6 GB/s, write_bandwidth: 3 GB/s, latency: 80 us }
+  - name: lustre
+    kind: shared
+    read_bandwidth: 20 GB/s
+    write_bandwidth: 16 GB/s
+    latency: 1 ms
+    aggregate_write_bandwidth: 400 GB/s
+)", "inline");
+  ASSERT_EQ(t.storage.size(), 2u);
+  EXPECT_EQ(t.storage[0].name, "local-nvme");
+  EXPECT_FALSE(t.storage[0].shared);
+  EXPECT_DOUBLE_EQ(t.storage[0].read_bw_Bps, 6e9);
+  EXPECT_DOUBLE_EQ(t.storage[0].write_bw_Bps, 3e9);
+  EXPECT_NEAR(t.storage[0].latency_s, 80e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(t.storage[0].write_bw_per_node(64), 3e9);  // a local disk per node: no sharing
+  EXPECT_TRUE(t.storage[1].shared);
+  EXPECT_DOUBLE_EQ(t.storage[1].write_bw_per_node(10), 16e9);  // 10 x 16 GB/s fits under 400 GB/s
+  EXPECT_DOUBLE_EQ(t.storage[1].write_bw_per_node(100), 4e9);  // 400 GB/s shared by 100 nodes
+  EXPECT_DOUBLE_EQ(t.storage[1].read_bw_per_node(100), 20e9);  // no aggregate read cap given
+
+  const Topology peak = parse_topology(
+      "name: g\ngpus_per_node: 8\ndevice: { name: GPU, memory_bandwidth: 3 TB/s, peak_tflops: 989 }\n"
+      "network: { kind: none }\nintra_node: { fabric: nvswitch, bandwidth: 300 GB/s, latency: 1 us }\n"
+      "host_link: { bandwidth: 64 GB/s, latency: 1 us }\n",
+      "inline");
+  EXPECT_DOUBLE_EQ(peak.peak_tflops, 989.0);
+
+  auto error_of = [&](const std::string& extra) { return parse_error(base + extra); };
+  const std::string tier = "storage:\n  - { name: d, kind: local, read_bandwidth: 1 GB/s, write_bandwidth: 1 GB/s, latency: 1 ms";
+  EXPECT_NE(error_of("storage: { name: d }\n").find("storage: expected a list"), std::string::npos);
+  EXPECT_NE(error_of(tier + " }\n  - { name: d, kind: local, read_bandwidth: 1 GB/s, write_bandwidth: 1 GB/s, "
+                            "latency: 1 ms }\n")
+                .find("storage[1].name: 'd' is given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("storage:\n  - { name: d, kind: tape, read_bandwidth: 1 GB/s, write_bandwidth: 1 GB/s, latency: 1 ms }\n")
+                .find("storage[0].kind: 'tape' is not one of: local, shared"),
+            std::string::npos);
+  EXPECT_NE(error_of("storage:\n  - { name: d, kind: local, read_bandwidth: 1 GB/s, latency: 1 ms }\n")
+                .find("storage[0].write_bandwidth: missing required field"),
+            std::string::npos);
+  EXPECT_NE(error_of(tier + ", aggregate_write_bandwidth: 9 GB/s }\n")
+                .find("storage[0].aggregate_write_bandwidth: applies to kind shared only"),
+            std::string::npos);
+  EXPECT_NE(error_of("storage:\n  - { name: d, kind: local, read_bandwidth: 1, write_bandwidth: 1 GB/s, latency: 1 ms }\n")
+                .find("bad.yaml:6: storage[0].read_bandwidth"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace commsim
