@@ -566,7 +566,7 @@ TEST(TopologyStorage, TiersParseWithUnitsAndSharedCaps) {
                 .find("storage[0].aggregate_write_bandwidth: applies to kind shared only"),
             std::string::npos);
   EXPECT_NE(error_of("storage:\n  - { name: d, kind: local, read_bandwidth: 1, write_bandwidth: 1 GB/s, latency: 1 ms }\n")
-                .find("bad.yaml:6: storage[0].read_bandwidth"),
+                .find("bad.yaml:7: storage[0].read_bandwidth"),
             std::string::npos);
 }
 
