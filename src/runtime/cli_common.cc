@@ -138,7 +138,8 @@ void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with
 void add_output_options(po::options_description& desc, OutputOptions& o, bool with_resume) {
   desc.add_options()
       ("format", po::value(&o.format)->default_value(o.format)->value_name("FMT"),
-       "what to print on stdout: table (nccl-tests-like), csv (header + one line per point) or json")
+       o.format_help ? o.format_help
+                     : "what to print on stdout: table (nccl-tests-like), csv (header + one line per point) or json")
       ("out", po::value(&o.out)->value_name("FILE.h5"),
        "also write every point to this HDF5 results file (written as FILE.h5.partial, renamed when done)")
       ("force", po::bool_switch(&o.force), "overwrite --out FILE.h5 if it exists");

@@ -65,6 +65,7 @@ struct OutputOptions {
   std::string out;      // "" = no HDF5 file
   bool force = false;
   std::string resume;   // only with_resume
+  const char* format_help = nullptr;  // the --format help line, when a command has formats of its own
 };
 // --format, --out, --force and (with_resume) --resume FILE.h5.
 void add_output_options(po::options_description& desc, OutputOptions& o, bool with_resume);

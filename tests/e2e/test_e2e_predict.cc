@@ -47,10 +47,10 @@ TEST(PredictE2E, CsvHasTheColumnsAndOneRowPerPoint) {
   for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
 
   Topology topo = load_topology(resolve_topology_path("dgx-h100"));
-  // Every applicable hand-written algorithm, at 2 node counts and 18 sizes (8B..1MiB).
+  // Every applicable hand-written algorithm and NCCL's own choice, at 2 node counts and 18 sizes (8B..1MiB).
   std::size_t expected = 0;
   for (Collective c : {Collective::AllReduce, Collective::AllGather})
-    expected += hand_written_algorithms(c).size() * 2 * 18;
+    expected += (hand_written_algorithms(c).size() + 1) * 2 * 18;
   EXPECT_EQ(rows.size() - 1, expected);
 
   // Per (collective, nodes, bytes): the winner is the fastest row; busbw follows from the time.
@@ -74,7 +74,8 @@ TEST(PredictE2E, CsvHasTheColumnsAndOneRowPerPoint) {
     EXPECT_NEAR(busbw, bytes / (t_us * 1e-6) / 1e9 * busbw_factor(c, ranks), 1e-9 * (1 + busbw));
     std::string key = row[col["collective"]] + "/" + row[col["nodes"]] + "/" + row[col["bytes"]];
     auto& f = fastest[key];
-    if (f.second.empty() || t_us < f.first) f = {t_us, row[col["algorithm"]]};
+    // The winner is the fastest of our schedules; NCCL's choice is priced beside them.
+    if (row[col["algorithm"]] != "nccl" && (f.second.empty() || t_us < f.first)) f = {t_us, row[col["algorithm"]]};
     winners[key].insert(row[col["predicted_winner"]]);
   }
   for (const auto& [key, f] : fastest) {
@@ -117,7 +118,7 @@ TEST(PredictE2E, OutFileHoldsTheSameRowsAndRefusesOverwrite) {
 
   Result forced = commsim("predict --topology dgx-h100 --nodes 1 --sizes 1MiB --out '" + h5 + "' --force", dir);
   ASSERT_EQ(forced.rc, 0) << forced.err;
-  EXPECT_EQ(read_points(h5).size(), hand_written_algorithms(Collective::AllReduce).size());
+  EXPECT_EQ(read_points(h5).size(), hand_written_algorithms(Collective::AllReduce).size() + 1);
 }
 
 TEST(PredictE2E, JsonIsOneDocument) {
@@ -127,20 +128,72 @@ TEST(PredictE2E, JsonIsOneDocument) {
   test::Json doc;
   ASSERT_NO_THROW(doc = test::JsonParser(r.out).document()) << r.out;
   EXPECT_EQ(doc["context"]["backend"].str(), "model");
-  EXPECT_EQ(doc["points"].arr().size(), hand_written_algorithms(Collective::AllReduce).size() * 2 * 2);
+  // Our schedules, and NCCL's own choice beside them (dgx-h100 has NCCL constants).
+  EXPECT_EQ(doc["points"].arr().size(), (hand_written_algorithms(Collective::AllReduce).size() + 1) * 2 * 2);
+  std::size_t nccl_rows = 0;
+  for (const test::Json& pt : doc["points"].arr())
+    if (pt["algorithm"].str() == "nccl") ++nccl_rows;
+  EXPECT_EQ(nccl_rows, 2u * 2u);
   EXPECT_TRUE(doc["points"].arr()[0]["measured_median_us"].is_null());
   EXPECT_FALSE(doc["notes"].arr().empty()) << "crossover lines";
 }
 
-TEST(PredictE2E, DefaultTableHasUnitsWinnersAndCrossovers) {
+TEST(PredictE2E, DefaultIsAOneScreenSummaryNamingRingVsTreePerNodeCount) {
   test::TempDir dir;
   Result r = commsim("predict", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<std::string> rows;
+  std::size_t n = 0, widest = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    widest = std::max(widest, line.size());
+    if (!line.empty() && line[0] != '#') rows.push_back(line);
+  }
+  EXPECT_LE(n, 40u) << "one screen:\n" << r.out;
+  EXPECT_LE(widest, 130u) << r.out;
+  // One row of ours and one of NCCL's choice per node count, 1 to 64 nodes.
+  ASSERT_EQ(rows.size(), 2u * 7u) << r.out;
+  for (int i = 0; i < 7; ++i) {
+    std::istringstream first(rows[i]);
+    int nodes = 0, ranks = 0;
+    first >> nodes >> ranks;
+    EXPECT_EQ(nodes, 1 << i) << rows[i];
+    EXPECT_EQ(ranks, 8 << i) << rows[i];
+    EXPECT_TRUE(contains(rows[i], "ring") || contains(rows[i], "tree")) << rows[i];
+    EXPECT_TRUE(contains(rows[i], "GB/s")) << rows[i];
+    EXPECT_TRUE(contains(rows[i], " us")) << rows[i];
+  }
+  EXPECT_TRUE(contains(r.out, "ring vs tree"));
+  EXPECT_TRUE(contains(r.out, "NCCL picks"));
+  EXPECT_TRUE(contains(r.out, "--format table"));
+  // A crossover is named with its size: "tree < 2.9MiB < ring" on one node.
+  EXPECT_TRUE(contains(rows[0], "tree < ") && contains(rows[0], " < ring")) << rows[0];
+}
+
+TEST(PredictE2E, DetailIsTheFullTableWithUnitsWinnersAndCrossovers) {
+  test::TempDir dir;
+  Result r = commsim("predict --detail --nodes 1,4", dir);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "(us)"));
   EXPECT_TRUE(contains(r.out, "(GB/s)"));
   EXPECT_TRUE(contains(r.out, "winner"));
   EXPECT_TRUE(contains(r.out, "crossovers"));
+  EXPECT_TRUE(contains(r.out, " nccl ")) << "NCCL's choice is a row of the table";
   EXPECT_TRUE(contains(r.out, "allreduce: ")) << r.out.substr(0, 2000);
+  Result table = commsim("predict --format table --nodes 1,4", dir);
+  ASSERT_EQ(table.rc, 0) << table.err;
+  // The same table but for the command line echoed in its first line.
+  EXPECT_EQ(r.out.substr(r.out.find('\n')), table.out.substr(table.out.find('\n')));
+  // The winner is one of our schedules, never NCCL's model.
+  EXPECT_FALSE(contains(r.out, "  nccl\n")) << r.out.substr(0, 2000);
+  // A small sweep prints the table by default.
+  Result small = commsim("predict --nodes 16 --algorithms ring,tree --sizes 4GiB", dir);
+  ASSERT_EQ(small.rc, 0) << small.err;
+  EXPECT_TRUE(contains(small.out, "(GB/s)")) << small.out;
+  EXPECT_FALSE(contains(small.out, "fastest, by size")) << small.out;
+  Result both = commsim("predict --detail --format csv", dir);
+  EXPECT_NE(both.rc, 0);
+  EXPECT_TRUE(contains(both.err, "--detail")) << both.err;
 }
 
 TEST(PredictE2E, HelpDocumentsEveryOption) {
@@ -148,7 +201,8 @@ TEST(PredictE2E, HelpDocumentsEveryOption) {
   Result r = commsim("predict --help", dir);
   ASSERT_EQ(r.rc, 0);
   for (const char* opt : {"--topology", "--gpus-per-node", "--nodes", "--collectives", "--algorithms", "--sizes",
-                          "--protocols", "--dtype", "--format", "--out", "--force", "examples:", "GB/s", "KiB"})
+                          "--protocols", "--dtype", "--format", "--detail", "summary", "--out", "--force", "examples:",
+                          "GB/s", "KiB"})
     EXPECT_TRUE(contains(r.out, opt)) << opt;
   Result v = commsim("--version", dir);
   EXPECT_EQ(v.rc, 0);
