@@ -85,6 +85,17 @@ step sweep1 90 "$out/sweep.log" "${mpirun_[@]}" -np 1 "$carry/commsim" run --bac
 step sweep4 90 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu \
   --topology h200-node --collectives allreduce --algorithms ring,tree,recursive-doubling,rabenseifner,nccl \
   --sizes 64KiB,4MiB --iters 5 --warmup 1 --check --out "$out/sweep_4rank.h5"
+# The 16-bit types as training sends them: hand-written kernels (four ranks sharing the GPU) and
+# NCCL (one rank), every result checked exactly.
+for dt in bfloat16 float16; do
+  step "$dt" 90 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu \
+    --topology h200-node --dtype "$dt" --collectives allreduce,reducescatter,allgather,reduce,broadcast \
+    --algorithms all --sizes 2B,4098B,1MiB,64MiB --iters 3 --warmup 1 --check \
+    --out "$out/sweep_4rank_$dt.h5"
+  step "nccl-$dt" 60 "$out/sweep.log" "${mpirun_[@]}" -np 1 "$carry/commsim" run --backend cuda \
+    --topology h200-node --dtype "$dt" --collectives allreduce,allgather,reducescatter --algorithms nccl \
+    --sizes 2B,1MiB,64MiB --iters 3 --warmup 1 --check --out "$out/sweep_1rank_$dt.h5"
+done
 # The same kernels captured in CUDA graphs and replayed (--graph).
 step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu --graph \
   --topology h200-node --collectives allreduce --algorithms ring,tree --sizes 64KiB,1MiB --iters 5 --warmup 1 --check

@@ -34,12 +34,12 @@ case "$case_name" in
       { cat table.err; fail "table run: exit status (expected 0)"; }
     grep -Eq "^# cpus: (each rank bound|ranks bound|not bound)" table.txt || { cat table.txt; fail "no '# cpus:' line"; }
     # Other element types and operators.
-    for spec in "float64 max" "int32 min" "bfloat16 sum"; do
+    for spec in "float64 max" "int32 min" "bfloat16 sum" "float16 sum" "bfloat16 max"; do
       set -- $spec
       mpirun_commsim --collectives allreduce,reducescatter,reduce,allgather --algorithms all --sizes 0,12,4100,65540 \
-          --dtype "$1" --op "$2" --root $((np - 1)) --iters 2 --warmup 1 --check --format csv --out "$1.h5" \
-          >"$1.csv" 2>"$1.err" || { cat "$1.err"; fail "$spec: exit status (expected 0)"; }
-      "$READER" "$1.h5" --points "$(csv_points "$1.csv")" --status complete --all-ok --unique || fail "$spec: file"
+          --dtype "$1" --op "$2" --root $((np - 1)) --iters 2 --warmup 1 --check --format csv --out "$1-$2.h5" \
+          >"$1-$2.csv" 2>"$1-$2.err" || { cat "$1-$2.err"; fail "$spec: exit status (expected 0)"; }
+      "$READER" "$1-$2.h5" --points "$(csv_points "$1-$2.csv")" --status complete --all-ok --unique || fail "$spec: file"
     done
     ;;
 
@@ -147,6 +147,12 @@ case "$case_name" in
     [ "$(csv_points wrong.csv)" -eq 4 ] || fail "expected 4 points printed"
     "$READER" wrong.h5 --points 4 --status complete --has-status wrong || fail "wrong.h5"
     grep -q "wrong results" wrong.err || fail "no summary of wrong points"
+    # The exact check sees a corrupted element in a 16-bit type too.
+    mpirun_commsim --collectives allreduce --algorithms ring --sizes 64KiB --dtype float16 --iters 2 --warmup 1 \
+        --check --inject-error $((np - 1)) --format csv --out wrong16.h5 >wrong16.csv 2>wrong16.err
+    rc=$?
+    [ $rc -eq 1 ] || { cat wrong16.err; fail "float16: exit status $rc (expected 1)"; }
+    "$READER" wrong16.h5 --points 1 --status complete --has-status wrong || fail "wrong16.h5"
     ;;
 
   timeout)
