@@ -33,6 +33,7 @@ import pandas as pd
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -229,9 +230,42 @@ def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> 
 
 # ---- figures
 
-
 def _groups_by_where(c: pd.DataFrame):
     return sorted(c.groupby(["collective", "backend", "nodes", "ranks"]), key=lambda kv: kv[0])
+
+
+MEASURED_STYLE = dict(marker="o", ls="none", ms=5)
+PREDICTED_STYLE = dict(ls="-", lw=1.6, alpha=0.75)
+
+
+def size_axis(ax, sizes, label="message size (bytes per rank, binary units)") -> None:
+    """A log2 size axis with ticks named 1KiB, 1MiB, ...: at most about 9 of them."""
+    sizes = [float(x) for x in sizes if x > 0]
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(label)
+    if not sizes:
+        return
+    lo, hi = int(math.floor(math.log2(min(sizes)))), int(math.ceil(math.log2(max(sizes))))
+    step = max(1, math.ceil((hi - lo + 1) / 9))
+    step = 2 * math.ceil(step / 2) if step > 1 else 1
+    ticks = [2.0 ** e for e in range(lo, hi + 1) if (e - lo) % step == 0]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([format_bytes(t) for t in ticks], fontsize=8)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+
+
+def style_legend(ax, names_colors, loc="best") -> None:
+    """One entry per algorithm (its colour), then what the marker and the line mean."""
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=c, marker="o", lw=1.6, label=n) for n, c in names_colors]
+    handles += [Line2D([], [], color="0.3", **MEASURED_STYLE, label="measured (median)"),
+                Line2D([], [], color="0.3", **PREDICTED_STYLE, label="predicted (model)")]
+    ax.legend(handles=handles, fontsize=7, loc=loc, framealpha=0.85)
+
+
+def where_text(backend: str, nodes: int, ranks: int) -> str:
+    node_word = "node" if int(nodes) == 1 else "nodes"
+    return f"{backend} backend, {int(nodes)} {node_word}, {int(ranks)} ranks"
 
 
 def plot_time_vs_size(c: pd.DataFrame, out: str) -> list[str]:
@@ -239,21 +273,30 @@ def plot_time_vs_size(c: pd.DataFrame, out: str) -> list[str]:
     for coll, cg in sorted(c.groupby("collective"), key=lambda kv: kv[0]):
         wheres = sorted(cg.groupby(["backend", "nodes", "ranks"]), key=lambda kv: kv[0])
         n = len(wheres)
-        fig, axes = plt.subplots(1, n, figsize=(6 * n, 4.5), squeeze=False)
-        for ax, ((backend, nodes, ranks), g) in zip(axes[0], wheres):
+        fig, axes = plt.subplots(2, n, figsize=(6.5 * n, 6.5), squeeze=False, sharex="col",
+                                 gridspec_kw={"height_ratios": [3, 1.2]})
+        for col, ((backend, nodes, ranks), g) in enumerate(wheres):
+            ax, axe = axes[0][col], axes[1][col]
+            names = []
             for i, (alg, a) in enumerate(sorted(g.groupby("algorithm"), key=lambda kv: kv[0])):
                 a = a[a["bytes"] > 0].sort_values("bytes")
                 color = f"C{i % 10}"
-                ax.loglog(a["bytes"], a["measured_median_us"], "o", color=color, label=f"{alg} measured")
-                ax.loglog(a["bytes"], a["predicted_us"], "-", color=color, alpha=0.7, label=f"{alg} predicted")
-            ax.set_title(f"{coll}, {backend}, {nodes} node(s), {ranks} ranks")
-            ax.set_xlabel("bytes")
-            ax.set_ylabel("time (us)")
+                names.append((alg, color))
+                ax.plot(a["bytes"], a["measured_median_us"], color=color, **MEASURED_STYLE)
+                ax.plot(a["bytes"], a["predicted_us"], color=color, **PREDICTED_STYLE)
+                axe.plot(a["bytes"], 100 * a["err"], "o-", color=color, ms=3, lw=0.8)
+            ax.set_yscale("log")
+            ax.set_title(f"{coll}: time per call, {where_text(backend, nodes, ranks)}")
+            ax.set_ylabel("time per call (us)")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+            style_legend(ax, names, loc="upper left")
+            axe.axhline(0, color="k", lw=0.8)
+            axe.set_ylabel("model error (%)\n(pred - meas) / meas")
+            axe.grid(True, alpha=0.3)
+            size_axis(axe, g["bytes"])
         fig.tight_layout()
         name = f"time_vs_size_{coll}.png"
-        fig.savefig(os.path.join(out, name), dpi=90)
+        fig.savefig(os.path.join(out, name), dpi=100)
         plt.close(fig)
         files.append(name)
     return files
@@ -262,22 +305,24 @@ def plot_time_vs_size(c: pd.DataFrame, out: str) -> list[str]:
 def plot_busbw(c: pd.DataFrame, out: str) -> list[str]:
     files = []
     for coll, cg in sorted(c.groupby("collective"), key=lambda kv: kv[0]):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = plt.subplots(figsize=(8, 5))
+        names = []
         for i, ((alg, ranks), a) in enumerate(sorted(cg.groupby(["algorithm", "ranks"]), key=lambda kv: kv[0])):
             a = a[a["bytes"] > 0].sort_values("bytes")
             color = f"C{i % 10}"
-            ax.semilogx(a["bytes"], a["busbw_gbps"], "o-", color=color, label=f"{alg} p={ranks} measured")
+            names.append((f"{alg}, {int(ranks)} ranks", color))
+            ax.plot(a["bytes"], a["busbw_gbps"], color=color, **MEASURED_STYLE)
             if "predicted_busbw_gbps" in a:
-                ax.semilogx(a["bytes"], a["predicted_busbw_gbps"], "--", color=color, alpha=0.7,
-                            label=f"{alg} p={ranks} predicted")
-        ax.set_title(f"{coll}: bus bandwidth (nccl-tests definition)")
-        ax.set_xlabel("bytes")
-        ax.set_ylabel("busbw (GB/s)")
+                ax.plot(a["bytes"], a["predicted_busbw_gbps"], color=color, **PREDICTED_STYLE)
+        ax.set_title(f"{coll}: bus bandwidth (nccl-tests busbw), higher is better")
+        ax.set_ylabel("busbw (GB/s, 1 GB = 1e9 B)")
+        ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        size_axis(ax, cg["bytes"])
+        style_legend(ax, names, loc="upper left")
         fig.tight_layout()
         name = f"busbw_vs_size_{coll}.png"
-        fig.savefig(os.path.join(out, name), dpi=90)
+        fig.savefig(os.path.join(out, name), dpi=100)
         plt.close(fig)
         files.append(name)
     return files
@@ -285,28 +330,39 @@ def plot_busbw(c: pd.DataFrame, out: str) -> list[str]:
 
 def plot_error_heatmap(c: pd.DataFrame, out: str) -> str:
     colls = sorted(c["collective"].unique())
-    fig, axes = plt.subplots(len(colls), 1, figsize=(10, 2.2 + 1.2 * len(colls) * 1.5), squeeze=False)
+    wheres = max(1, c.groupby(["nodes", "ranks"]).ngroups)
+    fig, axes = plt.subplots(len(colls), 1, figsize=(11, 0.8 + len(colls) * (1.3 + 0.3 * wheres)), squeeze=False,
+                             layout="constrained")
+    im = None
     for ax, coll in zip(axes[:, 0], colls):
         g = c[c["collective"] == coll]
-        g = g.assign(abs_err=g["err"].abs(), where=[f"{n}n x {r}r" for n, r in zip(g["nodes"], g["ranks"])])
+        g = g.assign(abs_err=g["err"].abs(),
+                     where=[f"{n} node{'s' if n != 1 else ''}, {r} ranks" for n, r in zip(g["nodes"], g["ranks"])])
         table = g.pivot_table(index="where", columns="bytes", values="abs_err", aggfunc="median")
-        im = ax.imshow(100 * table.values, aspect="auto", cmap="viridis_r" if False else "magma_r", vmin=0, vmax=100)
+        values = 100 * table.values
+        im = ax.imshow(values, aspect="auto", cmap="magma_r", vmin=0, vmax=50)
+        for (y, x), v in np.ndenumerate(values):
+            if np.isfinite(v):
+                ax.text(x, y, f"{v:.0f}", ha="center", va="center", fontsize=6,
+                        color="white" if v > 30 else "black")
         ax.set_xticks(range(len(table.columns)))
         ax.set_xticklabels([format_bytes(b) for b in table.columns], rotation=90, fontsize=7)
         ax.set_yticks(range(len(table.index)))
         ax.set_yticklabels(table.index, fontsize=8)
-        ax.set_title(f"{coll}: median |error| over algorithms (%)")
-        fig.colorbar(im, ax=ax)
-    fig.tight_layout()
+        ax.set_title(f"{coll}: median |model error| (%) over the algorithms, per message size per rank", fontsize=10)
+    if im is not None:
+        fig.colorbar(im, ax=axes[:, 0].tolist(), label="median |error| (%), 50 and above in the darkest colour")
     name = "error_heatmap.png"
-    fig.savefig(os.path.join(out, name), dpi=90)
+    fig.savefig(os.path.join(out, name), dpi=100, bbox_inches="tight")
     plt.close(fig)
     return name
 
 
 def plot_crossover(c: pd.DataFrame, out: str) -> str:
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 5))
     drew = False
+    names = []
+    sizes = []
     for i, ((coll, backend, nodes, ranks), g) in enumerate(_groups_by_where(c)):
         ring = g[g["algorithm"] == "ring"].drop_duplicates("bytes").set_index("bytes")
         tree = g[g["algorithm"] == "tree"].drop_duplicates("bytes").set_index("bytes")
@@ -316,20 +372,22 @@ def plot_crossover(c: pd.DataFrame, out: str) -> str:
         color = f"C{i % 10}"
         meas = [tree.loc[x, "measured_median_us"] / ring.loc[x, "measured_median_us"] for x in common]
         pred = [tree.loc[x, "predicted_us"] / ring.loc[x, "predicted_us"] for x in common]
-        label = f"{coll} {nodes}n x {ranks}r"
-        ax.semilogx(common, meas, "o", color=color, label=f"{label} measured")
-        ax.semilogx(common, pred, "-", color=color, alpha=0.7, label=f"{label} predicted")
+        names.append((f"{coll}, {where_text(backend, nodes, ranks)}", color))
+        ax.plot(common, meas, color=color, **MEASURED_STYLE)
+        ax.plot(common, pred, color=color, **PREDICTED_STYLE)
+        sizes += common
         drew = True
     ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xlabel("bytes")
-    ax.set_ylabel("time(tree) / time(ring)")
-    ax.set_title("ring vs tree: below 1 tree wins" if drew else "ring vs tree: not both measured")
+    ax.set_yscale("log")
+    ax.set_ylabel("time(tree) / time(ring)\nbelow 1: tree faster, above 1: ring faster")
+    ax.set_title("ring vs tree: where the faster one changes" if drew else "ring vs tree: not both measured")
     ax.grid(True, which="both", alpha=0.3)
+    size_axis(ax, sizes)
     if drew:
-        ax.legend(fontsize=7)
+        style_legend(ax, names)
     fig.tight_layout()
     name = "crossover_ring_tree.png"
-    fig.savefig(os.path.join(out, name), dpi=90)
+    fig.savefig(os.path.join(out, name), dpi=100)
     plt.close(fig)
     return name
 
@@ -339,23 +397,25 @@ def plot_scaling(c: pd.DataFrame, out: str) -> str:
     axis = "nodes" if multi_node else "ranks"
     sizes = sorted(c["bytes"].unique())
     picks = sorted({sizes[0], sizes[len(sizes) // 2], sizes[-1]}) if sizes else []
-    fig, axes = plt.subplots(1, max(len(picks), 1), figsize=(5 * max(len(picks), 1), 4), squeeze=False)
+    fig, axes = plt.subplots(1, max(len(picks), 1), figsize=(5.5 * max(len(picks), 1), 4.5), squeeze=False)
     for ax, nbytes in zip(axes[0], picks):
         g = c[c["bytes"] == nbytes]
+        names = []
         for i, ((coll, alg), a) in enumerate(sorted(g.groupby(["collective", "algorithm"]), key=lambda kv: kv[0])):
             a = a.groupby(axis).first().sort_index()
             color = f"C{i % 10}"
-            ax.plot(a.index, a["measured_median_us"], "o", color=color, label=f"{coll} {alg} measured")
-            ax.plot(a.index, a["predicted_us"], "-", color=color, alpha=0.7, label=f"{coll} {alg} predicted")
-        ax.set_xlabel(axis)
-        ax.set_ylabel("time (us)")
+            names.append((f"{coll} {alg}", color))
+            ax.plot(a.index, a["measured_median_us"], color=color, **MEASURED_STYLE)
+            ax.plot(a.index, a["predicted_us"], color=color, **PREDICTED_STYLE)
+        ax.set_xlabel(f"{'node' if multi_node else 'rank'} count")
+        ax.set_ylabel("time per call (us)")
         ax.set_yscale("log")
-        ax.set_title(f"{format_bytes(nbytes)}: scaling with {axis}")
+        ax.set_title(f"{format_bytes(nbytes)} per rank: time vs {'node' if multi_node else 'rank'} count")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6)
+        style_legend(ax, names)
     fig.tight_layout()
     name = "node_scaling.png"
-    fig.savefig(os.path.join(out, name), dpi=90)
+    fig.savefig(os.path.join(out, name), dpi=100)
     plt.close(fig)
     return name
 
@@ -367,13 +427,83 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def write_markdown(r: dict, figures: dict, out: str) -> None:
+WITHIN = 0.10  # a group whose median |error| is at most this is "right"
+
+
+def why(group: dict, signed_median: float) -> str:
+    """What a group's error says: a bias one way (and the terms that dominate at those sizes), or scatter."""
+    if abs(signed_median) < 0.5 * group["median_abs_rel_error"]:
+        return "off both ways: the measurement scatters, or the model's shape misses"
+    direction = "slower than predicted" if signed_median < 0 else "faster than predicted"
+    term = {"<64KiB": "the latency (alpha) terms set the time here",
+            "64KiB-16MiB": "latency and bandwidth terms both count here",
+            ">=16MiB": "the bandwidth (beta) and reduction (gamma) terms set the time here"}[group["band"]]
+    return f"measured {direction}; {term}"
+
+
+def verdict_lines(r: dict, c: pd.DataFrame) -> list[str]:
+    s, w = r["summary"], r["winners"]
+    groups = [dict(g) for g in r["groups"]]
+    for g in groups:
+        sel = c[(c["collective"] == g["collective"]) & (c["algorithm"] == g["algorithm"]) &
+                (c["backend"] == g["backend"]) & (c["band"] == BANDS.index(g["band"]))]
+        g["signed"] = float(np.median(sel["err"])) if len(sel) else 0.0
+    wrong = sorted((g for g in groups if g["median_abs_rel_error"] > WITHIN),
+                   key=lambda g: g["median_abs_rel_error"], reverse=True)
+    right = sorted((g for g in groups if g["median_abs_rel_error"] <= WITHIN), key=lambda g: g["median_abs_rel_error"])
+    lines = ["## Verdict", ""]
+    lines.append(f"- The model is {pct(s['all']['median_abs_rel_error'])} off at the median over {s['all']['n']} "
+                 f"measured points: {pct(s['below_64KiB']['median_abs_rel_error'])} below 64 KiB, "
+                 f"{pct(s['from_64KiB']['median_abs_rel_error'])} from 64 KiB (worst point "
+                 f"{pct(s['all']['max_abs_rel_error'])}).")
+    lines.append(f"- {len(right)} of {len(groups)} (collective, algorithm, size band) groups are within "
+                 f"{pct(WITHIN)} at the median; {len(wrong)} are not (listed worst first below).")
+    if w["cases"]:
+        lines.append(f"- It picks the measured fastest algorithm in {w['agree']} of {w['cases']} cases "
+                     f"({pct(w['agreement'])}); its pick is within 5% of the fastest in {w['within_5pct']}, and "
+                     f"measurably slower (beyond the noise) in {w['pick_slower']}.")
+    lines += ["", "### Where the model is wrong (median |error| above "
+              f"{pct(WITHIN)}, worst first)", ""]
+    if wrong:
+        lines += ["| collective | algorithm | backend | sizes | points | median abs. error | median signed | why |",
+                  "|---|---|---|---|---:|---:|---:|---|"]
+        for g in wrong:
+            lines.append(f"| {g['collective']} | {g['algorithm']} | {g['backend']} | {g['band']} | {g['n']} | "
+                         f"{pct(g['median_abs_rel_error'])} | {100 * g['signed']:+.1f}% | {why(g, g['signed'])} |")
+    else:
+        lines.append("none")
+    lines += ["", f"### Where it is right (median |error| at most {pct(WITHIN)})", ""]
+    if right:
+        lines += ["| collective | algorithm | backend | sizes | points | median abs. error |", "|---|---|---|---|---:|---:|"]
+        for g in right:
+            lines.append(f"| {g['collective']} | {g['algorithm']} | {g['backend']} | {g['band']} | {g['n']} | "
+                         f"{pct(g['median_abs_rel_error'])} |")
+    else:
+        lines.append("none")
+    picks = sorted((x for x in w["rows"] if not x["agree"]), key=lambda x: x["loss"], reverse=True)
+    lines += ["", "### Wrong picks, costliest first", ""]
+    if picks:
+        lines += ["| collective | nodes | ranks | size | model picks | measured fastest | time lost | beyond noise |",
+                  "|---|---:|---:|---:|---|---|---:|---|"]
+        for x in picks[:15]:
+            lines.append(f"| {x['collective']} | {x['nodes']} | {x['ranks']} | {format_bytes(x['bytes'])} | "
+                         f"{x['predicted_winner']} | {x['measured_winner']} | {pct(x['loss'])} | "
+                         f"{'yes' if x['pick_slower'] else 'no'} |")
+        if len(picks) > 15:
+            lines.append(f"\n... and {len(picks) - 15} more in the Winners table below.")
+    else:
+        lines.append("none: the model picked the measured fastest everywhere")
+    return lines
+
+
+def write_markdown(r: dict, figures: dict, out: str, c: pd.DataFrame) -> None:
     s = r["summary"]
-    lines = ["# commsim report", ""]
+    lines = ["# commsim report: how far the model is from the measurement", ""]
     lines.append(f"Files: {', '.join(r['files'])}. {r['points']} points, {r['measured']} measured, "
-                 f"{r['compared']} compared with the model.")
+                 f"{r['compared']} compared with the model. Error = (predicted - measured median) / measured median.")
     for n in r["run_notes"]:
         lines.append(f"- {n}")
+    lines += [""] + verdict_lines(r, c)
     lines += ["", "## Accuracy", "", "| sizes | points | median abs. error | geomean abs. error | max abs. error |",
               "|---|---:|---:|---:|---:|"]
     for label, key in (("all", "all"), ("below 64 KiB", "below_64KiB"), ("64 KiB and above", "from_64KiB")):
@@ -387,12 +517,7 @@ def write_markdown(r: dict, figures: dict, out: str) -> None:
               f"the per-iteration samples, p < {w['alpha']:g}) in {w['clear']} cases: the model picked it in "
               f"{w['clear_agree']} ({pct(w['clear_agree'] / w['clear'] if w['clear'] else 0.0)}). The model's pick "
               f"measured slower than the winner beyond the noise in {w['pick_slower']} of {w['cases']} cases.", ""]
-    lines += ["## Error per collective x algorithm x size band", "",
-              "| collective | algorithm | backend | band | n | median | geomean | max |", "|---|---|---|---|---:|---:|---:|---:|"]
-    for g in r["groups"]:
-        lines.append(f"| {g['collective']} | {g['algorithm']} | {g['backend']} | {g['band']} | {g['n']} | "
-                     f"{pct(g['median_abs_rel_error'])} | {pct(g['geomean_abs_rel_error'])} | {pct(g['max_abs_rel_error'])} |")
-    lines += ["", "## Time vs size", ""]
+    lines += ["## Time vs size", "", "Dots: measured median per call; lines: the model; lower panel: the model's error.", ""]
     lines += [f"![{f}]({f})" for f in figures["time"]]
     lines += ["", "## Bus bandwidth vs size", ""]
     lines += [f"![{f}]({f})" for f in figures["busbw"]]
@@ -400,11 +525,17 @@ def write_markdown(r: dict, figures: dict, out: str) -> None:
               "## Ring vs tree crossover", "", f"![crossover]({figures['crossover']})", ""]
     if r["crossovers"]:
         lines += ["| collective | nodes | ranks | a | b | predicted crossover | measured crossover |", "|---|---:|---:|---|---|---|---|"]
-        for c in r["crossovers"]:
-            p = ", ".join(format_bytes(b) for b in c["predicted_bytes"]) or "none"
-            m = ", ".join(format_bytes(b) for b in c["measured_bytes"]) or "none"
-            lines.append(f"| {c['collective']} | {c['nodes']} | {c['ranks']} | {c['a']} | {c['b']} | {p} | {m} |")
-    lines += ["", "## Scaling", "", f"![scaling]({figures['scaling']})", "", "## Winners", "",
+        for x in r["crossovers"]:
+            p = ", ".join(format_bytes(b) for b in x["predicted_bytes"]) or "none"
+            m = ", ".join(format_bytes(b) for b in x["measured_bytes"]) or "none"
+            lines.append(f"| {x['collective']} | {x['nodes']} | {x['ranks']} | {x['a']} | {x['b']} | {p} | {m} |")
+    lines += ["", "## Scaling", "", f"![scaling]({figures['scaling']})", "",
+              "## Error per collective x algorithm x size band", "",
+              "| collective | algorithm | backend | band | n | median | geomean | max |", "|---|---|---|---|---:|---:|---:|---:|"]
+    for g in r["groups"]:
+        lines.append(f"| {g['collective']} | {g['algorithm']} | {g['backend']} | {g['band']} | {g['n']} | "
+                     f"{pct(g['median_abs_rel_error'])} | {pct(g['geomean_abs_rel_error'])} | {pct(g['max_abs_rel_error'])} |")
+    lines += ["", "## Winners", "",
               "| collective | nodes | ranks | bytes | predicted | measured | loss |", "|---|---:|---:|---:|---|---|---:|"]
     for x in w["rows"]:
         lines.append(f"| {x['collective']} | {x['nodes']} | {x['ranks']} | {format_bytes(x['bytes'])} | "
@@ -443,7 +574,7 @@ def main(argv=None) -> int:
         "crossover": plot_crossover(c, args.out),
         "scaling": plot_scaling(c, args.out),
     }
-    write_markdown(r, figures, args.out)
+    write_markdown(r, figures, args.out, c)
     with open(os.path.join(args.out, "report.json"), "w") as f:
         json.dump(r, f, indent=1, default=float)
     s = r["summary"]

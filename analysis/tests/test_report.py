@@ -156,3 +156,30 @@ def test_probe_file_reads_with_h5py(files):
     assert {"pingpong", "stream", "ring-shift", "memcpy", "reduce"} <= set(df["kind"])
     assert (df["median_us"] > 0).all()
     assert "machine portrait" in attrs["portrait"]
+
+
+def test_markdown_reads_as_a_verdict_worst_first(files):
+    out = str(files["dir"] / "report_verdict")
+    assert report.main([files["run"], files["run3"], files["pred"], "--out", out]) == 0
+    md = open(os.path.join(out, "report.md")).read()
+    assert md.index("## Verdict") < md.index("## Accuracy") < md.index("## Time vs size")
+    for heading in ("### Where the model is wrong", "### Where it is right", "### Wrong picks, costliest first"):
+        assert heading in md, heading
+    section = md[md.index("### Where the model is wrong"):md.index("### Where it is right")]
+    medians = [float(line.split("|")[6].strip().rstrip("%")) for line in section.splitlines()
+               if line.startswith("| ") and not line.startswith("| collective")]
+    assert medians == sorted(medians, reverse=True), "worst first"
+    assert all(m > 100 * report.WITHIN for m in medians)
+    picks = md[md.index("### Wrong picks"):md.index("## Accuracy")]
+    losses = [float(line.split("|")[7].strip().rstrip("%")) for line in picks.splitlines()
+              if line.startswith("| ") and not line.startswith("| collective")]
+    assert losses == sorted(losses, reverse=True), "costliest first"
+
+
+def test_size_axis_names_sizes_in_binary_units():
+    fig, ax = report.plt.subplots()
+    report.size_axis(ax, [1024, 4096, 1 << 20, 64 << 20])
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0] == "1KiB" and "1MiB" in labels and len(labels) <= 10
+    assert "bytes per rank" in ax.get_xlabel()
+    report.plt.close(fig)
