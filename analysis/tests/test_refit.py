@@ -15,7 +15,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANALYSIS = os.path.dirname(HERE)
 REPO = os.path.dirname(ANALYSIS)
-FOLDER = os.path.join(REPO, "results", "host-accuracy-2026-12-01", "ci-cpu-2ranks-try27")
+FOLDER = os.path.join(REPO, "results", "ci-vm-2ranks")
 sys.path.insert(0, HERE)
 
 from test_report import find_binary  # noqa: E402

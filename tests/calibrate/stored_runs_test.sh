@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The refit judged on measurements kept in results/: refit on one run of the 16-core machine at 16
-# ranks (try 25), judged on the other run, which the refit never saw. Its probe shows two steps
+# ranks (results/host-cpu-16ranks), judged on the other run, which the refit never saw. Its probe shows two steps
 # below the eager limit (32 B and 256 B); the model has one inline step, and the collectives must
 # choose 256 B (Open MPI's inline send), where the messages of 8 and 16 KiB collectives step up.
 # Usage: stored_runs_test.sh COMMSIM_BINARY RESULTS_DIR WORKDIR
