@@ -72,41 +72,7 @@ echo "== the refit the other way: refitted on run2, judged on run1"
 "$bin" report run1.h5 --topology refined_on_run2.yaml | tee report2r.txt | sed -n '/^## Accuracy/,/^## Error per/p' |
   grep -E "below 64 KiB|64 KiB and above" | head -2
 grep -E "model picked|winner clear" report2r.txt || true
-# How well the machine repeats itself: the same points measured in round 1 and round 2 (the model
-# cannot be judged more closely than this).
+# How well the machine repeats itself (the model cannot be judged more closely than this).
 echo "== the machine's own spread: the same points and winners in run1 and run2"
-# Both runs' points, each line prefixed with its run (1 or 2), for the two summaries below.
-# Round 1's winner cases follow (prefix W), with their verdict from the samples (column 13: clear).
-{ "$bin" report run1.h5 --format csv --table points | sed 's/^/1,/'
-  "$bin" report run2.h5 --format csv --table points | sed 's/^/2,/'
-  "$bin" report run1.h5 --format csv --table winners | sed 's/^/W,/'; } > points12.csv
-awk -F, '$1 != "W" && $2 != "collective" && $12 > 0 { k = $2 "," $3 "," $8 "," $9; if ($1 == 1) t[k] = $12; else if (k in t) print (log($12 / t[k]) < 0 ? -1 : 1) * log($12 / t[k]) }' points12.csv |
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "  no point in both runs"; exit }
-    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-    printf "  %d points: median |log(run2 / run1)| %.1f%%\n", NR, 100 * m }' | tee spread.txt
-# The same for the winners: how often the fastest hand-written algorithm of run1 is again the
-# fastest in run2 (what the model's "picked the measured winner" can be held to on this machine).
-# As `commsim report` does for the model's pick, algorithms whose predicted times are equal (the
-# same schedule, e.g. ring and hierarchical on one node) count as one.
-awk -F, '$1 == "W" && $2 != "collective" { if ($13 == 1) clear[$2 "," $4 "," $5 "," $6] = 1; next }
-    $2 != "collective" && $3 != "mpi" && $3 != "nccl" && $18 == "ok" && $12 > 0 {
-      k = $2 "," $7 "," $8 "," $9; t[$1, k, $3] = $12; keys[k] = 1
-      if ($1 == 2) { pred[k, $3] = $10; algs[k] = algs[k] " " $3 }
-      if (!(($1, k) in best) || $12 < best[$1, k]) { best[$1, k] = $12; win[$1, k] = $3 } }
-    function tied(k, a, b) { return a == b || ((k, a) in pred && (k, b) in pred && pred[k, a] > 0 &&
-                               (pred[k, a] - pred[k, b])^2 <= (1e-6 * pred[k, a])^2) }
-    END { n = 0; same = 0; near = 0; nclear = 0; sameclear = 0
-      for (k in keys) if ((1, k) in win && (2, k) in win) {
-        n++; w1 = win[1, k]; if (tied(k, w1, win[2, k])) same++
-        if (k in clear) { nclear++; if (tied(k, w1, win[2, k])) sameclear++ }
-        m = split(algs[k], list, " "); fastest = -1   # run2 time of w1 or an algorithm tied with it
-        for (i = 1; i <= m; i++) if (tied(k, w1, list[i]) && (fastest < 0 || t[2, k, list[i]] < fastest)) fastest = t[2, k, list[i]]
-        if (fastest > 0 && fastest <= 1.05 * best[2, k]) near++ }
-      if (n == 0) { print "  no case in both runs"; exit }
-      printf "  %d cases: the fastest hand-written algorithm of run1 is the fastest of run2 in %d (%.1f%%); measured within 5%% of the best in run2 in %d\n", n, same, 100 * same / n, near
-      if (nclear > 0) printf "  %d cases where run1 names a clear winner (p < 0.05): it is the fastest of run2 in %d (%.1f%%)\n", nclear, sameclear, 100 * sameclear / nclear }' points12.csv |
-  tee -a spread.txt
-rm -f points12.csv
-# Whether the machine itself moved between the runs: run2 / run1 per collective and size band.
-COMMSIM_BIN=$bin bash "$here/analysis/drift.sh" run1.h5 run2.h5 | tee -a spread.txt
+COMMSIM_BIN=$bin bash "$here/analysis/spread.sh" run1.h5 run2.h5 | tee spread.txt
 echo "== full reports: $out/report1.txt, $out/report2.txt"

@@ -48,4 +48,13 @@ expect_error "usage: analysis/drift.sh" "$results/host-cpu-8ranks/run1.h5"
 err=$(COMMSIM_BIN=/nonexistent/commsim bash "$drift" a.h5 b.h5 2>&1); rc=$?
 [ "$rc" -eq 2 ] && echo "$err" | grep -q "COMMSIM_BIN=/nonexistent/commsim is not an executable file" ||
   fail "a missing binary: exit $rc, said '$err'"
-echo "drift.sh: moved and unmoved runs told apart; errors clear"
+# analysis/spread.sh: the same two runs point by point and winner by winner (the numbers of
+# results/host-cpu-8ranks/README.md).
+spread=$(bash "$here/analysis/spread.sh" "$results/host-cpu-8ranks/run1.h5" "$results/host-cpu-8ranks/run2.h5") ||
+  fail "spread.sh failed on the 8-rank runs"
+echo "$spread" | grep -q "^  408 points: median |log(run2 / run1)| 2.5%$" || fail "spread: points: $spread"
+echo "$spread" | grep -q "fastest of run2 in 59 (86.8%)" || fail "spread: winners: $spread"
+echo "$spread" | grep -q "^  no collective and size band moved by more than 10% between the runs$" || fail "spread: drift"
+bash "$here/analysis/spread.sh" "$results/host-cpu-8ranks/run1.h5" 2>&1 | grep -q "usage: analysis/spread.sh" ||
+  fail "spread.sh with one file: no usage line"
+echo "drift.sh: moved and unmoved runs told apart; errors clear; spread.sh as stored"
