@@ -280,5 +280,46 @@ TEST_F(PlanE2E, BadInputIsAnErrorNamingIt) {
   EXPECT_TRUE(contains(layout.err, "--layout: cannot read 'tp:8'")) << layout.err;
 }
 
+// Every `commsim plan` command in a fenced code block of the READMEs, continuation lines joined:
+// each must run and find at least one layout. The READMEs are read as they are, so an example
+// that stops working fails here.
+std::vector<std::string> readme_plan_commands(const std::string& path) {
+  std::vector<std::string> out;
+  std::istringstream lines(slurp(path));
+  bool fenced = false;
+  std::string pending;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("```", 0) == 0) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced) continue;
+    std::string text = pending.empty() ? line.substr(std::min(line.find_first_not_of(' '), line.size())) : line;
+    if (pending.empty() && text.rfind("commsim plan ", 0) != 0) continue;
+    const bool more = !text.empty() && text.back() == '\\';
+    pending += more ? text.substr(0, text.size() - 1) : text;
+    if (!more) {
+      out.push_back(pending.substr(std::string("commsim plan ").size()));
+      pending.clear();
+    }
+  }
+  return out;
+}
+
+TEST_F(PlanE2E, EveryReadmeExampleFindsLayouts) {
+  test::TempDir dir;
+  std::size_t from_main_readme = 0;
+  for (const char* readme : {"README.md", "configs/models/README.md", "configs/topologies/README.md"}) {
+    for (const std::string& args : readme_plan_commands(readme)) {
+      if (std::string(readme) == "README.md") ++from_main_readme;
+      Result r = run(args, dir);
+      ASSERT_EQ(r.rc, 0) << readme << ": commsim plan " << args << "\n" << r.err;
+      EXPECT_FALSE(layout_rows(r.out).empty()) << readme << ": commsim plan " << args << "\n" << r.out;
+      EXPECT_FALSE(contains(r.out, "# 0 layouts fit")) << readme << ": commsim plan " << args << "\n" << r.out;
+    }
+  }
+  EXPECT_GE(from_main_readme, 1u) << "README.md shows how to run commsim plan";
+}
+
 }  // namespace
 }  // namespace commsim
