@@ -1,5 +1,6 @@
-// commsim plan: ranks every (DP, TP, PP, EP) layout of a training job by its communication time per
-// iteration on the model (model/plan.h), with the pipeline bubble and the memory per GPU.
+// commsim plan: ranks every (DP, TP, PP, EP) layout of a training job by its estimated step time (or
+// its communication per iteration) on the model (model/plan.h), with the pipeline bubble, the
+// memory per GPU and the checkpoint cost.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -589,12 +590,19 @@ void write_plan_group(const std::string& path, const Header& h, const std::vecto
 }  // namespace
 
 int cmd_plan(int argc, char** argv) {
-  CommandLine cli("plan", "rank data/tensor/pipeline/expert-parallel layouts of a training job by communication time",
-                  "commsim plan --topology configs/topologies/dgx-h100.yaml --nodes 16 \\\n"
-                  "    --model configs/models/llama3-70b.yaml --global-batch 1024 --micro-batch 1 --seq 8192 \\\n"
-                  "    --sequence-parallel --recompute selective\n"
+  CommandLine cli("plan",
+                  "rank data/tensor/pipeline/expert-parallel layouts of a training job by estimated step time, with "
+                  "the communication, the bubble, the memory and the checkpoint cost of each. Unless told otherwise "
+                  "it plans what training runs do: fused attention (--recompute selective), sequence parallelism, "
+                  "ZeRO-1, interleaved 1F1B (--virtual-stages 8), compute at the topology's peak x --mfu 0.5, a "
+                  "checkpoint every 100 steps. The checkpoint is 2 B/param weights + 12 B/param Adam state (fp32 "
+                  "master copy + 2 moments); DP rank 0 writes the weights, every DP rank its share of the optimizer "
+                  "state (ZeRO >= 1)",
+                  "commsim plan --topology dgx-h100 --nodes 64 --model llama3-70b --global-batch 1024 --seq 8192\n"
                   "commsim plan --topology dgx-a100 --nodes 48 --model gpt3-175b --global-batch 1536 --seq 2048 \\\n"
-                  "    --recompute full --gpu-tflops 175 --rank-by step --layout tp=8 --detail");
+                  "    --recompute full --no-sequence-parallel --zero 0 --layout tp=8 --detail\n"
+                  "commsim plan --topology dgx-h100 --nodes 16 --model llama3-70b --global-batch 1024 --seq 8192 \\\n"
+                  "    --gpu-tflops 400 --checkpoint-every 50 --format json");
   std::string topology_arg = "dgx-h100", model_arg, recompute = "selective", overlap = "none", algorithms = "all";
   std::string memory_limit, calibrated_range, layout_filter, rank_by = "step";
   bool no_scatter_gather = false, sequence_parallel = false, no_sequence_parallel = false;
