@@ -410,8 +410,8 @@ std::vector<Shape> enumerate_layouts(const LlmModel& model, const PlanOptions& o
   return valid;
 }
 
-CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, const PlanOptions& opts,
-                               const Shape& shape, Seconds step_s) {
+CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, const PlanOptions& opts, const Shape& shape,
+                               Seconds step_s) {
   CheckpointCost c;
   const double pb = model.param_bytes, ob = model.param_bytes >= 4 ? 8.0 : 12.0;
   c.total_bytes = model.total_params() * (pb + ob);
@@ -469,8 +469,8 @@ CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, cons
       c.background_s = local == durable ? 0.0 : c.tiers[durable].write_s;
     } else {
       c.async_tier = "host memory";
-      c.async_stall_s = topo.host_link.latency_s +
-                        (topo.host_link.bw_Bps > 0 ? c.bytes_per_gpu / topo.host_link.bw_Bps : 0.0);
+      c.async_stall_s =
+          topo.host_link.latency_s + (topo.host_link.bw_Bps > 0 ? c.bytes_per_gpu / topo.host_link.bw_Bps : 0.0);
       c.background_s = c.tiers[durable].write_s;
     }
   }
@@ -537,8 +537,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     const double layers_per_stage = max_stage_layers(model, shape.pp);
     lp.bubble_fraction = bubble_fraction(shape.pp, m, shape.vp);
     if (opts.gpu_tflops > 0)
-      lp.compute_s = result.flops_per_iteration / (N * opts.gpu_tflops * 1e12) * layers_per_stage * shape.pp /
-                     model.layers;
+      lp.compute_s =
+          result.flops_per_iteration / (N * opts.gpu_tflops * 1e12) * layers_per_stage * shape.pp / model.layers;
 
     auto add = [&](Dim dim, Collective c, std::string what, int group, const GroupPlacement& g, double bytes,
                    double calls, double exposed_calls) {
@@ -611,8 +611,7 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     };
     {
       StageParams first = stage_params(model, shape, 0), last = stage_params(model, shape, shape.pp - 1);
-      double dense =
-          std::max({first.dense, last.dense, stage_params(model, shape, std::min(1, shape.pp - 1)).dense});
+      double dense = std::max({first.dense, last.dense, stage_params(model, shape, std::min(1, shape.pp - 1)).dense});
       add_gradient_sync(dense, shape.dp, placements.get(shape.dp, shape.tp * shape.pp),
                         model.moe() ? "dense gradients" : "gradients");
       int expert_dp = shape.dp / shape.ep;
@@ -744,7 +743,9 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
                "; activations per Korthikanti et al. 2022 (recompute " + std::string(to_string(opts.recompute)) +
                (opts.sequence_parallel ? ", sequence parallel" : "") +
-               "), first stage holding min(PP, m) micro-batches" +
+               "), stage k holding min(PP-k, m) micro-batches (interleaved: (2(PP-k-1) + (VP-1)PP + 1)/VP, at "
+               "most m)" +
+               (model.dropout ? "" : ", no dropout masks (the model has no dropout)") +
                (opts.recompute == Recompute::None
                     ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
                       "store them, which --recompute selective models"
@@ -759,19 +760,20 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                  "exposed communication");
   {
     const bool fp32 = model.param_bytes >= 4;
-    std::string ck = "checkpoint: " + std::to_string(model.param_bytes) + " B/param weights + Adam " +
-                     (fp32 ? "8 B/param (2 fp32 moments)" : "12 B/param (fp32 master copy + 2 moments)") + " = " +
-                     gib(model.total_params() * (model.param_bytes + (fp32 ? 8.0 : 12.0))) +
-                     "; data-parallel rank 0 writes the weights of its shard" +
-                     (opts.zero >= 3 ? " (ZeRO-3: every DP rank its 1/DP)" : "") +
-                     (opts.zero >= 1 ? ", every DP rank its 1/DP of the optimizer state"
-                                     : ", and the optimizer state (ZeRO-0)") +
-                     "; every node writes at once";
+    std::string ck =
+        "checkpoint: " + std::to_string(model.param_bytes) + " B/param weights + Adam " +
+        (fp32 ? "8 B/param (2 fp32 moments)" : "12 B/param (fp32 master copy + 2 moments)") + " = " +
+        gib(model.total_params() * (model.param_bytes + (fp32 ? 8.0 : 12.0))) +
+        "; data-parallel rank 0 writes the weights of its shard" +
+        (opts.zero >= 3 ? " (ZeRO-3: every DP rank its 1/DP)" : "") +
+        (opts.zero >= 1 ? ", every DP rank its 1/DP of the optimizer state" : ", and the optimizer state (ZeRO-0)") +
+        "; every node writes at once";
     if (topo.storage.empty())
       ck += "; the topology has no storage: section, so no write times (see configs/topologies/README.md)";
     else
-      ck += "; synchronous: training waits for the durable tier (the first shared one); asynchronous: for the "
-            "first local tier (else the copy to host memory), the rest is copied on in the background";
+      ck +=
+          "; synchronous: training waits for the durable tier (the first shared one); asynchronous: for the "
+          "first local tier (else the copy to host memory), the rest is copied on in the background";
     if (opts.checkpoint_every > 0) ck += "; every " + std::to_string(opts.checkpoint_every) + " steps";
     as.push_back(ck);
   }

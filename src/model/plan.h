@@ -175,9 +175,9 @@ struct CheckpointTierCost {
   Seconds write_s = 0;                       // the busiest node's share
 };
 struct CheckpointCost {
-  double total_bytes = 0;     // the whole checkpoint
-  double bytes_per_gpu = 0;   // the GPU that writes most
-  double bytes_per_node = 0;  // the busiest node
+  double total_bytes = 0;                 // the whole checkpoint
+  double bytes_per_gpu = 0;               // the GPU that writes most
+  double bytes_per_node = 0;              // the busiest node
   std::vector<CheckpointTierCost> tiers;  // one per storage tier of the topology, in file order
   // Synchronous: the write to the durable tier (the first shared tier, else the last tier listed).
   // Asynchronous: the write to the first local tier, else the copy to host memory; then the
@@ -193,8 +193,8 @@ struct CheckpointCost {
   // time; unknown (true) without one.
   bool background_fits = true;
 };
-CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, const PlanOptions& opts,
-                               const Shape& shape, Seconds step_s);
+CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, const PlanOptions& opts, const Shape& shape,
+                               Seconds step_s);
 
 // How one group of a parallel dimension lies on the nodes, as closed_form prices it.
 struct GroupPlacement {

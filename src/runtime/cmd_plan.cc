@@ -196,8 +196,8 @@ void print_checkpoints(std::ostream& os, const PlanResult& r, const std::vector<
   bool late = false;
   for (const LayoutPlan* lp : shown) {
     const CheckpointCost& c = lp->checkpoint;
-    std::string line = pad(std::to_string(rank_of(r, lp)), 4) + pad(gib(c.bytes_per_gpu), 8) +
-                       pad(gib(c.bytes_per_node), 9);
+    std::string line =
+        pad(std::to_string(rank_of(r, lp)), 4) + pad(gib(c.bytes_per_gpu), 8) + pad(gib(c.bytes_per_node), 9);
     for (const auto& t : c.tiers) line += pad(format_time(t.write_s), std::max<std::size_t>(10, t.tier.size()));
     if (!c.sync_tier.empty()) {
       line += pad(format_time(c.sync_stall_per_step_s), 10) + pad(format_time(c.async_stall_per_step_s), 11) +
@@ -206,8 +206,7 @@ void print_checkpoints(std::ostream& os, const PlanResult& r, const std::vector<
     }
     os << line << "\n";
   }
-  if (first.tiers.empty())
-    os << "  (the topology lists no storage tiers: add a storage: section to get write times)\n";
+  if (first.tiers.empty()) os << "  (the topology lists no storage tiers: add a storage: section to get write times)\n";
   if (late)
     os << "  ! the background copy takes longer than " << o.checkpoint_every
        << " steps: checkpoint less often, or the next checkpoint waits for it\n";
@@ -241,9 +240,10 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
     auto t = [](double s) { return s > 0 ? format_time(s) : std::string("-"); };
     std::string rank = std::to_string(rank_of(r, &lp)) + (lp.outside_calibration ? "!" : "");
     std::snprintf(line, sizeof line, "%5s %6d %3d %4d %3d %3d %6d %11s %11s %11s %11s %11s %7s %8s", rank.c_str(),
-                  lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep, lp.shape.vp, lp.shape.micro_batches, t(lp.comm_s).c_str(),
-                  t(lp.dim(Dim::TP)).c_str(), t(lp.dim(Dim::PP)).c_str(), t(lp.dim(Dim::DP)).c_str(),
-                  t(lp.dim(Dim::EP)).c_str(), pct(lp.bubble_fraction).c_str(), gib(lp.memory.total_bytes()).c_str());
+                  lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep, lp.shape.vp, lp.shape.micro_batches,
+                  t(lp.comm_s).c_str(), t(lp.dim(Dim::TP)).c_str(), t(lp.dim(Dim::PP)).c_str(),
+                  t(lp.dim(Dim::DP)).c_str(), t(lp.dim(Dim::EP)).c_str(), pct(lp.bubble_fraction).c_str(),
+                  gib(lp.memory.total_bytes()).c_str());
     os << line;
     if (compute) os << pad(format_time(lp.step_s), 10) << pad(pct(lp.comm_share), 7);
     os << "  " << algorithms_cell(lp) << "\n";
@@ -625,8 +625,8 @@ int cmd_plan(int argc, char** argv) {
       "seq", po::value(&opts.seq)->value_name("TOKENS"), "tokens per sequence (required)")(
       "sequence-parallel", po::bool_switch(&sequence_parallel),
       "Megatron sequence parallelism where TP > 1 (the default): TP allreduce becomes reduce-scatter + allgather, "
-      "activations shard over TP")(
-      "no-sequence-parallel", po::bool_switch(&no_sequence_parallel), "plan without sequence parallelism")(
+      "activations shard over TP")("no-sequence-parallel", po::bool_switch(&no_sequence_parallel),
+                                   "plan without sequence parallelism")(
       "zero", po::value(&opts.zero)->default_value(opts.zero)->value_name("0|1|2|3"),
       "ZeRO stage: shard optimizer state (1: Megatron's distributed optimizer, the default), + gradients (2), "
       "+ parameters (3) over data-parallel ranks; 0 = replicated")(
@@ -636,9 +636,8 @@ int cmd_plan(int argc, char** argv) {
       "full = only each layer's input")(
       "virtual-stages", po::value(&opts.max_virtual_stages)->default_value(opts.max_virtual_stages)->value_name("N"),
       "interleaved 1F1B: try up to N virtual stages per GPU (dividing the stage's layers) and keep the best that "
-      "fits; 1 = plain 1F1B")(
-      "overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
-      "what communication is assumed hidden behind compute (printed with the results)")(
+      "fits; 1 = plain 1F1B")("overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
+                              "what communication is assumed hidden behind compute (printed with the results)")(
       "dp-bucket-params", po::value(&opts.dp_bucket_params)->default_value(0)->value_name("N"),
       "parameters per DP gradient bucket; 0 = whole without overlap, 40e6 with --overlap")(
       "allow-cross-node-tp", po::bool_switch(&opts.allow_cross_node_tp), "also plan TP groups larger than a node")(

@@ -23,7 +23,9 @@ using test::slurp;
 using Result = test::CommandResult;
 
 // Runs `commsim plan <args>`.
-Result run(const std::string& args, const test::TempDir& dir) { return test::run_binary(COMMSIM_BIN, "plan " + args, dir); }
+Result run(const std::string& args, const test::TempDir& dir) {
+  return test::run_binary(COMMSIM_BIN, "plan " + args, dir);
+}
 
 bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
@@ -81,15 +83,16 @@ TEST_F(PlanE2E, DefaultsAreWhatTrainingRunsDo) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_FALSE(contains(r.out, "# 0 layouts fit")) << r.out;
   EXPECT_TRUE(contains(r.out, "recompute selective, ZeRO-1, overlap none, sequence parallel; ranked by step")) << r.out;
-  EXPECT_TRUE(contains(r.out, "compute rate: 989 TFLOP/s peak (device.peak_tflops of 'dgx-h100') x 50% (--mfu) = "
-                              "494 TFLOP/s per GPU"))
+  EXPECT_TRUE(contains(r.out,
+                       "compute rate: 989 TFLOP/s peak (device.peak_tflops of 'dgx-h100') x 50% (--mfu) = "
+                       "494 TFLOP/s per GPU"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "# checkpoint every 100 steps")) << r.out;
   // Ranked by step time: step_s ascends.
-  Result csv = run(
-      "--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
-      "--global-batch 1024 --seq 8192 --top 0 --format csv",
-      dir);
+  Result csv =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --seq 8192 --top 0 --format csv",
+          dir);
   ASSERT_EQ(csv.rc, 0) << csv.err;
   auto table = test::parse_csv(csv.out);
   ASSERT_GE(table.size(), 3u) << csv.out;
@@ -98,22 +101,63 @@ TEST_F(PlanE2E, DefaultsAreWhatTrainingRunsDo) {
   for (std::size_t i = 2; i < table.size(); ++i)
     EXPECT_LE(std::stod(table[i - 1][step_col]), std::stod(table[i][step_col])) << csv.out;
   // Each switchable off: the old plain model, which does not fit at 8K tokens.
-  Result plain = run(
-      "--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
-      "--global-batch 1024 --seq 8192 --recompute none --no-sequence-parallel --zero 0 --rank-by comm",
-      dir);
+  Result plain =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --seq 8192 --recompute none --no-sequence-parallel --zero 0 --rank-by comm",
+          dir);
   ASSERT_EQ(plain.rc, 0) << plain.err;
   EXPECT_TRUE(contains(plain.out, "# 0 layouts fit")) << plain.out;
   EXPECT_TRUE(contains(plain.out, "recompute none, ZeRO-0, overlap none; ranked by comm")) << plain.out;
 }
 
+TEST_F(PlanE2E, CheckpointCostPerLayout) {
+  test::TempDir dir;
+  Result r = run(kLlama + " --top 3 --checkpoint-every 50", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "# checkpoint every 50 steps: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "sync waits for shared-fs, async for local-nvme then copies on")) << r.out;
+  for (const char* col : {"GiB/GPU", "GiB/node", "local-nvme", "shared-fs", "sync/step", "async/step", "background"})
+    EXPECT_TRUE(contains(r.out, col)) << col << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, "checkpoint: 2 B/param weights + Adam 12 B/param")) << r.out;
+
+  // The CSV carries the same numbers: sync per step = sync stall / 50, size per node >= per GPU.
+  Result csv = run(kLlama + " --top 3 --checkpoint-every 50 --format csv", dir);
+  ASSERT_EQ(csv.rc, 0) << csv.err;
+  auto rows = test::parse_csv(csv.out);
+  ASSERT_GE(rows.size(), 2u);
+  auto col = [&](const char* name) {
+    auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    EXPECT_NE(it, rows[0].end()) << name;
+    return static_cast<std::size_t>(it - rows[0].begin());
+  };
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_NEAR(std::stod(rows[i][col("ckpt_sync_per_step_s")]) * 50, std::stod(rows[i][col("ckpt_sync_stall_s")]),
+                1e-9);
+    EXPECT_GE(std::stod(rows[i][col("ckpt_bytes_per_node")]), std::stod(rows[i][col("ckpt_bytes_per_gpu")]));
+    EXPECT_GT(std::stod(rows[i][col("ckpt_async_stall_s")]), 0);
+  }
+
+  // Without storage tiers: sizes only, and it says why.
+  Result none =
+      run("--topology local-cpu --nodes 2 --model llama3-8b --global-batch 64 --seq 2048 "
+          "--memory-limit 64GiB --top 2",
+          dir);
+  ASSERT_EQ(none.rc, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "the topology lists no storage tiers")) << none.out;
+  EXPECT_TRUE(contains(none.out, "no device.peak_tflops: no compute estimate, ranked by communication")) << none.out;
+
+  Result off = run(kLlama + " --top 3 --checkpoint-every 0", dir);
+  ASSERT_EQ(off.rc, 0) << off.err;
+  EXPECT_FALSE(contains(off.out, "# checkpoint every")) << off.out;
+}
+
 TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToChange) {
   test::TempDir dir;
   // Attention scores of 8K tokens stored, no sequence parallelism, replicated optimizer: nothing fits.
-  Result r = run(
-      "--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
-      "--global-batch 1024 --micro-batch 1 --seq 8192 --recompute none --no-sequence-parallel --zero 0",
-      dir);
+  Result r =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --micro-batch 1 --seq 8192 --recompute none --no-sequence-parallel --zero 0",
+          dir);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# 0 layouts fit")) << r.out;
   EXPECT_TRUE(contains(r.out, "# closest to fitting")) << r.out;

@@ -527,7 +527,7 @@ TEST(Plan, CheckpointCostByHand) {
   EXPECT_DOUBLE_EQ(c.background_s, c.sync_stall_s);
   EXPECT_DOUBLE_EQ(c.sync_stall_per_step_s, c.sync_stall_s / 10);
   EXPECT_DOUBLE_EQ(c.async_stall_per_step_s, c.async_stall_s / 10);
-  EXPECT_TRUE(c.background_fits);  // 27 ms < 10 steps of 1 s
+  EXPECT_TRUE(c.background_fits);                                                  // 27 ms < 10 steps of 1 s
   EXPECT_FALSE(checkpoint_cost(t, m, o, shape, /*step_s=*/1e-3).background_fits);  // > 10 steps of 1 ms
 
   // ZeRO-0: DP rank 0 writes weights and optimizer state, the others nothing.

@@ -108,11 +108,12 @@ Check check(const Topology& topo, const LlmModel& model, const PlanOptions& o, i
   }
   const LayoutPlan* best = r.ranked.empty() ? nullptr : &r.ranked.front();
   if (best) c.best_s = best->step_s;
-  std::printf("%-34s %6d GPUs TP%-2d PP%-3d %6.0f TFLOP/s  published %8.3f s  predicted %8.3f s (VP %d)  %+6.1f%%  "
-              "rank %2d of %2zu  best %s %.3f s\n",
-              what, r.gpus, tp, pp, published_tflops, c.published_s, c.predicted_s, c.vp,
-              100 * (c.predicted_s / c.published_s - 1), c.rank, c.layouts,
-              best ? best->shape.to_string().c_str() : "-", best ? best->step_s : NAN);
+  std::printf(
+      "%-34s %6d GPUs TP%-2d PP%-3d %6.0f TFLOP/s  published %8.3f s  predicted %8.3f s (VP %d)  %+6.1f%%  "
+      "rank %2d of %2zu  best %s %.3f s\n",
+      what, r.gpus, tp, pp, published_tflops, c.published_s, c.predicted_s, c.vp,
+      100 * (c.predicted_s / c.published_s - 1), c.rank, c.layouts, best ? best->shape.to_string().c_str() : "-",
+      best ? best->step_s : NAN);
   return c;
 }
 
@@ -123,10 +124,10 @@ struct Table1Row {
 };
 // Narayanan et al. 2021, Table 1.
 constexpr Table1Row kTable1[] = {
-    {1.7, 24, 2304, 24, 1, 1, 32, 512, 137},        {3.6, 32, 3072, 30, 2, 1, 64, 512, 138},
-    {7.5, 32, 4096, 36, 4, 1, 128, 512, 142},       {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135},
-    {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138},     {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140},
-    {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148},  {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155},
+    {1.7, 24, 2304, 24, 1, 1, 32, 512, 137},          {3.6, 32, 3072, 30, 2, 1, 64, 512, 138},
+    {7.5, 32, 4096, 36, 4, 1, 128, 512, 142},         {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135},
+    {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138},       {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140},
+    {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148},    {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155},
     {529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163}, {1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163},
 };
 
