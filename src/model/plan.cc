@@ -446,15 +446,18 @@ CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, cons
     c.bytes_per_node = std::max(c.bytes_per_node, node_bytes);
   }
 
-  const int nodes = std::max(1, (gpus + R - 1) / R);
   int local = -1, durable = -1;
   for (std::size_t i = 0; i < topo.storage.size(); ++i) {
     const StorageTier& t = topo.storage[i];
     CheckpointTierCost tc;
     tc.tier = t.name;
     tc.shared = t.shared;
-    tc.write_bw_per_node_Bps = t.write_bw_per_node(nodes);
-    tc.write_s = t.latency_s + (tc.write_bw_per_node_Bps > 0 ? c.bytes_per_node / tc.write_bw_per_node_Bps : 0.0);
+    // Each node at its own rate; a shared file system also takes the whole checkpoint (every byte is
+    // written once) at no more than its aggregate rate.
+    Seconds busy = t.write_bw_Bps > 0 ? c.bytes_per_node / t.write_bw_Bps : 0.0;
+    if (t.shared && t.aggregate_write_bw_Bps > 0) busy = std::max(busy, c.total_bytes / t.aggregate_write_bw_Bps);
+    tc.write_bw_per_node_Bps = busy > 0 ? c.bytes_per_node / busy : t.write_bw_Bps;
+    tc.write_s = t.latency_s + busy;
     c.tiers.push_back(tc);
     if (!t.shared && local < 0) local = static_cast<int>(i);
     if (t.shared && durable < 0) durable = static_cast<int>(i);
@@ -767,7 +770,7 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
         "; data-parallel rank 0 writes the weights of its shard" +
         (opts.zero >= 3 ? " (ZeRO-3: every DP rank its 1/DP)" : "") +
         (opts.zero >= 1 ? ", every DP rank its 1/DP of the optimizer state" : ", and the optimizer state (ZeRO-0)") +
-        "; every node writes at once";
+        "; every node writes at once, a shared tier taking the whole checkpoint at most at its aggregate rate";
     if (topo.storage.empty())
       ck += "; the topology has no storage: section, so no write times (see configs/topologies/README.md)";
     else

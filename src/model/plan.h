@@ -51,7 +51,8 @@
 // (fp32 master copy + 2 moments, 12 B/param; 8 B for fp32 parameters). A GPU writes the weights of
 // its shard of its stage when it is data-parallel rank 0 (every DP rank its 1/DP with ZeRO-3) and
 // its optimizer state (its 1/DP with ZeRO >= 1, all of it on DP rank 0 with ZeRO-0). The busiest
-// node is the first (it holds DP rank 0); every node writes at once. Synchronous: training waits
+// node is the first (it holds DP rank 0); every node writes at once, each at the tier's per-node
+// rate, and a shared tier takes the whole checkpoint at most at its aggregate rate. Synchronous: training waits
 // for the write to the durable tier. Asynchronous: training waits for the write to the node-local
 // tier (or, without one, the copy to host memory over the host link); the copy on to the shared
 // tier runs in the background and must finish within the checkpoint interval.
@@ -171,8 +172,10 @@ int max_stage_layers(const LlmModel& model, int pp);
 struct CheckpointTierCost {
   std::string tier;
   bool shared = false;
-  BytesPerSecond write_bw_per_node_Bps = 0;  // what each node gets with every node writing at once
-  Seconds write_s = 0;                       // the busiest node's share
+  // What the busiest node gets with every node writing at once: the tier's per-node rate, or less
+  // where a shared tier's aggregate rate over the whole checkpoint is the limit.
+  BytesPerSecond write_bw_per_node_Bps = 0;
+  Seconds write_s = 0;  // latency + max(busiest node / per-node rate, checkpoint / aggregate rate)
 };
 struct CheckpointCost {
   double total_bytes = 0;                 // the whole checkpoint
