@@ -222,7 +222,9 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
      << gib(static_cast<double>(r.memory_limit_bytes)) << " GiB each)\n";
   os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
      << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
-     << (o.sequence_parallel ? ", sequence parallel" : "") << "; ranked by " << to_string(o.rank_by) << "\n";
+     << (o.sequence_parallel ? ", sequence parallel" : "")
+     << (o.max_virtual_stages > 1 ? ", VP <= " + std::to_string(o.max_virtual_stages) : std::string()) << "; ranked by "
+     << to_string(o.rank_by) << "\n";
   std::size_t memory_excluded = 0;
   for (const auto& e : r.excluded) memory_excluded += e.memory ? 1 : 0;
   os << "# " << r.ranked.size() << " layouts fit; " << memory_excluded << " do not fit in memory, "
@@ -339,7 +341,9 @@ void print_json(std::ostream& os, const Header& h, const std::vector<const Layou
      << ", \"seq\": " << o.seq << ", \"sequence_parallel\": " << (o.sequence_parallel ? "true" : "false")
      << ", \"zero\": " << o.zero << ", \"recompute\": " << json_string(to_string(o.recompute))
      << ", \"overlap\": " << json_string(to_string(o.overlap))
-     << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null") << "},\n";
+     << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null")
+     << ", \"rank_by\": " << json_string(to_string(o.rank_by)) << ", \"max_virtual_stages\": " << o.max_virtual_stages
+     << ", \"checkpoint_every\": " << o.checkpoint_every << "},\n";
   os << "  \"flops_per_iteration\": " << json_number(r.flops_per_iteration) << ",\n";
   os << "  \"assumptions\": " << strings(r.assumptions) << ",\n  \"warnings\": " << strings(warnings) << ",\n";
   os << "  \"layouts_fitting\": " << r.ranked.size() << ",\n  \"layouts\": [";

@@ -82,7 +82,8 @@ TEST_F(PlanE2E, DefaultsAreWhatTrainingRunsDo) {
           dir);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_FALSE(contains(r.out, "# 0 layouts fit")) << r.out;
-  EXPECT_TRUE(contains(r.out, "recompute selective, ZeRO-1, overlap none, sequence parallel; ranked by step")) << r.out;
+  EXPECT_TRUE(contains(r.out, "recompute selective, ZeRO-1, overlap none, sequence parallel, VP <= 8; ranked by step"))
+      << r.out;
   EXPECT_TRUE(contains(r.out,
                        "compute rate: 989 TFLOP/s peak (device.peak_tflops of 'dgx-h100') x 50% (--mfu) = "
                        "494 TFLOP/s per GPU"))
@@ -103,7 +104,8 @@ TEST_F(PlanE2E, DefaultsAreWhatTrainingRunsDo) {
   // Each switchable off: the old plain model, which does not fit at 8K tokens.
   Result plain =
       run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
-          "--global-batch 1024 --seq 8192 --recompute none --no-sequence-parallel --zero 0 --rank-by comm",
+          "--global-batch 1024 --seq 8192 --recompute none --no-sequence-parallel --zero 0 --rank-by comm "
+          "--virtual-stages 1",
           dir);
   ASSERT_EQ(plain.rc, 0) << plain.err;
   EXPECT_TRUE(contains(plain.out, "# 0 layouts fit")) << plain.out;
