@@ -171,7 +171,7 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
 
   Fields f(root, origin);
   f.check_known({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                 "tied_embeddings", "position_embeddings", "experts", "top_k", "param_dtype"});
+                 "tied_embeddings", "position_embeddings", "experts", "top_k", "param_dtype", "dropout"});
 
   LlmModel m;
   m.source_path = origin;
@@ -188,6 +188,7 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   m.position_embeddings = f.integer_or("position_embeddings", 0, 0);
   m.experts = f.integer_or("experts", 1, 1);
   m.top_k = f.integer_or("top_k", 1, 1);
+  m.dropout = f.boolean_or("dropout", true);
 
   std::string ffn = lower(f.string_or("ffn", "gelu"));
   if (ffn == "gelu") {

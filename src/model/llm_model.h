@@ -26,6 +26,9 @@ struct LlmModel {
   int position_embeddings = 0;   // rows of a learned position table (0: rotary, no parameters)
   int experts = 1;               // 1 = dense; > 1 = every MLP is a mixture of experts
   int top_k = 1;                 // experts each token is routed to
+  // Dropout after attention and the MLP (and on the attention probabilities): its masks are kept
+  // for the backward pass. GPT-style models train with it; Llama and Mixtral without.
+  bool dropout = true;
   std::string param_dtype = "bf16";
   int param_bytes = 2;  // bytes of one parameter in param_dtype
 

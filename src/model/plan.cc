@@ -163,7 +163,19 @@ std::string_view to_string(Dim d) {
 
 std::string Shape::to_string() const {
   return "DP=" + std::to_string(dp) + " TP=" + std::to_string(tp) + " PP=" + std::to_string(pp) +
-         " EP=" + std::to_string(ep);
+         " EP=" + std::to_string(ep) + (vp > 1 ? " VP=" + std::to_string(vp) : "");
+}
+
+int stage_layers(const LlmModel& model, int pp, int stage) {
+  if (pp < 1 || stage < 0 || stage >= pp) return 0;
+  if (model.layers % pp == 0) return model.layers / pp;
+  if (pp < 3 || (model.layers + 2) % pp) return 0;
+  const int middle = (model.layers + 2) / pp;
+  return stage == 0 || stage == pp - 1 ? middle - 1 : middle;
+}
+
+int max_stage_layers(const LlmModel& model, int pp) {
+  return std::max(stage_layers(model, pp, 0), stage_layers(model, pp, pp > 1 ? 1 : 0));
 }
 
 LayoutPlan::LayoutPlan()
@@ -245,9 +257,9 @@ GroupPlacement group_placement(int size, int stride, int ranks_per_node, int tot
   return best;
 }
 
-double bubble_fraction(int pp, int micro_batches) {
+double bubble_fraction(int pp, int micro_batches, int vp) {
   if (pp <= 1) return 0.0;
-  return static_cast<double>(pp - 1) / static_cast<double>(micro_batches + pp - 1);
+  return static_cast<double>(pp - 1) / (static_cast<double>(std::max(vp, 1)) * micro_batches + pp - 1);
 }
 
 double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, int tp) {
@@ -261,15 +273,17 @@ double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, in
   // first MLP projections (2 + 2 per routed copy), the two dropout masks (1+1). Sharded by TP: Q,
   // K, V (2 + 2g + 2g), the input of the output projection (2), the attention scores, softmax and
   // its dropout (5as/h), and the MLP's inner activations (GELU: 2f/h + 2f/h; SwiGLU: 3 x 2f/h).
-  double replicated = 2 + 2 + 1 + 2 + 1 + 2 * k;
+  // Without dropout the two masks go, and of the attention terms only the softmax output (2as/h).
+  const double masks = model.dropout ? 1 + 1 : 0;
+  double replicated = 2 + 2 + 2 + masks + 2 * k;
   double sharded = 2 + 4 * g + 2 + k * (model.ffn == FfnKind::SwiGlu ? 6 * f : 4 * f);
-  if (opts.recompute == Recompute::None) sharded += 5 * a * s / h;
+  if (opts.recompute == Recompute::None) sharded += (model.dropout ? 5 : 2) * a * s / h;
   double units = opts.sequence_parallel ? (replicated + sharded) / tp : replicated + sharded / tp;
   return sbh * units;
 }
 
 StageParams stage_params(const LlmModel& model, const Shape& shape, int stage) {
-  const double layers_per_stage = static_cast<double>(model.layers) / shape.pp;
+  const double layers_per_stage = stage_layers(model, shape.pp, stage);
   StageParams p;
   p.dense = layers_per_stage * model.dense_params_per_layer() / shape.tp;
   if (stage == 0) p.dense += model.embedding_params() / shape.tp;
@@ -284,8 +298,7 @@ StageParams stage_params(const LlmModel& model, const Shape& shape, int stage) {
 }
 
 MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, const Shape& shape) {
-  const int tp = shape.tp, pp = shape.pp, m = shape.micro_batches;
-  const double layers_per_stage = static_cast<double>(model.layers) / pp;
+  const int tp = shape.tp, pp = shape.pp, m = shape.micro_batches, vp = std::max(shape.vp, 1);
   const double pb = model.param_bytes;
   const double opt_bytes = model.param_bytes >= 4 ? 8.0 : 12.0;  // fp32 master copy only below fp32
   const double dense_shard = shape.dp, expert_shard = static_cast<double>(shape.dp) / shape.ep;
@@ -293,7 +306,10 @@ MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, c
   const double full_layer = layer_activation_bytes(model, opts, tp);
 
   MemoryBreakdown best;
-  for (int stage : {0, pp - 1}) {
+  // The first stage holds the most micro-batches, the last the logits; with uneven stages the
+  // second holds one layer more than the first.
+  for (int stage : {0, std::min(1, pp - 1), pp - 1}) {
+    const double layers_per_stage = stage_layers(model, pp, stage);
     StageParams p = stage_params(model, shape, stage);
     MemoryBreakdown mb;
     mb.stage = stage;
@@ -305,7 +321,11 @@ MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, c
     mb.grads_bytes = sharded(pb, opts.zero >= 2);
     mb.optimizer_bytes = sharded(opt_bytes, opts.zero >= 1);
 
-    const double in_flight = std::min(pp - stage, m);  // 1F1B: stage k holds min(PP-k, m) micro-batches
+    // 1F1B: stage k holds min(PP-k, m) micro-batches. Interleaved: Megatron-LM warms stage k up with
+    // 2(PP-k-1) + (VP-1)PP chunks of 1/VP of its layers, and holds one more in the steady state.
+    const double in_flight =
+        vp == 1 ? std::min(pp - stage, m)
+                : std::min(static_cast<double>(m), (2.0 * (pp - stage - 1) + (vp - 1.0) * pp + 1.0) / vp);
     double per_layer = full_layer;
     double working = 0;
     if (opts.recompute == Recompute::Full) {
@@ -314,7 +334,8 @@ MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, c
       working = full_layer;
     }
     double act = layers_per_stage * in_flight * per_layer + working;
-    if (stage == 0) act += in_flight * sbh / (opts.sequence_parallel ? tp : 1);  // embedding dropout mask
+    if (stage == 0 && model.dropout)  // embedding dropout mask
+      act += in_flight * sbh / (opts.sequence_parallel ? tp : 1);
     if (stage == pp - 1)  // fp32 logits for the cross-entropy, vocabulary split over TP
       act += 4.0 * opts.seq * opts.micro_batch * static_cast<double>(model.vocab) / tp;
     mb.activations_bytes = act;
@@ -362,8 +383,10 @@ std::vector<Shape> enumerate_layouts(const LlmModel& model, const PlanOptions& o
                       " GPUs (pass --allow-cross-node-tp to plan it)");
         continue;
       }
-      if (model.layers % pp) {
-        reject(s, "PP=" + std::to_string(pp) + " does not divide the " + std::to_string(model.layers) + " layers");
+      if (stage_layers(model, pp, 0) == 0) {
+        reject(s, "PP=" + std::to_string(pp) + " does not divide the " + std::to_string(model.layers) +
+                      " layers (nor " + std::to_string(model.layers + 2) +
+                      ", with one layer fewer in the first and the last stage)");
         continue;
       }
       long long per_step = static_cast<long long>(opts.micro_batch) * s.dp;
@@ -387,6 +410,82 @@ std::vector<Shape> enumerate_layouts(const LlmModel& model, const PlanOptions& o
   return valid;
 }
 
+CheckpointCost checkpoint_cost(const Topology& topo, const LlmModel& model, const PlanOptions& opts, const Shape& shape,
+                               Seconds step_s) {
+  CheckpointCost c;
+  const double pb = model.param_bytes, ob = model.param_bytes >= 4 ? 8.0 : 12.0;
+  c.total_bytes = model.total_params() * (pb + ob);
+  const int gpus = shape.gpus(), R = std::max(1, topo.ranks_per_node);
+  const int expert_dp = std::max(1, shape.dp / std::max(1, shape.ep));
+  // What rank r writes: rank = tp + TP*(pp + PP*dp); the DP replicas dp = e + EP*j hold the same
+  // experts e, and j = 0 writes them.
+  auto rank_bytes = [&](int r) {
+    const int stage = (r / shape.tp) % shape.pp, dp = r / (shape.tp * shape.pp);
+    const StageParams p = stage_params(model, shape, stage);
+    double weights = 0, optimizer = 0;
+    if (opts.zero >= 3)
+      weights = p.dense * pb / shape.dp + p.expert * pb / expert_dp;
+    else
+      weights = (dp == 0 ? p.dense * pb : 0.0) + (dp < shape.ep ? p.expert * pb : 0.0);
+    if (opts.zero >= 1)
+      optimizer = p.dense * ob / shape.dp + p.expert * ob / expert_dp;
+    else
+      optimizer = (dp == 0 ? p.dense * ob : 0.0) + (dp < shape.ep ? p.expert * ob : 0.0);
+    return weights + optimizer;
+  };
+  // The nodes that hold the ranks writing weights (DP rank 0 of every stage and shard) are the busiest.
+  const int writer_ranks = std::min(gpus, shape.tp * shape.pp * std::max(1, shape.ep));
+  const int busy_nodes = std::max(1, (writer_ranks + R - 1) / R);
+  for (int node = 0; node < busy_nodes; ++node) {
+    double node_bytes = 0;
+    for (int r = node * R; r < std::min(gpus, (node + 1) * R); ++r) {
+      const double b = rank_bytes(r);
+      node_bytes += b;
+      c.bytes_per_gpu = std::max(c.bytes_per_gpu, b);
+    }
+    c.bytes_per_node = std::max(c.bytes_per_node, node_bytes);
+  }
+
+  int local = -1, durable = -1;
+  for (std::size_t i = 0; i < topo.storage.size(); ++i) {
+    const StorageTier& t = topo.storage[i];
+    CheckpointTierCost tc;
+    tc.tier = t.name;
+    tc.shared = t.shared;
+    // Each node at its own rate; a shared file system also takes the whole checkpoint (every byte is
+    // written once) at no more than its aggregate rate.
+    Seconds busy = t.write_bw_Bps > 0 ? c.bytes_per_node / t.write_bw_Bps : 0.0;
+    if (t.shared && t.aggregate_write_bw_Bps > 0) busy = std::max(busy, c.total_bytes / t.aggregate_write_bw_Bps);
+    tc.write_bw_per_node_Bps = busy > 0 ? c.bytes_per_node / busy : t.write_bw_Bps;
+    tc.write_s = t.latency_s + busy;
+    c.tiers.push_back(tc);
+    if (!t.shared && local < 0) local = static_cast<int>(i);
+    if (t.shared && durable < 0) durable = static_cast<int>(i);
+  }
+  if (durable < 0 && !c.tiers.empty()) durable = static_cast<int>(c.tiers.size()) - 1;
+  if (durable >= 0) {
+    c.sync_tier = c.tiers[durable].tier;
+    c.sync_stall_s = c.tiers[durable].write_s;
+    if (local >= 0) {
+      c.async_tier = c.tiers[local].tier;
+      c.async_stall_s = c.tiers[local].write_s;
+      c.background_s = local == durable ? 0.0 : c.tiers[durable].write_s;
+    } else {
+      c.async_tier = "host memory";
+      c.async_stall_s =
+          topo.host_link.latency_s + (topo.host_link.bw_Bps > 0 ? c.bytes_per_gpu / topo.host_link.bw_Bps : 0.0);
+      c.background_s = c.tiers[durable].write_s;
+    }
+  }
+  c.every = opts.checkpoint_every;
+  if (c.every > 0) {
+    c.sync_stall_per_step_s = c.sync_stall_s / c.every;
+    c.async_stall_per_step_s = c.async_stall_s / c.every;
+    if (std::isfinite(step_s)) c.background_fits = c.background_s <= c.every * step_s;
+  }
+  return c;
+}
+
 PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanOptions& opts) {
   if (opts.nodes < 1) throw Error("--nodes must be at least 1");
   if (topo.max_nodes > 0 && opts.nodes > topo.max_nodes)
@@ -401,6 +500,8 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   if (opts.zero < 0 || opts.zero > 3)
     throw Error("--zero must be 0, 1, 2 or 3 (got " + std::to_string(opts.zero) + ")");
   if (opts.dp_bucket_params < 0) throw Error("the DP bucket size must not be negative");
+  if (opts.max_virtual_stages < 1) throw Error("--virtual-stages must be at least 1");
+  if (opts.checkpoint_every < 0) throw Error("--checkpoint-every must be 0 (none) or a positive number of steps");
   if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0))
     throw Error("ranking by step time needs a compute estimate: pass --gpu-tflops");
 
@@ -425,26 +526,22 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   const double bucket_params =
       opts.dp_bucket_params > 0 ? opts.dp_bucket_params : (overlap_dp ? kMegatronBucketParams : 0);
 
-  std::vector<Shape> shapes = enumerate_layouts(model, opts, N, R, &result.excluded);
-  for (const Shape& shape : shapes) {
+  auto better = [&](const LayoutPlan& a, const LayoutPlan& b) {
+    if (opts.rank_by == RankBy::Step) return std::tie(a.step_s, a.comm_s) < std::tie(b.step_s, b.comm_s);
+    return std::tie(a.comm_s, a.bubble_fraction) < std::tie(b.comm_s, b.bubble_fraction);
+  };
+
+  // Plans one shape (with its virtual stages); the caller has checked that it fits.
+  auto plan_shape = [&](const Shape& shape, const MemoryBreakdown& memory) {
     LayoutPlan lp;
     lp.shape = shape;
-    lp.memory = memory_per_gpu(model, opts, shape);
-    if (lp.memory.total_bytes() > static_cast<double>(result.memory_limit_bytes)) {
-      const MemoryBreakdown& mb = lp.memory;
-      result.excluded.push_back({shape,
-                                 "needs " + gib(mb.total_bytes()) + " per GPU > " +
-                                     gib(static_cast<double>(result.memory_limit_bytes)) + " (stage " +
-                                     std::to_string(mb.stage) + ": parameters " + gib(mb.params_bytes) +
-                                     ", gradients " + gib(mb.grads_bytes) + ", optimizer " + gib(mb.optimizer_bytes) +
-                                     ", activations " + gib(mb.activations_bytes) + ")",
-                                 true, mb});
-      continue;
-    }
+    lp.memory = memory;
     const int m = shape.micro_batches;
-    const double layers_per_stage = static_cast<double>(model.layers) / shape.pp;
-    lp.bubble_fraction = bubble_fraction(shape.pp, m);
-    if (opts.gpu_tflops > 0) lp.compute_s = result.flops_per_iteration / (N * opts.gpu_tflops * 1e12);
+    const double layers_per_stage = max_stage_layers(model, shape.pp);
+    lp.bubble_fraction = bubble_fraction(shape.pp, m, shape.vp);
+    if (opts.gpu_tflops > 0)
+      lp.compute_s =
+          result.flops_per_iteration / (N * opts.gpu_tflops * 1e12) * layers_per_stage * shape.pp / model.layers;
 
     auto add = [&](Dim dim, Collective c, std::string what, int group, const GroupPlacement& g, double bytes,
                    double calls, double exposed_calls) {
@@ -491,7 +588,7 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
         pair.ranks_per_node = 2;
       }
       const bool split = shape.tp > 1 && (opts.sequence_parallel || opts.pp_scatter_gather);
-      double calls = 2.0 * m;
+      double calls = 2.0 * m * shape.vp;
       double exposed = overlap_pp ? std::min(calls, 2.0 * (shape.pp - 1)) : calls;
       add(Dim::PP, Collective::SendRecv,
           split ? "1/TP of activations and gradients" : "activations and their gradients", 2, pair,
@@ -517,7 +614,7 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     };
     {
       StageParams first = stage_params(model, shape, 0), last = stage_params(model, shape, shape.pp - 1);
-      double dense = std::max(first.dense, last.dense);
+      double dense = std::max({first.dense, last.dense, stage_params(model, shape, std::min(1, shape.pp - 1)).dense});
       add_gradient_sync(dense, shape.dp, placements.get(shape.dp, shape.tp * shape.pp),
                         model.moe() ? "dense gradients" : "gradients");
       int expert_dp = shape.dp / shape.ep;
@@ -559,13 +656,42 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
       lp.step_s = lp.compute_s / (1.0 - lp.bubble_fraction) + lp.comm_s;
       lp.comm_share = lp.comm_s / lp.step_s;
     }
-    result.ranked.push_back(std::move(lp));
+    lp.checkpoint = checkpoint_cost(topo, model, opts, shape, lp.step_s);
+    return lp;
+  };
+
+  const double limit = static_cast<double>(result.memory_limit_bytes);
+  std::vector<Shape> shapes = enumerate_layouts(model, opts, N, R, &result.excluded);
+  for (const Shape& base : shapes) {
+    // Every interleaving depth that splits the largest stage evenly; the best that fits is kept.
+    std::vector<int> depths{1};
+    if (base.pp > 1)
+      for (int v : divisors(max_stage_layers(model, base.pp)))
+        if (v > 1 && v <= opts.max_virtual_stages) depths.push_back(v);
+    std::optional<LayoutPlan> best;
+    MemoryBreakdown plain;
+    for (int v : depths) {
+      Shape shape = base;
+      shape.vp = v;
+      MemoryBreakdown mb = memory_per_gpu(model, opts, shape);
+      if (v == 1) plain = mb;
+      if (mb.total_bytes() > limit) continue;
+      LayoutPlan lp = plan_shape(shape, mb);
+      if (!best || better(lp, *best)) best = std::move(lp);
+    }
+    if (best) {
+      result.ranked.push_back(std::move(*best));
+      continue;
+    }
+    result.excluded.push_back({base,
+                               "needs " + gib(plain.total_bytes()) + " per GPU > " + gib(limit) + " (stage " +
+                                   std::to_string(plain.stage) + ": parameters " + gib(plain.params_bytes) +
+                                   ", gradients " + gib(plain.grads_bytes) + ", optimizer " +
+                                   gib(plain.optimizer_bytes) + ", activations " + gib(plain.activations_bytes) + ")",
+                               true, plain});
   }
 
-  std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const LayoutPlan& a, const LayoutPlan& b) {
-    if (opts.rank_by == RankBy::Step) return std::tie(a.step_s, a.comm_s) < std::tie(b.step_s, b.comm_s);
-    return std::tie(a.comm_s, a.bubble_fraction) < std::tie(b.comm_s, b.bubble_fraction);
-  });
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), better);
   result.distinct_prices = prices.distinct();
   result.price_lookups = prices.lookups();
 
@@ -587,7 +713,14 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                 : opts.pp_scatter_gather ? "/TP bytes when TP > 1, then an allgather of b*s*h*2 over the TP group "
                                            "(Megatron scatter/gather)"
                                          : " bytes") +
-               " between neighbouring stages; 1F1B bubble (PP-1)/(m+PP-1)");
+               " between neighbouring stages; 1F1B bubble (PP-1)/(m+PP-1)" +
+               (opts.max_virtual_stages > 1
+                    ? "; interleaved with VP <= " + std::to_string(opts.max_virtual_stages) +
+                          " virtual stages per GPU where that is faster and fits: VP times the send/recv, bubble "
+                          "(PP-1)/(VP*m+PP-1)"
+                    : "") +
+               "; where PP does not divide the layers but divides layers + 2, the first and the last stage hold "
+               "one layer fewer");
   as.push_back(std::string("DP: gradients in the parameter dtype, ") +
                (opts.zero == 0  ? "one allreduce"
                 : opts.zero < 3 ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
@@ -613,7 +746,9 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
                (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
                "; activations per Korthikanti et al. 2022 (recompute " + std::string(to_string(opts.recompute)) +
                (opts.sequence_parallel ? ", sequence parallel" : "") +
-               "), first stage holding min(PP, m) micro-batches" +
+               "), stage k holding min(PP-k, m) micro-batches (interleaved: (2(PP-k-1) + (VP-1)PP + 1)/VP, at "
+               "most m)" +
+               (model.dropout ? "" : ", no dropout masks (the model has no dropout)") +
                (opts.recompute == Recompute::None
                     ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
                       "store them, which --recompute selective models"
@@ -624,7 +759,27 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   if (opts.gpu_tflops > 0)
     as.push_back("compute: " + fmt("%.3g", result.flops_per_iteration) + " FLOP per iteration at " +
                  fmt("%.0f", opts.gpu_tflops) +
-                 " TFLOP/s per GPU; step = compute/(1 - bubble) + exposed communication");
+                 " TFLOP/s per GPU, scaled by the largest stage's share of the layers; step = compute/(1 - bubble) + "
+                 "exposed communication");
+  {
+    const bool fp32 = model.param_bytes >= 4;
+    std::string ck =
+        "checkpoint: " + std::to_string(model.param_bytes) + " B/param weights + Adam " +
+        (fp32 ? "8 B/param (2 fp32 moments)" : "12 B/param (fp32 master copy + 2 moments)") + " = " +
+        gib(model.total_params() * (model.param_bytes + (fp32 ? 8.0 : 12.0))) +
+        "; data-parallel rank 0 writes the weights of its shard" +
+        (opts.zero >= 3 ? " (ZeRO-3: every DP rank its 1/DP)" : "") +
+        (opts.zero >= 1 ? ", every DP rank its 1/DP of the optimizer state" : ", and the optimizer state (ZeRO-0)") +
+        "; every node writes at once, a shared tier taking the whole checkpoint at most at its aggregate rate";
+    if (topo.storage.empty())
+      ck += "; the topology has no storage: section, so no write times (see configs/topologies/README.md)";
+    else
+      ck +=
+          "; synchronous: training waits for the durable tier (the first shared one); asynchronous: for the "
+          "first local tier (else the copy to host memory), the rest is copied on in the background";
+    if (opts.checkpoint_every > 0) ck += "; every " + std::to_string(opts.checkpoint_every) + " steps";
+    as.push_back(ck);
+  }
 
   // Warnings.
   if (!opts.calibration.present) {
@@ -657,12 +812,63 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
     for (const auto& e : result.excluded)
       if (e.memory && (!smallest || e.memory_breakdown.total_bytes() < smallest->memory_breakdown.total_bytes()))
         smallest = &e;
-    std::string w = "no layout fits in " + gib(static_cast<double>(result.memory_limit_bytes)) + " per GPU";
-    if (smallest)
-      w += "; the smallest needs " + gib(smallest->memory_breakdown.total_bytes()) + " (" +
-           smallest->shape.to_string() +
-           "); try --recompute selective|full, --zero 1..3, --sequence-parallel, a smaller --micro-batch or more nodes";
+    std::string w = "no layout fits in " + gib(limit) + " per GPU";
+    if (smallest) {
+      // What makes the closest layout fit, one option at a time.
+      const Shape& s = smallest->shape;
+      std::vector<std::string> fixes;
+      auto try_fix = [&](PlanOptions changed, Shape shape, const std::string& flag) {
+        double need = memory_per_gpu(model, changed, shape).total_bytes();
+        if (need <= limit) fixes.push_back(flag + " (" + gib(need) + ")");
+        return need <= limit;
+      };
+      for (Recompute rc : {Recompute::Selective, Recompute::Full}) {
+        if (opts.recompute >= rc) continue;
+        PlanOptions o = opts;
+        o.recompute = rc;
+        if (try_fix(o, s, "--recompute " + std::string(to_string(rc)))) break;
+      }
+      for (int z = opts.zero + 1; z <= 3; ++z) {
+        PlanOptions o = opts;
+        o.zero = z;
+        if (try_fix(o, s, "--zero " + std::to_string(z))) break;
+      }
+      if (!opts.sequence_parallel && s.tp > 1) {
+        PlanOptions o = opts;
+        o.sequence_parallel = true;
+        try_fix(o, s, "--sequence-parallel");
+      }
+      if (opts.micro_batch > 1) {
+        PlanOptions o = opts;
+        o.micro_batch = 1;
+        Shape one = s;
+        one.micro_batches = opts.global_batch / s.dp;
+        try_fix(o, one, "--micro-batch 1");
+      }
+      w += "; the closest, " + s.to_string() + ", needs " + gib(smallest->memory_breakdown.total_bytes());
+      if (!fixes.empty()) {
+        w += "; it fits with ";
+        for (std::size_t i = 0; i < fixes.size(); ++i) w += (i ? " or " : "") + fixes[i];
+      } else {
+        w += "; no single option makes it fit";
+      }
+      w += "; more nodes (deeper pipelines, more tensor parallelism) or --memory-limit of a larger GPU also help";
+    }
     result.warnings.push_back(w);
+  }
+  {
+    std::size_t late = 0;
+    for (const auto& lp : result.ranked) late += lp.checkpoint.background_fits ? 0 : 1;
+    if (late) {
+      const CheckpointCost& c = result.ranked.front().checkpoint;
+      std::string w = std::to_string(late) + " of " + std::to_string(result.ranked.size()) +
+                      " layouts copy a checkpoint to " + c.sync_tier + " in more than " +
+                      std::to_string(opts.checkpoint_every) + " steps: the next asynchronous checkpoint would wait";
+      if (!c.background_fits)
+        w += " (the best layout: " + fmt("%.3g", c.background_s) + " s against " +
+             fmt("%.3g", c.every * result.ranked.front().step_s) + " s); checkpoint less often (--checkpoint-every)";
+      result.warnings.push_back(w);
+    }
   }
   return result;
 }

@@ -1,5 +1,6 @@
-// commsim plan: ranks every (DP, TP, PP, EP) layout of a training job by its communication time per
-// iteration on the model (model/plan.h), with the pipeline bubble and the memory per GPU.
+// commsim plan: ranks every (DP, TP, PP, EP) layout of a training job by its estimated step time (or
+// its communication per iteration) on the model (model/plan.h), with the pipeline bubble, the
+// memory per GPU and the checkpoint cost.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -178,6 +179,39 @@ struct Header {
   const PlanResult* result;
 };
 
+// The checkpoint cost of the layouts shown: sizes, the write time to each storage tier, and the
+// stall per step of a synchronous and an asynchronous checkpoint.
+void print_checkpoints(std::ostream& os, const PlanResult& r, const std::vector<const LayoutPlan*>& shown,
+                       const PlanOptions& o) {
+  const CheckpointCost& first = shown.front()->checkpoint;
+  os << "\n# checkpoint every " << o.checkpoint_every << " steps: " << fmt("%.1f", first.total_bytes / 1073741824.0)
+     << " GiB in all; write times of the busiest node, every node writing at once";
+  if (!first.sync_tier.empty())
+    os << "; sync waits for " << first.sync_tier << ", async for " << first.async_tier << " then copies on";
+  os << "\n";
+  std::string head = pad("rank", 4) + pad("GiB/GPU", 8) + pad("GiB/node", 9);
+  for (const auto& t : first.tiers) head += pad(t.tier, std::max<std::size_t>(10, t.tier.size()));
+  if (!first.sync_tier.empty()) head += pad("sync/step", 10) + pad("async/step", 11) + pad("background", 11);
+  os << head << "\n";
+  bool late = false;
+  for (const LayoutPlan* lp : shown) {
+    const CheckpointCost& c = lp->checkpoint;
+    std::string line =
+        pad(std::to_string(rank_of(r, lp)), 4) + pad(gib(c.bytes_per_gpu), 8) + pad(gib(c.bytes_per_node), 9);
+    for (const auto& t : c.tiers) line += pad(format_time(t.write_s), std::max<std::size_t>(10, t.tier.size()));
+    if (!c.sync_tier.empty()) {
+      line += pad(format_time(c.sync_stall_per_step_s), 10) + pad(format_time(c.async_stall_per_step_s), 11) +
+              pad(c.background_s > 0 ? format_time(c.background_s) + (c.background_fits ? "" : "!") : "-", 11);
+      late = late || !c.background_fits;
+    }
+    os << line << "\n";
+  }
+  if (first.tiers.empty()) os << "  (the topology lists no storage tiers: add a storage: section to get write times)\n";
+  if (late)
+    os << "  ! the background copy takes longer than " << o.checkpoint_every
+       << " steps: checkpoint less often, or the next checkpoint waits for it\n";
+}
+
 void print_table(std::ostream& os, const Header& h, const std::vector<const LayoutPlan*>& shown, bool filtered,
                  bool show_excluded, bool detail, const std::vector<std::string>& warnings) {
   const PlanResult& r = *h.result;
@@ -188,7 +222,9 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
      << gib(static_cast<double>(r.memory_limit_bytes)) << " GiB each)\n";
   os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
      << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
-     << (o.sequence_parallel ? ", sequence parallel" : "") << "; ranked by " << to_string(o.rank_by) << "\n";
+     << (o.sequence_parallel ? ", sequence parallel" : "")
+     << (o.max_virtual_stages > 1 ? ", VP <= " + std::to_string(o.max_virtual_stages) : std::string()) << "; ranked by "
+     << to_string(o.rank_by) << "\n";
   std::size_t memory_excluded = 0;
   for (const auto& e : r.excluded) memory_excluded += e.memory ? 1 : 0;
   os << "# " << r.ranked.size() << " layouts fit; " << memory_excluded << " do not fit in memory, "
@@ -196,8 +232,8 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
      << "; times are per iteration\n\n";
 
   char line[512];
-  std::snprintf(line, sizeof line, "%5s %6s %3s %4s %3s %6s %11s %11s %11s %11s %11s %7s %8s", "rank", "DP", "TP", "PP",
-                "EP", "m", "comm", "TP", "PP", "DP", "EP", "bubble", "mem GiB");
+  std::snprintf(line, sizeof line, "%5s %6s %3s %4s %3s %3s %6s %11s %11s %11s %11s %11s %7s %8s", "rank", "DP", "TP",
+                "PP", "EP", "VP", "m", "comm", "TP", "PP", "DP", "EP", "bubble", "mem GiB");
   os << line;
   if (compute) os << pad("step", 10) << pad("comm%", 7);
   os << "  algorithms\n";
@@ -205,10 +241,11 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
     const LayoutPlan& lp = *shown[i];
     auto t = [](double s) { return s > 0 ? format_time(s) : std::string("-"); };
     std::string rank = std::to_string(rank_of(r, &lp)) + (lp.outside_calibration ? "!" : "");
-    std::snprintf(line, sizeof line, "%5s %6d %3d %4d %3d %6d %11s %11s %11s %11s %11s %7s %8s", rank.c_str(),
-                  lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep, lp.shape.micro_batches, t(lp.comm_s).c_str(),
-                  t(lp.dim(Dim::TP)).c_str(), t(lp.dim(Dim::PP)).c_str(), t(lp.dim(Dim::DP)).c_str(),
-                  t(lp.dim(Dim::EP)).c_str(), pct(lp.bubble_fraction).c_str(), gib(lp.memory.total_bytes()).c_str());
+    std::snprintf(line, sizeof line, "%5s %6d %3d %4d %3d %3d %6d %11s %11s %11s %11s %11s %7s %8s", rank.c_str(),
+                  lp.shape.dp, lp.shape.tp, lp.shape.pp, lp.shape.ep, lp.shape.vp, lp.shape.micro_batches,
+                  t(lp.comm_s).c_str(), t(lp.dim(Dim::TP)).c_str(), t(lp.dim(Dim::PP)).c_str(),
+                  t(lp.dim(Dim::DP)).c_str(), t(lp.dim(Dim::EP)).c_str(), pct(lp.bubble_fraction).c_str(),
+                  gib(lp.memory.total_bytes()).c_str());
     os << line;
     if (compute) os << pad(format_time(lp.step_s), 10) << pad(pct(lp.comm_share), 7);
     os << "  " << algorithms_cell(lp) << "\n";
@@ -239,6 +276,7 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
       }
     }
   }
+  if (o.checkpoint_every > 0 && !shown.empty()) print_checkpoints(os, r, shown, o);
   if (r.ranked.empty() && !show_excluded) {
     // Nothing fits: show the layouts closest to fitting, with what fills their memory.
     std::vector<const ExcludedLayout*> close;
@@ -263,7 +301,9 @@ void print_table(std::ostream& os, const Header& h, const std::vector<const Layo
 void print_csv(std::ostream& os, const PlanResult& r, const std::vector<const LayoutPlan*>& shown) {
   os << "rank,dp,tp,pp,ep,micro_batches,comm_s,tp_s,pp_s,dp_s,ep_s,comm_total_s,bubble_fraction,"
         "mem_params_bytes,mem_grads_bytes,mem_optimizer_bytes,mem_activations_bytes,mem_total_bytes,mem_stage,"
-        "outside_calibration,compute_s,step_s,comm_share,tp_algorithm,pp_algorithm,dp_algorithm,ep_algorithm\n";
+        "outside_calibration,compute_s,step_s,comm_share,tp_algorithm,pp_algorithm,dp_algorithm,ep_algorithm,vp,"
+        "ckpt_bytes_per_gpu,ckpt_bytes_per_node,ckpt_sync_stall_s,ckpt_async_stall_s,ckpt_background_s,"
+        "ckpt_sync_per_step_s,ckpt_async_per_step_s,ckpt_background_fits\n";
   auto num = [](double v) { return std::isnan(v) ? std::string() : fmt("%.9g", v); };
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const LayoutPlan& lp = *shown[i];
@@ -276,7 +316,11 @@ void print_csv(std::ostream& os, const PlanResult& r, const std::vector<const La
        << ',' << (lp.outside_calibration ? 1 : 0) << ',' << num(lp.compute_s) << ',' << num(lp.step_s) << ','
        << num(lp.comm_share);
     for (Dim d : kAllDims) os << ',' << csv_quote(dim_algorithms(lp, d));
-    os << '\n';
+    const CheckpointCost& c = lp.checkpoint;
+    os << ',' << lp.shape.vp << ',' << num(c.bytes_per_gpu) << ',' << num(c.bytes_per_node) << ','
+       << num(c.sync_stall_s) << ',' << num(c.async_stall_s) << ',' << num(c.background_s) << ','
+       << num(c.sync_stall_per_step_s) << ',' << num(c.async_stall_per_step_s) << ',' << (c.background_fits ? 1 : 0)
+       << '\n';
   }
 }
 
@@ -297,7 +341,9 @@ void print_json(std::ostream& os, const Header& h, const std::vector<const Layou
      << ", \"seq\": " << o.seq << ", \"sequence_parallel\": " << (o.sequence_parallel ? "true" : "false")
      << ", \"zero\": " << o.zero << ", \"recompute\": " << json_string(to_string(o.recompute))
      << ", \"overlap\": " << json_string(to_string(o.overlap))
-     << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null") << "},\n";
+     << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null")
+     << ", \"rank_by\": " << json_string(to_string(o.rank_by)) << ", \"max_virtual_stages\": " << o.max_virtual_stages
+     << ", \"checkpoint_every\": " << o.checkpoint_every << "},\n";
   os << "  \"flops_per_iteration\": " << json_number(r.flops_per_iteration) << ",\n";
   os << "  \"assumptions\": " << strings(r.assumptions) << ",\n  \"warnings\": " << strings(warnings) << ",\n";
   os << "  \"layouts_fitting\": " << r.ranked.size() << ",\n  \"layouts\": [";
@@ -317,7 +363,26 @@ void print_json(std::ostream& os, const Header& h, const std::vector<const Layou
        << ", \"total_bytes\": " << json_number(m.total_bytes()) << ", \"stage\": " << m.stage << "}"
        << ", \"outside_calibration\": " << (lp.outside_calibration ? "true" : "false")
        << ", \"compute_s\": " << json_number(lp.compute_s) << ", \"step_s\": " << json_number(lp.step_s)
-       << ", \"comm_share\": " << json_number(lp.comm_share) << ", \"collectives\": [";
+       << ", \"comm_share\": " << json_number(lp.comm_share) << ", \"vp\": " << lp.shape.vp;
+    {
+      const CheckpointCost& c = lp.checkpoint;
+      os << ", \"checkpoint\": {\"total_bytes\": " << json_number(c.total_bytes)
+         << ", \"bytes_per_gpu\": " << json_number(c.bytes_per_gpu)
+         << ", \"bytes_per_node\": " << json_number(c.bytes_per_node) << ", \"tiers\": [";
+      for (std::size_t k = 0; k < c.tiers.size(); ++k)
+        os << (k ? ", " : "") << "{\"name\": " << json_string(c.tiers[k].tier)
+           << ", \"shared\": " << (c.tiers[k].shared ? "true" : "false")
+           << ", \"write_bw_per_node_Bps\": " << json_number(c.tiers[k].write_bw_per_node_Bps)
+           << ", \"write_s\": " << json_number(c.tiers[k].write_s) << "}";
+      os << "], \"sync_tier\": " << json_string(c.sync_tier) << ", \"async_tier\": " << json_string(c.async_tier)
+         << ", \"sync_stall_s\": " << json_number(c.sync_stall_s)
+         << ", \"async_stall_s\": " << json_number(c.async_stall_s)
+         << ", \"background_s\": " << json_number(c.background_s) << ", \"every\": " << c.every
+         << ", \"sync_stall_per_step_s\": " << json_number(c.sync_stall_per_step_s)
+         << ", \"async_stall_per_step_s\": " << json_number(c.async_stall_per_step_s)
+         << ", \"background_fits\": " << (c.background_fits ? "true" : "false") << "}";
+    }
+    os << ", \"collectives\": [";
     for (std::size_t j = 0; j < lp.collectives.size(); ++j) {
       const auto& pc = lp.collectives[j];
       os << (j ? ", " : "") << "{\"dim\": " << json_string(to_string(pc.dim))
@@ -529,16 +594,27 @@ void write_plan_group(const std::string& path, const Header& h, const std::vecto
 }  // namespace
 
 int cmd_plan(int argc, char** argv) {
-  CommandLine cli("plan", "rank data/tensor/pipeline/expert-parallel layouts of a training job by communication time",
-                  "commsim plan --topology configs/topologies/dgx-h100.yaml --nodes 16 \\\n"
-                  "    --model configs/models/llama3-70b.yaml --global-batch 1024 --micro-batch 1 --seq 8192 \\\n"
-                  "    --sequence-parallel --recompute selective\n"
+  CommandLine cli("plan",
+                  "rank data/tensor/pipeline/expert-parallel layouts of a training job by estimated step time, with "
+                  "the communication, the bubble, the memory and the checkpoint cost of each. Unless told otherwise "
+                  "it plans what training runs do: fused attention (--recompute selective), sequence parallelism, "
+                  "ZeRO-1, interleaved 1F1B (--virtual-stages 8), compute at the topology's peak x --mfu 0.5, a "
+                  "checkpoint every 100 steps. The checkpoint is 2 B/param weights + 12 B/param Adam state (fp32 "
+                  "master copy + 2 moments); DP rank 0 writes the weights, every DP rank its share of the optimizer "
+                  "state (ZeRO >= 1)",
+                  "commsim plan --topology dgx-h100 --nodes 64 --model llama3-70b --global-batch 1024 --seq 8192\n"
                   "commsim plan --topology dgx-a100 --nodes 48 --model gpt3-175b --global-batch 1536 --seq 2048 \\\n"
-                  "    --recompute full --gpu-tflops 175 --rank-by step --layout tp=8 --detail");
-  std::string topology_arg = "dgx-h100", model_arg, recompute = "none", overlap = "none", algorithms = "all";
-  std::string memory_limit, calibrated_range, layout_filter, rank_by = "comm";
-  bool no_scatter_gather = false;
+                  "    --recompute full --no-sequence-parallel --zero 0 --layout tp=8 --detail\n"
+                  "commsim plan --topology dgx-h100 --nodes 16 --model llama3-70b --global-batch 1024 --seq 8192 \\\n"
+                  "    --gpu-tflops 400 --checkpoint-every 50 --format json");
+  std::string topology_arg = "dgx-h100", model_arg, recompute = "selective", overlap = "none", algorithms = "all";
+  std::string memory_limit, calibrated_range, layout_filter, rank_by = "step";
+  bool no_scatter_gather = false, sequence_parallel = false, no_sequence_parallel = false;
+  double mfu = kDefaultMfu;
   PlanOptions opts;
+  opts.zero = 1;
+  opts.max_virtual_stages = kDefaultMaxVirtualStages;
+  opts.checkpoint_every = kDefaultCheckpointEvery;
   int top = 10;
   bool show_excluded = false, detail = false;
   OutputOptions out;
@@ -551,14 +627,21 @@ int cmd_plan(int argc, char** argv) {
       "global-batch", po::value(&opts.global_batch)->value_name("SEQS"), "sequences per iteration (required)")(
       "micro-batch", po::value(&opts.micro_batch)->default_value(1)->value_name("SEQS"), "sequences per micro-batch")(
       "seq", po::value(&opts.seq)->value_name("TOKENS"), "tokens per sequence (required)")(
-      "sequence-parallel", po::bool_switch(&opts.sequence_parallel),
-      "Megatron sequence parallelism: TP allreduce becomes reduce-scatter + allgather, activations shard over TP")(
-      "zero", po::value(&opts.zero)->default_value(0)->value_name("0|1|2|3"),
-      "ZeRO stage: shard optimizer state (1), + gradients (2), + parameters (3) over data-parallel ranks")(
+      "sequence-parallel", po::bool_switch(&sequence_parallel),
+      "Megatron sequence parallelism where TP > 1 (the default): TP allreduce becomes reduce-scatter + allgather, "
+      "activations shard over TP")("no-sequence-parallel", po::bool_switch(&no_sequence_parallel),
+                                   "plan without sequence parallelism")(
+      "zero", po::value(&opts.zero)->default_value(opts.zero)->value_name("0|1|2|3"),
+      "ZeRO stage: shard optimizer state (1: Megatron's distributed optimizer, the default), + gradients (2), "
+      "+ parameters (3) over data-parallel ranks; 0 = replicated")(
       "recompute", po::value(&recompute)->default_value(recompute)->value_name("none|selective|full"),
-      "activation recomputation (Korthikanti et al. 2022)")(
-      "overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
-      "what communication is assumed hidden behind compute (printed with the results)")(
+      "activations kept for the backward pass (Korthikanti et al. 2022): selective = the attention scores are not "
+      "stored, as with a fused (flash) attention kernel or Megatron's selective recomputation; none = they are; "
+      "full = only each layer's input")(
+      "virtual-stages", po::value(&opts.max_virtual_stages)->default_value(opts.max_virtual_stages)->value_name("N"),
+      "interleaved 1F1B: try up to N virtual stages per GPU (dividing the stage's layers) and keep the best that "
+      "fits; 1 = plain 1F1B")("overlap", po::value(&overlap)->default_value(overlap)->value_name("none|dp|all"),
+                              "what communication is assumed hidden behind compute (printed with the results)")(
       "dp-bucket-params", po::value(&opts.dp_bucket_params)->default_value(0)->value_name("N"),
       "parameters per DP gradient bucket; 0 = whole without overlap, 40e6 with --overlap")(
       "allow-cross-node-tp", po::bool_switch(&opts.allow_cross_node_tp), "also plan TP groups larger than a node")(
@@ -572,9 +655,13 @@ int cmd_plan(int argc, char** argv) {
       "warn about collectives outside the sizes and node counts measured in this results file "
       "(default: the topology's calibrated section)")(
       "gpu-tflops", po::value(&opts.gpu_tflops)->default_value(0)->value_name("TFLOPS"),
-      "achieved TFLOP/s per GPU: adds compute, step time and communication share")(
-      "rank-by", po::value(&rank_by)->default_value(rank_by)->value_name("comm|step"),
-      "order by exposed communication, or by estimated step time (needs --gpu-tflops)")(
+      "achieved TFLOP/s per GPU of the compute (default: the topology's device.peak_tflops x --mfu)")(
+      "mfu", po::value(&mfu)->default_value(mfu)->value_name("FRACTION"),
+      "share of the peak that the compute achieves, for the default --gpu-tflops")(
+      "rank-by", po::value(&rank_by)->default_value(rank_by)->value_name("step|comm"),
+      "order by estimated step time (compute with bubble + exposed communication), or by exposed communication")(
+      "checkpoint-every", po::value(&opts.checkpoint_every)->default_value(opts.checkpoint_every)->value_name("STEPS"),
+      "steps between checkpoints, for the checkpoint stall per step (0 = leave the checkpoint cost out)")(
       "top", po::value(&top)->default_value(top)->value_name("N"), "layouts to show (0 = all)")(
       "layout", po::value(&layout_filter)->value_name("tp=8,pp=12"),
       "show only layouts with these sizes (keys dp, tp, pp, ep), with their rank among all")(
@@ -605,13 +692,39 @@ int cmd_plan(int argc, char** argv) {
   opts.pp_scatter_gather = !no_scatter_gather;
   if (!memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(memory_limit);
   if (opts.gpu_tflops < 0) throw Error("--gpu-tflops must not be negative");
+  if (!(mfu > 0 && mfu <= 1)) throw Error("--mfu must be a fraction of the peak in (0, 1], e.g. 0.4");
+  if (sequence_parallel && no_sequence_parallel)
+    throw Error("--sequence-parallel and --no-sequence-parallel contradict each other; give one");
+  opts.sequence_parallel = !no_sequence_parallel;
 
   Topology topo = load_topology(resolve_topology_path(topology_arg));
+  // The compute estimate: given, or the topology's peak at the stated utilisation.
+  std::string compute_note;
+  if (opts.gpu_tflops == 0 && topo.peak_tflops > 0) {
+    opts.gpu_tflops = topo.peak_tflops * mfu;
+    compute_note = "compute rate: " + fmt("%.0f", topo.peak_tflops) + " TFLOP/s peak (device.peak_tflops of '" +
+                   topo.name + "') x " + fmt("%.0f%%", 100 * mfu) + " (--mfu) = " + fmt("%.0f", opts.gpu_tflops) +
+                   " TFLOP/s per GPU; --gpu-tflops or --mfu give your own";
+  } else if (opts.gpu_tflops > 0) {
+    compute_note = "compute rate: " + fmt("%.0f", opts.gpu_tflops) + " TFLOP/s per GPU (--gpu-tflops)";
+  }
+  if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0)) {
+    if (cli.values()["rank-by"].defaulted()) {
+      opts.rank_by = RankBy::Comm;
+      compute_note = "topology '" + topo.name +
+                     "' gives no device.peak_tflops: no compute estimate, ranked by communication (pass --gpu-tflops "
+                     "to rank by step time)";
+    } else {
+      throw Error("--rank-by step needs a compute estimate: topology '" + topo.name +
+                  "' gives no device.peak_tflops; pass --gpu-tflops");
+    }
+  }
   LlmModel model = load_llm_model(resolve_model_path(model_arg));
   opts.candidates = candidates_from(algorithms, topo);
   opts.calibration = calibrated_range.empty() ? calibration_range(topo) : range_from_results(calibrated_range);
 
   PlanResult result = plan_layouts(topo, model, opts);
+  if (!compute_note.empty()) result.assumptions.push_back(compute_note);
 
   std::vector<const LayoutPlan*> shown;
   auto filter = layout_filter.empty() ? std::vector<std::pair<std::string, int>>{} : parse_layout_filter(layout_filter);

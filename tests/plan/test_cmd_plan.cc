@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "runtime/hdf5.h"
 #include "runtime/results_file.h"
@@ -22,10 +23,29 @@ using test::slurp;
 using Result = test::CommandResult;
 
 // Runs `commsim plan <args>`.
-Result run(const std::string& args, const test::TempDir& dir) { return test::run_binary(COMMSIM_BIN, "plan " + args, dir); }
+Result run(const std::string& args, const test::TempDir& dir) {
+  return test::run_binary(COMMSIM_BIN, "plan " + args, dir);
+}
 
 bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
+}
+
+// The rows of the table's layout section: the lines after its header ("rank ...") up to the first
+// blank line.
+std::vector<std::string> layout_rows(const std::string& out) {
+  std::vector<std::string> rows;
+  std::istringstream lines(out);
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (!in_table) {
+      in_table = line.rfind(" rank ", 0) == 0;
+      continue;
+    }
+    if (line.empty()) break;
+    if (line.rfind("  (", 0) != 0) rows.push_back(line);
+  }
+  return rows;
 }
 
 // The command, with the memory savers that make Llama 3 70B at 8K tokens fit.
@@ -48,26 +68,105 @@ TEST_F(PlanE2E, TableRanksLayoutsWithTheirParts) {
   EXPECT_TRUE(contains(r.out, "# assumptions")) << r.out;
   EXPECT_TRUE(contains(r.out, "overlap none: every collective is on the critical path")) << r.out;
   EXPECT_TRUE(contains(r.out, "warning: topology 'dgx-h100' carries no calibrated range")) << r.out;
-  // Three ranked rows: lines starting with the rank.
-  int rows = 0;
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("    1 ", 0) == 0 || line.rfind("    2 ", 0) == 0 || line.rfind("    3 ", 0) == 0) ++rows;
-  EXPECT_EQ(rows, 3) << r.out;
+  // Three ranked rows in the layout table (the lines after its header up to the blank line).
+  EXPECT_EQ(layout_rows(r.out).size(), 3u) << r.out;
 }
 
-TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToTry) {
+TEST_F(PlanE2E, DefaultsAreWhatTrainingRunsDo) {
   test::TempDir dir;
-  // The command exactly: without recomputation the attention scores of 8K tokens do not fit.
+  // Without any memory option: fused attention, sequence parallelism, ZeRO-1 are the defaults,
+  // and the layouts are ranked by step time at the topology's peak x the default utilisation.
   Result r =
       run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
           "--global-batch 1024 --micro-batch 1 --seq 8192",
           dir);
   ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "# 0 layouts fit")) << r.out;
+  EXPECT_TRUE(contains(r.out, "recompute selective, ZeRO-1, overlap none, sequence parallel, VP <= 8; ranked by step"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "compute rate: 989 TFLOP/s peak (device.peak_tflops of 'dgx-h100') x 50% (--mfu) = "
+                       "494 TFLOP/s per GPU"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "# checkpoint every 100 steps")) << r.out;
+  // Ranked by step time: step_s ascends.
+  Result csv =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --seq 8192 --top 0 --format csv",
+          dir);
+  ASSERT_EQ(csv.rc, 0) << csv.err;
+  auto table = test::parse_csv(csv.out);
+  ASSERT_GE(table.size(), 3u) << csv.out;
+  const auto step_col = std::find(table[0].begin(), table[0].end(), "step_s") - table[0].begin();
+  ASSERT_LT(static_cast<std::size_t>(step_col), table[0].size());
+  for (std::size_t i = 2; i < table.size(); ++i)
+    EXPECT_LE(std::stod(table[i - 1][step_col]), std::stod(table[i][step_col])) << csv.out;
+  // Each switchable off: the old plain model, which does not fit at 8K tokens.
+  Result plain =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --seq 8192 --recompute none --no-sequence-parallel --zero 0 --rank-by comm "
+          "--virtual-stages 1",
+          dir);
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_TRUE(contains(plain.out, "# 0 layouts fit")) << plain.out;
+  EXPECT_TRUE(contains(plain.out, "recompute none, ZeRO-0, overlap none; ranked by comm")) << plain.out;
+}
+
+TEST_F(PlanE2E, CheckpointCostPerLayout) {
+  test::TempDir dir;
+  Result r = run(kLlama + " --top 3 --checkpoint-every 50", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "# checkpoint every 50 steps: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "sync waits for shared-fs, async for local-nvme then copies on")) << r.out;
+  for (const char* col : {"GiB/GPU", "GiB/node", "local-nvme", "shared-fs", "sync/step", "async/step", "background"})
+    EXPECT_TRUE(contains(r.out, col)) << col << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, "checkpoint: 2 B/param weights + Adam 12 B/param")) << r.out;
+
+  // The CSV carries the same numbers: sync per step = sync stall / 50, size per node >= per GPU.
+  Result csv = run(kLlama + " --top 3 --checkpoint-every 50 --format csv", dir);
+  ASSERT_EQ(csv.rc, 0) << csv.err;
+  auto rows = test::parse_csv(csv.out);
+  ASSERT_GE(rows.size(), 2u);
+  auto col = [&](const char* name) {
+    auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    EXPECT_NE(it, rows[0].end()) << name;
+    return static_cast<std::size_t>(it - rows[0].begin());
+  };
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_NEAR(std::stod(rows[i][col("ckpt_sync_per_step_s")]) * 50, std::stod(rows[i][col("ckpt_sync_stall_s")]),
+                1e-9);
+    EXPECT_GE(std::stod(rows[i][col("ckpt_bytes_per_node")]), std::stod(rows[i][col("ckpt_bytes_per_gpu")]));
+    EXPECT_GT(std::stod(rows[i][col("ckpt_async_stall_s")]), 0);
+  }
+
+  // Without storage tiers: sizes only, and it says why.
+  Result none =
+      run("--topology local-cpu --nodes 2 --model llama3-8b --global-batch 64 --seq 2048 "
+          "--memory-limit 64GiB --top 2",
+          dir);
+  ASSERT_EQ(none.rc, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "the topology lists no storage tiers")) << none.out;
+  EXPECT_TRUE(contains(none.out, "no device.peak_tflops: no compute estimate, ranked by communication")) << none.out;
+
+  Result off = run(kLlama + " --top 3 --checkpoint-every 0", dir);
+  ASSERT_EQ(off.rc, 0) << off.err;
+  EXPECT_FALSE(contains(off.out, "# checkpoint every")) << off.out;
+}
+
+TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToChange) {
+  test::TempDir dir;
+  // Attention scores of 8K tokens stored, no sequence parallelism, replicated optimizer: nothing fits.
+  Result r =
+      run("--topology configs/topologies/dgx-h100.yaml --nodes 16 --model configs/models/llama3-70b.yaml "
+          "--global-batch 1024 --micro-batch 1 --seq 8192 --recompute none --no-sequence-parallel --zero 0",
+          dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# 0 layouts fit")) << r.out;
   EXPECT_TRUE(contains(r.out, "# closest to fitting")) << r.out;
-  EXPECT_TRUE(contains(r.out, "warning: no layout fits")) << r.out;
-  EXPECT_TRUE(contains(r.out, "--recompute selective|full")) << r.out;
+  EXPECT_TRUE(contains(r.out, "warning: no layout fits in 74.5 GiB per GPU; the closest, ")) << r.out;
+  // The options that make the closest layout fit, each with the memory it then needs.
+  EXPECT_TRUE(contains(r.out, "it fits with --recompute selective (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "more nodes")) << r.out;
 }
 
 TEST_F(PlanE2E, CsvHasOneRowPerLayoutShown) {
@@ -209,13 +308,63 @@ TEST_F(PlanE2E, BadInputIsAnErrorNamingIt) {
   EXPECT_NE(overlap.rc, 0);
   EXPECT_TRUE(contains(overlap.err, "--overlap: unknown value 'some'")) << overlap.err;
 
-  Result step = run("--model llama3-8b --global-batch 64 --seq 2048 --rank-by step", dir);
+  // A topology without device.peak_tflops has no compute estimate: --rank-by step needs --gpu-tflops.
+  Result step = run("--topology local-cpu --model llama3-8b --global-batch 64 --seq 2048 --rank-by step", dir);
   EXPECT_NE(step.rc, 0);
-  EXPECT_TRUE(contains(step.err, "--gpu-tflops")) << step.err;
+  EXPECT_TRUE(contains(step.err, "gives no device.peak_tflops; pass --gpu-tflops")) << step.err;
+
+  Result mfu = run("--model llama3-8b --global-batch 64 --seq 2048 --mfu 40", dir);
+  EXPECT_NE(mfu.rc, 0);
+  EXPECT_TRUE(contains(mfu.err, "--mfu must be a fraction of the peak in (0, 1]")) << mfu.err;
+
+  Result sp = run("--model llama3-8b --global-batch 64 --seq 2048 --sequence-parallel --no-sequence-parallel", dir);
+  EXPECT_NE(sp.rc, 0);
+  EXPECT_TRUE(contains(sp.err, "contradict")) << sp.err;
 
   Result layout = run("--model llama3-8b --global-batch 64 --seq 2048 --layout tp:8", dir);
   EXPECT_NE(layout.rc, 0);
   EXPECT_TRUE(contains(layout.err, "--layout: cannot read 'tp:8'")) << layout.err;
+}
+
+// Every `commsim plan` command in a fenced code block of the READMEs, continuation lines joined:
+// each must run and find at least one layout. The READMEs are read as they are, so an example
+// that stops working fails here.
+std::vector<std::string> readme_plan_commands(const std::string& path) {
+  std::vector<std::string> out;
+  std::istringstream lines(slurp(path));
+  bool fenced = false;
+  std::string pending;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("```", 0) == 0) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced) continue;
+    std::string text = pending.empty() ? line.substr(std::min(line.find_first_not_of(' '), line.size())) : line;
+    if (pending.empty() && text.rfind("commsim plan ", 0) != 0) continue;
+    const bool more = !text.empty() && text.back() == '\\';
+    pending += more ? text.substr(0, text.size() - 1) : text;
+    if (!more) {
+      out.push_back(pending.substr(std::string("commsim plan ").size()));
+      pending.clear();
+    }
+  }
+  return out;
+}
+
+TEST_F(PlanE2E, EveryReadmeExampleFindsLayouts) {
+  test::TempDir dir;
+  std::size_t from_main_readme = 0;
+  for (const char* readme : {"README.md", "configs/models/README.md", "configs/topologies/README.md"}) {
+    for (const std::string& args : readme_plan_commands(readme)) {
+      if (std::string(readme) == "README.md") ++from_main_readme;
+      Result r = run(args, dir);
+      ASSERT_EQ(r.rc, 0) << readme << ": commsim plan " << args << "\n" << r.err;
+      EXPECT_FALSE(layout_rows(r.out).empty()) << readme << ": commsim plan " << args << "\n" << r.out;
+      EXPECT_FALSE(contains(r.out, "# 0 layouts fit")) << readme << ": commsim plan " << args << "\n" << r.out;
+    }
+  }
+  EXPECT_GE(from_main_readme, 1u) << "README.md shows how to run commsim plan";
 }
 
 }  // namespace

@@ -77,6 +77,15 @@ TEST(LlmModel, PresetsMatchPublishedParameterCounts) {
   }
 }
 
+// Dropout: on unless a file says otherwise; the Llama and Mixtral presets train without it.
+TEST(LlmModel, DropoutDefaultsOnAndPresetsSayIt) {
+  EXPECT_TRUE(parse_llm_model(kSmall, "small.yaml").dropout);
+  EXPECT_FALSE(parse_llm_model(std::string(kSmall) + "dropout: false\n", "small.yaml").dropout);
+  EXPECT_TRUE(load_llm_model(preset("gpt3-175b")).dropout);
+  for (const char* name : {"llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"})
+    EXPECT_FALSE(load_llm_model(preset(name)).dropout) << name;
+}
+
 TEST(LlmModel, ResolvesBareNamesToPresets) {
   std::string path = resolve_model_path("llama3-70b");
   EXPECT_NE(path.find("models/llama3-70b.yaml"), std::string::npos) << path;
@@ -111,6 +120,7 @@ TEST(LlmModel, RejectsBadFilesWithFileLineAndField) {
       {std::string(kSmall) + "param_dtype: fp12\n", "bad.yaml:9: param_dtype: unknown dtype 'fp12'"},
       {std::string(kSmall) + "tied_embeddings: maybe\n", "bad.yaml:9: tied_embeddings: expected true or false"},
       {std::string(kSmall) + "layers: 3\n", "bad.yaml:9: layers: field given twice"},
+      {std::string(kSmall) + "dropout: 0.1\n", "bad.yaml:9: dropout: expected true or false, got '0.1'"},
   };
   for (const auto& c : cases) {
     std::string msg = error_of(c.text);
