@@ -163,7 +163,7 @@ TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToChange) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# 0 layouts fit")) << r.out;
   EXPECT_TRUE(contains(r.out, "# closest to fitting")) << r.out;
-  EXPECT_TRUE(contains(r.out, "warning: no layout fits in 74.5 GiB per GPU; the closest, ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "warning: no layout fits in 80.0 GiB per GPU; the closest, ")) << r.out;
   // The options that make the closest layout fit, each with the memory it then needs.
   EXPECT_TRUE(contains(r.out, "it fits with --recompute selective (")) << r.out;
   EXPECT_TRUE(contains(r.out, "more nodes")) << r.out;
