@@ -158,7 +158,7 @@ std::vector<int> parse_int_list(std::string_view text) {
   return {v.begin(), v.end()};
 }
 
-std::string format_bytes(Bytes bytes) {
+std::string format_bytes(Bytes bytes, int significant) {
   static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
@@ -167,10 +167,10 @@ std::string format_bytes(Bytes bytes) {
     ++u;
   }
   char buf[32];
-  if (v == std::floor(v))
+  if (v == std::floor(v) || v >= std::pow(10.0, significant - 1))
     std::snprintf(buf, sizeof buf, "%.0f%s", v, names[u]);
   else
-    std::snprintf(buf, sizeof buf, "%.3g%s", v, names[u]);
+    std::snprintf(buf, sizeof buf, "%.*g%s", significant, v, names[u]);
   return buf;
 }
 

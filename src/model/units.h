@@ -26,8 +26,9 @@ std::vector<Bytes> parse_size_list(std::string_view text);
 // "1,2,4,8" or a range "1:1024" (factor 2) or "1:16:x4". Positive integers.
 std::vector<int> parse_int_list(std::string_view text);
 
-// 1024 -> "1KiB", 1536 -> "1.5KiB", 8 -> "8B".
-std::string format_bytes(Bytes bytes);
+// 1024 -> "1KiB", 1536 -> "1.5KiB", 8 -> "8B"; at most `significant` digits below 10^(significant-1)
+// of the unit, whole numbers above ("4.43MiB", "485KiB"; with 2: "4.4MiB").
+std::string format_bytes(Bytes bytes, int significant = 3);
 // Seconds as "12.3 us", "4.56 ms", "1.23 s".
 std::string format_time(Seconds s);
 // B/s as "370.8 GB/s" (decimal, like nccl-tests).

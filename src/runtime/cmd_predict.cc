@@ -200,17 +200,8 @@ std::string pad(std::string text, std::size_t width, bool right = false) {
   return right ? std::string(width - text.size(), ' ') + text : text + std::string(width - text.size(), ' ');
 }
 
-// Sizes in the summary: two significant digits below 100 of a unit ("4.4MiB", "485KiB").
-std::string short_bytes(Bytes bytes) {
-  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return fixed(v, v >= 100 || v == std::floor(v) ? "%.0f" : "%.2g") + names[u];
-}
+// Sizes in the summary: two significant digits below 10 of a unit ("4.4MiB", "485KiB").
+std::string short_bytes(Bytes bytes) { return format_bytes(bytes, 2); }
 
 // "tree < 24KiB < ring": each label, and between two the size where the second takes over.
 std::string band_text(const std::vector<Band>& bs) {
