@@ -43,6 +43,8 @@ GpuInventory probe_gpu_inventory() {
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
     inv.names.push_back(prop.name);
+    char bus[32] = {};
+    inv.bus_ids.push_back(cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess ? bus : "");
   }
   return inv;
 }
