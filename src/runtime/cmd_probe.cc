@@ -581,7 +581,7 @@ void print_storage_rows(std::ostream& out, const std::vector<StorageRow>& rows) 
                 "mode", "host", "op", "QD", "writers", "MiB", "seconds", "MB/s", "IOPS", "mean_us", "p99_us", "how");
   out << buf;
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%-14s %-13s %-12s %-8s %3d %7d %10.1f %9.4f %10.1f %10.0f %9.1f %9.1f  %s\n",
+    std::snprintf(buf, sizeof buf, "%-14s %-13s %-12s %-8s %3d %7d %10.1f %9.6f %10.1f %10.0f %9.1f %9.1f  %s\n",
                   r.tier.c_str(), r.mode.c_str(), r.host.c_str(), r.op.c_str(), r.queue_depth, r.writers,
                   static_cast<double>(r.bytes) / (1 << 20), r.seconds, r.bw_Bps() / 1e6, r.op == "randread" ? r.iops() : 0.0,
                   r.latency_mean_us, r.latency_p99_us,

