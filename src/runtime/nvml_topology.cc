@@ -234,7 +234,8 @@ std::vector<std::string> GpuLinkMatrix::non_uniform() const {
   if (nic_paths.size() > 1) {
     std::string s = "the nearest NIC is not equally near every GPU:";
     for (std::size_t i = 0; i < n; ++i)
-      if (!gpus[i].nic_path.empty()) s += " GPU" + std::to_string(i) + " " + gpus[i].nearest_nic + " " + gpus[i].nic_path;
+      if (!gpus[i].nic_path.empty())
+        s += " GPU" + std::to_string(i) + " " + gpus[i].nearest_nic + " " + gpus[i].nic_path;
     out.push_back(s);
   }
   int widest = 0;
@@ -330,7 +331,8 @@ GpuLinkMatrix read_gpu_link_matrix(const std::string& sysfs_root, const std::str
   nv.resolve(nv.link_remote, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"});
   nv.resolve(nv.numa_node, {"nvmlDeviceGetNumaNodeId"});
   if (!nv.init || !nv.shutdown || !nv.count || !nv.handle || !nv.pci_info) {
-    empty.note = "NVML (" + library + ") lacks nvmlInit_v2 / nvmlDeviceGetCount_v2 / nvmlDeviceGetHandleByIndex_v2 / "
+    empty.note = "NVML (" + library +
+                 ") lacks nvmlInit_v2 / nvmlDeviceGetCount_v2 / nvmlDeviceGetHandleByIndex_v2 / "
                  "nvmlDeviceGetPciInfo_v3: a driver older than this probe reads";
     return empty;
   }
@@ -386,7 +388,8 @@ GpuLinkMatrix read_gpu_link_matrix(const std::string& sysfs_root, const std::str
     for (unsigned i = 0; i < n; ++i)
       for (unsigned j = 0; j < n; ++j) {
         int level = 0;
-        if (i != j && nv.common_ancestor(dev[i], dev[j], &level) == kNvmlSuccess) pci[i][j] = topology_level_name(level);
+        if (i != j && nv.common_ancestor(dev[i], dev[j], &level) == kNvmlSuccess)
+          pci[i][j] = topology_level_name(level);
       }
   std::vector<std::string> ids;
   for (const auto& g : gpus) ids.push_back(g.bus_id);
@@ -442,13 +445,12 @@ std::string format_link_matrix(const GpuLinkMatrix& m) {
       s << "\n";
     }
   }
-  static const std::map<std::string, std::string> legend = {
-      {"NV#", "NV# = # bonded NVLink links"},
-      {"PIX", "PIX = at most one PCIe switch"},
-      {"PXB", "PXB = several PCIe switches, no host bridge"},
-      {"PHB", "PHB = a PCIe host bridge (the CPU)"},
-      {"NODE", "NODE = between host bridges of one NUMA node"},
-      {"SYS", "SYS = across NUMA nodes (QPI/UPI)"}};
+  static const std::map<std::string, std::string> legend = {{"NV#", "NV# = # bonded NVLink links"},
+                                                            {"PIX", "PIX = at most one PCIe switch"},
+                                                            {"PXB", "PXB = several PCIe switches, no host bridge"},
+                                                            {"PHB", "PHB = a PCIe host bridge (the CPU)"},
+                                                            {"NODE", "NODE = between host bridges of one NUMA node"},
+                                                            {"SYS", "SYS = across NUMA nodes (QPI/UPI)"}};
   std::string l;
   for (const auto& u : used)
     if (auto it = legend.find(u); it != legend.end()) l += (l.empty() ? "" : "; ") + it->second;

@@ -88,7 +88,8 @@ GpuLinkMatrix build_link_matrix(std::vector<GpuLinkInfo> gpus, const std::vector
 // Reads the matrix of this host through NVML (`library`, loaded with dlopen) and sysfs. Without
 // NVML, or when NVML finds no GPU, the matrix is empty and `note` says why
 // ("NVML not found (libnvidia-ml.so.1)"). Never throws for a missing or failing NVML.
-GpuLinkMatrix read_gpu_link_matrix(const std::string& sysfs_root = "/sys", const std::string& library = "libnvidia-ml.so.1");
+GpuLinkMatrix read_gpu_link_matrix(const std::string& sysfs_root = "/sys",
+                                   const std::string& library = "libnvidia-ml.so.1");
 
 // The matrix as text, the way nvidia-smi topo -m lays it out (GPU columns, then NUMA node and
 // nearest NIC), followed by the measured peer bandwidths in GB/s ("-" where not measured) and the

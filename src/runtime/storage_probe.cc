@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t kAlign = 4096;      // O_DIRECT buffers, offsets and sizes
+constexpr std::size_t kAlign = 4096;        // O_DIRECT buffers, offsets and sizes
 constexpr std::size_t kRandomBytes = 4096;  // one random read
 
 double now_s() {
@@ -50,9 +50,9 @@ std::string unescape_mount(const std::string& s) {
 }
 
 bool is_shared_fs(const std::string& type) {
-  static const std::set<std::string> shared = {"nfs",  "nfs4",      "lustre", "gpfs",   "beegfs", "cifs",
-                                               "smb3", "ceph",      "glusterfs", "wekafs", "orangefs", "pvfs2",
-                                               "fuse.ceph", "fuse.glusterfs", "fuse.juicefs", "fuse.s3fs"};
+  static const std::set<std::string> shared = {
+      "nfs",       "nfs4",   "lustre",   "gpfs",  "beegfs",    "cifs",           "smb3",         "ceph",
+      "glusterfs", "wekafs", "orangefs", "pvfs2", "fuse.ceph", "fuse.glusterfs", "fuse.juicefs", "fuse.s3fs"};
   return shared.count(type) > 0;
 }
 
@@ -92,7 +92,8 @@ struct RemoveFile {
 [[noreturn]] void fail_io(const std::string& what, const std::string& file, int err, const StorageTarget& t) {
   std::string why = std::strerror(err);
   if (err == ENOSPC)
-    why = "the disk is full (" + format_bytes(t.free_bytes) + " were free when the probe started); free space, or "
+    why = "the disk is full (" + format_bytes(t.free_bytes) +
+          " were free when the probe started); free space, or "
           "lower --storage-size";
   else if (err == EROFS)
     why = "the file system is mounted read-only; give a writable path";
@@ -124,8 +125,9 @@ StorageTarget describe_storage(const std::string& path) {
     std::string type, source;
     s >> type >> source;
     mount = unescape_mount(mount);
-    const bool covers = real == mount || mount == "/" ||
-                        (real.size() > mount.size() && real.compare(0, mount.size(), mount) == 0 && real[mount.size()] == '/');
+    const bool covers =
+        real == mount || mount == "/" ||
+        (real.size() > mount.size() && real.compare(0, mount.size(), mount) == 0 && real[mount.size()] == '/');
     if (covers && mount.size() >= best) {
       best = mount.size();
       t.mount_point = mount;
@@ -230,7 +232,8 @@ std::vector<StorageRow> measure_storage(const StorageTarget& t, const StorageOpt
     const std::size_t n = std::min<Bytes>(block, o.file_bytes - done);
     const ssize_t r = ::pread(rfd.get(), buf.get(), n, static_cast<off_t>(done));
     if (r < 0) fail_io("reading", file, errno, t);
-    if (r == 0) throw Error("--storage " + t.path + ": " + file + " is shorter than written (" + format_bytes(done) + ")");
+    if (r == 0)
+      throw Error("--storage " + t.path + ": " + file + " is shorter than written (" + format_bytes(done) + ")");
     done += static_cast<Bytes>(r);
     ++rd.ops;
   }

@@ -18,8 +18,8 @@ struct StorageOptions {
   Bytes file_bytes = Bytes{256} << 20;  // size of the file each writer writes and reads
   Bytes block_bytes = Bytes{1} << 20;   // one write / read call of the sequential passes
   std::vector<int> queue_depths = {1, 4, 16, 32};
-  Seconds random_time_s = 0.5;          // how long each queue depth reads
-  long long random_max_ops = 200000;    // and at most this many reads per queue depth
+  Seconds random_time_s = 0.5;        // how long each queue depth reads
+  long long random_max_ops = 200000;  // and at most this many reads per queue depth
 };
 
 // Where a path lives: its mount, file system and device (from /proc/self/mountinfo).
@@ -45,16 +45,16 @@ void check_storage_room(const StorageTarget& t, Bytes file_bytes, int writers);
 //  op: "write" (sequential), "read" (sequential), "randread" (4 KiB at random offsets, queue_depth
 //      in flight).
 struct StorageRow {
-  std::string tier;   // the tier's name (--storage NAME=PATH, else from the file system)
+  std::string tier;  // the tier's name (--storage NAME=PATH, else from the file system)
   std::string path;
-  std::string mode;   // "one-per-node" (each node's first rank), "all-ranks"
-  std::string host;   // the node
+  std::string mode;  // "one-per-node" (each node's first rank), "all-ranks"
+  std::string host;  // the node
   std::string op;
-  int queue_depth = 1;  // reads in flight (1 for the sequential passes)
-  int writers = 1;      // processes that took part on this node
-  Bytes bytes = 0;      // moved by all of them
-  long long ops = 0;    // calls (writes, reads) by all of them
-  double seconds = 0;   // wall time, the slowest of them
+  int queue_depth = 1;         // reads in flight (1 for the sequential passes)
+  int writers = 1;             // processes that took part on this node
+  Bytes bytes = 0;             // moved by all of them
+  long long ops = 0;           // calls (writes, reads) by all of them
+  double seconds = 0;          // wall time, the slowest of them
   double latency_mean_us = 0;  // per call (randread only; 0 otherwise)
   double latency_p99_us = 0;   // randread only; the largest of the writers' p99
   std::string fs_type, device, mount_point;
