@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -43,7 +44,7 @@ int read_int_file(const fs::path& p, int fallback) {
 // The location of the device at a canonical sysfs path (/sys/devices/pci0000:00/0000:00:01.0/...):
 // the host bridge is the last pciDDDD:BB component, the chain the bus ids below it up to the last
 // one (a NIC's net device sits below its PCI function).
-PciLocation location_from_path(const fs::path& device_path) {
+PciLocation location_from_path(const fs::path& device_path, const std::string& sysfs_root) {
   PciLocation loc;
   std::vector<std::string> parts;
   for (const auto& c : device_path) parts.push_back(c.string());
@@ -63,6 +64,16 @@ PciLocation location_from_path(const fs::path& device_path) {
   if (loc.chain.empty()) throw Error(device_path.string() + ": no PCI device below the host bridge " + loc.root);
   loc.bus_id = loc.chain.back();
   loc.numa_node = read_int_file(device_dir / "numa_node", -1);
+  if (loc.numa_node < 0) {
+    // A machine of one NUMA node often leaves the device's numa_node at -1: it is node 0.
+    int nodes = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(sysfs_root) / "devices/system/node", ec)) {
+      const std::string n = e.path().filename().string();
+      nodes += n.size() > 4 && n.rfind("node", 0) == 0 && std::isdigit(static_cast<unsigned char>(n[4])) ? 1 : 0;
+    }
+    if (nodes == 1) loc.numa_node = 0;
+  }
   loc.link_width = read_int_file(device_dir / "current_link_width", 0);
   loc.max_link_width = read_int_file(device_dir / "max_link_width", 0);
   return loc;
@@ -102,7 +113,7 @@ PciLocation read_pci_location(const std::string& sysfs_root, const std::string& 
   std::error_code ec;
   const fs::path real = fs::canonical(link, ec);
   if (ec) throw Error(link.string() + ": no such PCI device (" + ec.message() + ")");
-  return location_from_path(real);
+  return location_from_path(real, sysfs_root);
 }
 
 PciPath classify_pci_path(const PciLocation& a, const PciLocation& b) {
@@ -132,7 +143,7 @@ std::vector<Nic> find_nics(const std::string& sysfs_root) {
       const fs::path real = fs::canonical(dev, ec2);
       if (ec2) continue;  // a virtual interface: no device behind it
       try {
-        out.push_back({e.path().filename().string(), location_from_path(real)});
+        out.push_back({e.path().filename().string(), location_from_path(real, sysfs_root)});
       } catch (const Error&) {
         if (!skip_virtual) throw;
       }
@@ -285,7 +296,7 @@ struct Nvml {
   nvmlReturn_t (*common_ancestor)(nvmlDevice_t, nvmlDevice_t, int*) = nullptr;
   nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned, int*) = nullptr;
   nvmlReturn_t (*link_remote)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*numa_node)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*memory_affinity)(nvmlDevice_t, unsigned, unsigned long*, int) = nullptr;
 
   template <typename F>
   void resolve(F& f, std::initializer_list<const char*> names) {
@@ -329,7 +340,7 @@ GpuLinkMatrix read_gpu_link_matrix(const std::string& sysfs_root, const std::str
   nv.resolve(nv.common_ancestor, {"nvmlDeviceGetTopologyCommonAncestor"});
   nv.resolve(nv.link_state, {"nvmlDeviceGetNvLinkState"});
   nv.resolve(nv.link_remote, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"});
-  nv.resolve(nv.numa_node, {"nvmlDeviceGetNumaNodeId"});
+  nv.resolve(nv.memory_affinity, {"nvmlDeviceGetMemoryAffinity"});
   if (!nv.init || !nv.shutdown || !nv.count || !nv.handle || !nv.pci_info) {
     empty.note = "NVML (" + library +
                  ") lacks nvmlInit_v2 / nvmlDeviceGetCount_v2 / nvmlDeviceGetHandleByIndex_v2 / "
@@ -368,8 +379,11 @@ GpuLinkMatrix read_gpu_link_matrix(const std::string& sysfs_root, const std::str
     gpus[i].bus_id = sysfs_bus_id(info.busId);
     char name[96] = {};
     if (nv.name && nv.name(dev[i], name, sizeof name) == kNvmlSuccess) gpus[i].name = name;
-    unsigned numa = 0;
-    if (nv.numa_node && nv.numa_node(dev[i], &numa) == kNvmlSuccess) gpus[i].numa_node = static_cast<int>(numa);
+    // The NUMA node nearest the GPU (nvidia-smi's "NUMA Affinity"): the lowest node of its memory
+    // affinity set (scope NVML_AFFINITY_SCOPE_NODE = 0).
+    unsigned long nodes = 0;
+    if (nv.memory_affinity && nv.memory_affinity(dev[i], 1, &nodes, 0) == kNvmlSuccess && nodes != 0)
+      gpus[i].numa_node = std::countr_zero(nodes);
     try {
       where[i] = read_pci_location(sysfs_root, gpus[i].bus_id);
     } catch (const Error&) {

@@ -23,7 +23,7 @@ struct PciLocation {
   std::string bus_id;              // "0000:19:00.0" (sysfs form, lower case)
   std::string root;                // "pci0000:00": the host bridge
   std::vector<std::string> chain;  // bus ids from below the host bridge down; the device itself last
-  int numa_node = -1;              // -1: not known (single-socket machines often say -1)
+  int numa_node = -1;              // -1: not known (a machine of one NUMA node: 0)
   int link_width = 0;              // PCIe lanes the link runs at (current_link_width); 0: not known
   int max_link_width = 0;          // lanes the device supports (max_link_width); 0: not known
 };
@@ -49,7 +49,7 @@ std::vector<Nic> find_nics(const std::string& sysfs_root);
 struct GpuLinkInfo {
   std::string name;         // "NVIDIA H200"
   std::string bus_id;       // sysfs form
-  int numa_node = -1;       // -1: not known
+  int numa_node = -1;       // the NUMA node nearest it (nvidia-smi's NUMA Affinity); -1: not known
   std::string nearest_nic;  // "" when the machine has no NIC
   std::string nic_path;     // the path to it ("PIX", ..., "SYS")
   int pcie_width = 0;       // PCIe lanes in use (x16, x8); 0: not known

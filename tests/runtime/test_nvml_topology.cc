@@ -112,7 +112,7 @@ TEST(NvmlTopology, FindsRdmaNicsBeforeNetworkInterfaces) {
   ASSERT_EQ(nics.size(), 2u);
   EXPECT_EQ(nics[0].name, "mlx5_0");
   EXPECT_EQ(nics[1].name, "mlx5_1");
-  EXPECT_EQ(nics[1].where.numa_node, -1);  // a fake NIC without numa_node: not known
+  EXPECT_EQ(nics[1].where.numa_node, -1);  // a fake NIC without numa_node on a machine of no known node
 
   TempDir other;
   FakeSysfs plain(other.file("sys"));
@@ -122,6 +122,11 @@ TEST(NvmlTopology, FindsRdmaNicsBeforeNetworkInterfaces) {
   ASSERT_EQ(nics.size(), 1u);
   EXPECT_EQ(nics[0].name, "eth0");
   EXPECT_EQ(nics[0].where.bus_id, "0000:09:00.0");
+  // With one NUMA node a numa_node of -1 means node 0; with two it stays unknown.
+  fs::create_directories(other.file("sys/devices/system/node/node0"));
+  EXPECT_EQ(find_nics(plain.root())[0].where.numa_node, 0);
+  fs::create_directories(other.file("sys/devices/system/node/node1"));
+  EXPECT_EQ(find_nics(plain.root())[0].where.numa_node, -1);
 }
 
 TEST(NvmlTopology, CountsDirectLinksAndLinksThroughNvSwitches) {
