@@ -97,6 +97,8 @@ struct RemoveFile {
           "lower --storage-size";
   else if (err == EROFS)
     why = "the file system is mounted read-only; give a writable path";
+  else if (err == EFBIG)
+    why = "the file is larger than this process may write (ulimit -f) or the file system holds; lower --storage-size";
   else if (err == EACCES || err == EPERM)
     why = "permission denied; give a directory this user may write";
   throw Error("--storage " + t.path + ": " + what + " " + file + ": " + why);

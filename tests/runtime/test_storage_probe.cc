@@ -4,7 +4,10 @@
 // tests/runtime/storage_probe_test.sh covers tmpfs, a loop device, a full disk and a read-only mount.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 
 #include "runtime/probe_file.h"
@@ -105,6 +108,26 @@ TEST(StorageProbe, BadPathsAndTooLittleRoomAreClearErrors) {
   EXPECT_NE(error_of([&] { measure_storage(describe_storage(dir.file("")), odd, "odd"); }).find("multiple of 4 KiB"),
             std::string::npos);
   EXPECT_EQ(files_in(dir.file("")), 1u);  // only the plain file made above
+}
+
+// A write that fails half way (here the process's file size limit, as a disk that fills up during
+// the write does) is a clear error, and the file is removed.
+TEST(StorageProbe, AWriteThatFailsHalfWayLeavesNoFile) {
+  TempDir dir;
+  StorageOptions o;
+  o.file_bytes = Bytes{4} << 20;
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 1 << 20;
+  auto* previous = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string e = error_of([&] { measure_storage(describe_storage(dir.file("")), o, "limited"); });
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_NE(e.find("writing"), std::string::npos) << e;
+  EXPECT_NE(e.find("lower --storage-size"), std::string::npos) << e;
+  EXPECT_EQ(files_in(dir.file("")), 0u);
 }
 
 TEST(StorageProbe, RowsOfSeveralWritersSum) {
