@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/topology.h"
+#include "runtime/command.h"
 #include "runtime/nvml_topology.h"
 #include "runtime/probe_file.h"
 #include "runtime/results_file.h"
@@ -244,6 +246,47 @@ TEST(NvmlTopology, TheMatrixRoundTripsThroughTheProbeFile) {
   EXPECT_EQ(back.gpu_links.gpus[2].pcie_width, 8);
   EXPECT_DOUBLE_EQ(back.gpu_links.peer_bw_gbps[1][2], 300.5);
   EXPECT_TRUE(std::isnan(back.gpu_links.peer_bw_gbps[0][1]));
+}
+
+// calibrate on a probe whose node is not uniform (one pair on PCIe, the others NV18): it warns,
+// and the GPU topology's intra-node tier takes the slowest pair's rate, the host link's.
+TEST(NvmlTopology, CalibrateGivesANonUniformNodeTheSlowestPair) {
+  TwoSocketBox box;
+  std::vector<std::vector<int>> links(4, std::vector<int>(4, 18));
+  links[1][2] = links[2][1] = 0;
+  ProbeData d;
+  d.gpu_links = box_matrix(box, links);
+  d.gpu_links.note = "NVML (fake), 4 GPUs";
+  d.gpu_names.assign(4, "Fake GPU");
+  RunContext ctx;
+  const std::string path = box.dir.file("probe.h5");
+  {
+    ResultsFile f = ResultsFile::create(path, false, ctx);
+    f.finish(RunStatus::Complete);
+  }
+  write_probe_group(path, d);
+  const std::string out = box.dir.file("fitted.yaml");
+  std::vector<std::string> args = {"calibrate", path, "--base", "h200-node", "--out", out};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = cmd_calibrate(static_cast<int>(argv.size()), argv.data());
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0) << printed << warned;
+  EXPECT_NE(warned.find("warning: the node is not uniform: GPU1-GPU2 is PXB where the other pairs are NV18"),
+            std::string::npos)
+      << warned;
+  EXPECT_NE(printed.find("## GPU link matrix"), std::string::npos) << printed;
+  const Topology base = load_topology(resolve_topology_path("h200-node"));
+  const Topology fitted = load_topology(out);
+  ASSERT_GT(base.intra.bw_Bps, base.host_link.bw_Bps);
+  EXPECT_NEAR(fitted.intra.bw_Bps, base.host_link.bw_Bps, 1e-6 * base.host_link.bw_Bps);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("the slowest GPU pair of the probe's link matrix (PXB): the host link's rate"), std::string::npos)
+      << text;
 }
 
 }  // namespace

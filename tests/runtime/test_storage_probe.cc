@@ -3,7 +3,6 @@
 // room are clear errors, rows of several writers sum, and rows survive the text and HDF5 round trips.
 // tests/runtime/storage_probe_test.sh covers tmpfs, a loop device, a full disk and a read-only mount.
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 
 #include <chrono>
