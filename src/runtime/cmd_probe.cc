@@ -467,8 +467,11 @@ void print_rows(std::ostream& out, const ProbeData& d) {
   }
 }
 
-// One --storage argument: NAME=PATH, or PATH (the tier then named after its file system).
+// One --storage argument: [KIND:][NAME=]PATH. KIND (local or shared) says whether every node has
+// its own or all share one, where the file system type does not tell (default: nfs, lustre, gpfs,
+// beegfs, cifs, ceph, ... are shared); NAME names the tier (default: after its file system).
 struct StorageSpec {
+  std::string kind;  // "", "local", "shared"
   std::string name;
   std::string path;
   StorageTarget target;
@@ -479,14 +482,20 @@ std::vector<StorageSpec> parse_storage_specs(const std::vector<std::string>& arg
   std::set<std::string> names;
   for (const auto& a : args) {
     StorageSpec s;
-    const auto eq = a.find('=');
-    if (eq != std::string::npos && a.find('/') > eq) {
-      s.name = a.substr(0, eq);
-      s.path = a.substr(eq + 1);
+    std::string rest = a;
+    for (const char* kind : {"local:", "shared:"})
+      if (rest.rfind(kind, 0) == 0) {
+        s.kind = std::string(kind, std::strlen(kind) - 1);
+        rest = rest.substr(std::strlen(kind));
+      }
+    const auto eq = rest.find('=');
+    if (eq != std::string::npos && rest.find('/') > eq) {
+      s.name = rest.substr(0, eq);
+      s.path = rest.substr(eq + 1);
     } else {
-      s.path = a;
+      s.path = rest;
     }
-    if (s.path.empty()) throw Error("--storage '" + a + "': give a directory, as PATH or NAME=PATH");
+    if (s.path.empty()) throw Error("--storage '" + a + "': give a directory, as [local:|shared:][NAME=]PATH");
     out.push_back(s);
   }
   return out;
@@ -522,6 +531,7 @@ std::string check_storage(const World& w, std::vector<StorageSpec>& specs, Bytes
   try {
     for (auto& s : specs) {
       s.target = describe_storage(s.path);
+      if (!s.kind.empty()) s.target.shared = s.kind == "shared";
       check_storage_room(s.target, file_bytes, s.target.shared ? w.size : on_node);
     }
   } catch (const Error& e) {
@@ -590,41 +600,48 @@ void print_storage_rows(std::ostream& out, const std::vector<StorageRow>& rows) 
   }
 }
 
-// One tier's line of the portrait table: the slowest node's one-writer rates, QD1 latency and the
-// largest IOPS, and what all ranks got at once.
+// One tier's line of the portrait table: the slowest node's one-writer rates, QD1 latency and best
+// IOPS, and what all ranks got at once (per node for a local tier, summed over the nodes for a shared
+// one).
 std::string storage_summary(const std::vector<StorageRow>& rows, const std::string& tier) {
-  auto slowest = [&](const std::string& mode, const std::string& op, int qd, auto value) {
-    double v = INFINITY;
-    for (const auto& r : rows)
-      if (r.tier == tier && r.mode == mode && r.op == op && (qd == 0 || r.queue_depth == qd)) v = std::min(v, value(r));
-    return std::isfinite(v) ? v : 0.0;
-  };
-  auto bw = [](const StorageRow& r) { return r.bw_Bps(); };
   const StorageRow* first = nullptr;
-  int best_qd = 1;
-  double best_iops = 0;
   std::set<std::string> hosts;
+  std::set<int> depths;
   for (const auto& r : rows) {
     if (r.tier != tier) continue;
     if (!first) first = &r;
     hosts.insert(r.host);
-    if (r.mode == "one-per-node" && r.op == "randread" && r.iops() > best_iops) best_iops = r.iops(), best_qd = r.queue_depth;
+    if (r.op == "randread") depths.insert(r.queue_depth);
   }
   if (!first) return "";
-  double qd1_us = INFINITY;
-  for (const auto& r : rows)
-    if (r.tier == tier && r.mode == "one-per-node" && r.op == "randread" && r.queue_depth == 1)
-      qd1_us = std::min(qd1_us, r.latency_mean_us);
-  char buf[600];
+  // Over the nodes' rows of one mode, op and queue depth: the slowest node's value, or the sum.
+  auto over_nodes = [&](const std::string& mode, const std::string& op, int qd, double (*value)(const StorageRow&),
+                        bool slowest) {
+    double v = slowest ? INFINITY : 0.0;
+    for (const auto& r : rows)
+      if (r.tier == tier && r.mode == mode && r.op == op && r.queue_depth == qd)
+        v = slowest ? std::min(v, value(r)) : v + value(r);
+    return std::isfinite(v) ? v : 0.0;
+  };
+  auto bw = [](const StorageRow& r) { return r.bw_Bps(); };
+  auto iops = [](const StorageRow& r) { return r.iops(); };
+  auto slow_latency = [](const StorageRow& r) { return -r.latency_mean_us; };  // the slowest: the largest
+  int best_qd = 1;
+  double best_iops = 0;
+  for (int qd : depths)
+    if (const double v = over_nodes("one-per-node", "randread", qd, iops, true); v > best_iops) best_iops = v, best_qd = qd;
+  const bool shared = first->shared;
+  char buf[700];
   std::snprintf(buf, sizeof buf,
                 "%s: %s on %s (%s): write %s, read %s per node (one writer%s); 4 KiB random read %.1f us at QD1, "
-                "%.0f IOPS at QD%d; all ranks at once: write %s, read %s per node%s",
+                "%.0f IOPS at QD%d; all ranks at once: write %s, read %s %s%s",
                 tier.c_str(), first->fs_type.c_str(), first->device.c_str(), first->mount_point.c_str(),
-                format_bandwidth(slowest("one-per-node", "write", 0, bw)).c_str(),
-                format_bandwidth(slowest("one-per-node", "read", 0, bw)).c_str(),
-                hosts.size() > 1 ? ", the slowest node" : "", std::isfinite(qd1_us) ? qd1_us : 0.0, best_iops, best_qd,
-                format_bandwidth(slowest("all-ranks", "write", 0, bw)).c_str(),
-                format_bandwidth(slowest("all-ranks", "read", 0, bw)).c_str(),
+                format_bandwidth(over_nodes("one-per-node", "write", 1, bw, true)).c_str(),
+                format_bandwidth(over_nodes("one-per-node", "read", 1, bw, true)).c_str(),
+                hosts.size() > 1 ? ", the slowest node" : "", -over_nodes("one-per-node", "randread", 1, slow_latency, true),
+                best_iops, best_qd, format_bandwidth(over_nodes("all-ranks", "write", 1, bw, !shared)).c_str(),
+                format_bandwidth(over_nodes("all-ranks", "read", 1, bw, !shared)).c_str(),
+                shared ? "in all (the nodes summed)" : "per node (the slowest)",
                 first->note.empty() ? "" : (" [" + first->note + "]").c_str());
   return buf;
 }
@@ -670,17 +687,17 @@ std::vector<std::pair<std::string, std::string>> portrait_table(const ProbeData&
     intra = buf;
   }
   if (find_row(d, "ring-shift", "intra-node", true)) {
-    std::snprintf(buf, sizeof buf, "host ranks %.2f GB/s per rank (MPI ring shift, all ranks at once), %.2f GB/s one pair",
-                  peak_bw(d, "ring-shift", "intra-node"), peak_bw(d, "stream", "intra-node"));
-    intra += buf;
+    intra += "host ranks " + format_bandwidth(peak_bw(d, "ring-shift", "intra-node") * 1e9) +
+             " per rank (MPI ring shift, all ranks at once), " + format_bandwidth(peak_bw(d, "stream", "intra-node") * 1e9) +
+             " one pair";
   } else if (intra.empty()) {
     intra = "not measured (one rank per node)";
   }
   t.push_back({"intra-node bandwidth", intra});
   if (find_row(d, "ring-shift", "network", true)) {
-    std::snprintf(buf, sizeof buf, "%.2f GB/s per rank (MPI ring shift, all ranks at once), %.2f GB/s one pair",
-                  peak_bw(d, "ring-shift", "network"), peak_bw(d, "stream", "network"));
-    t.push_back({"network bandwidth", buf});
+    t.push_back({"network bandwidth", format_bandwidth(peak_bw(d, "ring-shift", "network") * 1e9) +
+                                          " per rank (MPI ring shift, all ranks at once), " +
+                                          format_bandwidth(peak_bw(d, "stream", "network") * 1e9) + " one pair"});
   } else {
     t.push_back({"network bandwidth", "not measured (all ranks on one host)"});
   }
@@ -908,7 +925,10 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
     std::cout << d.portrait;
     if (o.table) print_rows(std::cout, d);
     print_storage_rows(std::cout, d.storage);
-    print_portrait_table(std::cout, portrait_table(d, net_devices), o.format);
+    std::ostringstream table;
+    print_portrait_table(table, portrait_table(d, net_devices), o.format);
+    std::cout << table.str();
+    d.portrait += table.str();  // stored with the portrait
     std::cout.flush();
     if (file) {
       file->finish(RunStatus::Complete);
@@ -943,11 +963,12 @@ int cmd_probe(int argc, char** argv) {
       ("force", po::bool_switch(&o.force), "overwrite an existing --out file")                           //
       ("no-gpu", "do not probe GPUs even when present")                                                   //
       ("no-table", "print only the portrait, not every measurement")                                     //
-      ("storage", po::value(&o.storage)->multitoken()->value_name("[NAME=]PATH..."),
-       "directories whose storage to measure (each node writes its own file there): sequential write "
+      ("storage", po::value(&o.storage)->multitoken()->value_name("[KIND:][NAME=]PATH..."),
+       "directories whose storage to measure (each rank writes its own file there): sequential write "
        "with O_DIRECT, sequential read, 4 KiB random reads at queue depths 1, 4, 16 and 32; first one "
        "writer per node, then all ranks at once. NAME names the tier (default local-<fs> or "
-       "shared-<fs>); the files are removed afterwards")  //
+       "shared-<fs>); KIND, local or shared, overrides what the file system type says (nfs, lustre, "
+       "gpfs, beegfs, cifs, ceph, ... count as shared). The files are removed afterwards")  //
       ("storage-size", po::value(&o.storage_size)->default_value(o.storage_size),
        "the file each writer writes and reads under --storage (a multiple of 4 KiB); every rank of a node "
        "needs that much free space at once")  //

@@ -54,12 +54,12 @@ no_probe_files() {
 probe() { mpiexec --oversubscribe -np 2 "$bin" probe --sizes 8B:64B:x8 --iters 2 --warmup 0 --no-table "$@"; }
 
 # 1. tmpfs and the loop device, both ranks of the node; 8 MiB per writer.
-probe --storage ram="$work/mnt/tmpfs" "$work/mnt/ext4" "$work/mnt/ramfs" --storage-size 8MiB --storage-time 0.05 --format markdown \
+probe --storage ram="$work/mnt/tmpfs" "$work/mnt/ext4" "$work/mnt/ramfs" shared:team="$work/mnt/ext4" --storage-size 8MiB --storage-time 0.05 --format markdown \
   --out portrait.h5 >probe.txt 2>probe.err || { cat probe.err >&2; fail "the storage probe failed"; }
 no_probe_files
 # Storage rows: tier mode host op QD writers MiB seconds MB/s IOPS mean_us p99_us how...
 rows() { awk -v t="$1" -v m="$2" -v o="$3" '$1 == t && $2 == m && $4 == o' probe.txt; }
-for tier in ram local-ext4 local-ramfs; do
+for tier in ram local-ext4 local-ramfs team; do
   for mode in one-per-node all-ranks; do
     writers=$([[ $mode == all-ranks ]] && echo 2 || echo 1)
     for op in write read; do
@@ -102,7 +102,8 @@ for part in GPUs interconnect "intra-node bandwidth" "network bandwidth" "local 
 done
 grep "^| local disk | " probe.txt | grep -q "ram: tmpfs on commsim-test-tmpfs" || fail "local disk row lacks the tmpfs tier"
 grep "^| local disk | " probe.txt | grep -q "local-ext4: ext4 on $ext4_dev" || fail "local disk row lacks the loop device"
-grep -q "^| shared storage | not probed" probe.txt || fail "shared storage should be 'not probed'"
+grep "^| shared storage | " probe.txt | grep -q "team: ext4 on $ext4_dev" || fail "shared storage row lacks the tier given as shared:team"
+grep "^| local disk | " probe.txt | grep -q "team:" && fail "the shared tier is listed as a local disk"
 grep -q "GPU link matrix  : " probe.txt || fail "the portrait does not say what became of the GPU link matrix"
 
 # 2. calibrate writes the storage: section, and the topology loads.
@@ -110,6 +111,8 @@ grep -q "GPU link matrix  : " probe.txt || fail "the portrait does not say what 
 grep -q '^storage:$' fitted.yaml || fail "no storage: section in the calibrated topology"
 grep -Eq '^  - \{ name: "ram", kind: local, read_bandwidth: [0-9.e+]+ GB/s, write_bandwidth: [0-9.e+]+ GB/s, latency: [0-9.e+]+ us \}$' fitted.yaml ||
   fail "no ram tier in fitted.yaml"
+grep -Eq '^  - \{ name: "team", kind: shared, .*, aggregate_read_bandwidth: [0-9.e+]+ GB/s, aggregate_write_bandwidth: [0-9.e+]+ GB/s \}$' fitted.yaml ||
+  fail "no shared tier with aggregate rates in fitted.yaml"
 grep -q '^  # measured .* by commsim probe --storage (portrait.h5): ext4 on '"$ext4_dev" fitted.yaml || fail "the ext4 tier's comment does not name its source"
 grep -q '^  # measured .*: ramfs on commsim-test-ramfs .*; O_DIRECT unsupported on ramfs' fitted.yaml ||
   fail "the ramfs tier's comment does not say how it was measured"
