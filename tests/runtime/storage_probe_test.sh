@@ -104,6 +104,8 @@ grep "^| local disk | " probe.txt | grep -q "ram: tmpfs on commsim-test-tmpfs" |
 grep "^| local disk | " probe.txt | grep -q "local-ext4: ext4 on $ext4_dev" || fail "local disk row lacks the loop device"
 grep "^| shared storage | " probe.txt | grep -q "team: ext4 on $ext4_dev" || fail "shared storage row lacks the tier given as shared:team"
 grep "^| local disk | " probe.txt | grep -q "team:" && fail "the shared tier is listed as a local disk"
+# The table is stored with the portrait (/probe portrait attribute).
+grep -aq "^| local disk | local-ext4: ext4 on $ext4_dev" portrait.h5 || fail "the portrait table is not in portrait.h5"
 grep -q "GPU link matrix  : " probe.txt || fail "the portrait does not say what became of the GPU link matrix"
 
 # 2. calibrate writes the storage: section, and the topology loads.
