@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "collectives/dtype.h"
 #include "collectives/reduce.h"
 #include "model/calibrate.h"
@@ -56,7 +58,7 @@ struct Options {
   bool force = false;
   bool gpu = true;
   bool table = true;
-  std::vector<std::string> storage;  // --storage [NAME=]PATH...
+  std::vector<std::string> storage;  // --storage [KIND:][NAME=]PATH...
   std::string storage_size = "256MiB";
   double storage_time_s = 0.5;
   std::string format = "text";  // of the portrait table: text or markdown
@@ -479,7 +481,6 @@ struct StorageSpec {
 
 std::vector<StorageSpec> parse_storage_specs(const std::vector<std::string>& args) {
   std::vector<StorageSpec> out;
-  std::set<std::string> names;
   for (const auto& a : args) {
     StorageSpec s;
     std::string rest = a;
@@ -538,7 +539,7 @@ std::string check_storage(const World& w, std::vector<StorageSpec>& specs, Bytes
     err = e.what();
   }
   err = first_error(w, err);
-  if (err.empty()) name_storage_tiers(specs);  // every rank names them alike: rank 0's file systems decide
+  if (err.empty()) name_storage_tiers(specs);  // the stored rows take the names rank 0 gives
   return err;
 }
 
