@@ -128,9 +128,9 @@ std::vector<double> time_gpu_copy(const std::string& kind, int device, Bytes byt
 
 GpuInventory probe_gpu_inventory() {
 #ifdef COMMSIM_HAVE_CUDA
-  return {{}, "this build cannot reach the CUDA runtime from the probe (no cuda_runtime.h on the include path)"};
+  return {{}, "this build cannot reach the CUDA runtime from the probe (no cuda_runtime.h on the include path)", {}};
 #else
-  return {{}, "this build has no CUDA support (rebuild with CUDA to probe GPUs)"};
+  return {{}, "this build has no CUDA support (rebuild with CUDA to probe GPUs)", {}};
 #endif
 }
 
