@@ -234,6 +234,124 @@ class SchedulePricer {
   std::vector<std::optional<Entry>> schedules_;  // [point]
 };
 
+// The probe's storage rows as topology tiers: per node, the slowest node's one-writer sequential
+// rates and its 4 KiB random read at queue depth 1; a shared tier also gets the aggregate of all
+// ranks at once (summed over the nodes). Tiers of the base with other names are kept.
+std::vector<StorageTier> storage_tiers(const std::vector<StorageRow>& rows, const std::vector<StorageTier>& base) {
+  std::vector<StorageTier> out;
+  std::vector<std::string> order;
+  for (const auto& r : rows)
+    if (std::find(order.begin(), order.end(), r.tier) == order.end()) order.push_back(r.tier);
+  for (const auto& b : base)
+    if (std::find(order.begin(), order.end(), b.name) == order.end()) out.push_back(b);
+  for (const auto& name : order) {
+    StorageTier t;
+    t.name = name;
+    double read = INFINITY, write = INFINITY, latency = 0, agg_read = 0, agg_write = 0;
+    for (const auto& r : rows) {
+      if (r.tier != name) continue;
+      t.shared = r.shared;
+      if (r.mode == "one-per-node" && r.op == "read") read = std::min(read, r.bw_Bps());
+      if (r.mode == "one-per-node" && r.op == "write") write = std::min(write, r.bw_Bps());
+      if (r.mode == "one-per-node" && r.op == "randread" && r.queue_depth == 1)
+        latency = std::max(latency, r.latency_mean_us * 1e-6);
+      if (r.mode == "all-ranks" && r.op == "read") agg_read += r.bw_Bps();
+      if (r.mode == "all-ranks" && r.op == "write") agg_write += r.bw_Bps();
+    }
+    if (!std::isfinite(read) || !std::isfinite(write) || !(latency > 0)) continue;
+    t.read_bw_Bps = read;
+    t.write_bw_Bps = write;
+    t.latency_s = latency;
+    if (t.shared) t.aggregate_read_bw_Bps = agg_read, t.aggregate_write_bw_Bps = agg_write;
+    out.push_back(t);
+  }
+  return out;
+}
+
+// The `storage:` section of the written topology, each probed tier with a comment naming where its
+// numbers come from ("" with no tiers).
+std::string storage_yaml(const std::vector<StorageTier>& tiers, const std::vector<StorageRow>& rows,
+                         const std::string& source, const std::string& date) {
+  if (tiers.empty()) return "";
+  auto bw = [](double b) { return fnum("%.6g", b / 1e9) + " GB/s"; };
+  std::ostringstream y;
+  y << "\n# Storage tiers: read/write = sequential, one writer per node (the slowest node); latency = one\n"
+    << "# 4 KiB random read at queue depth 1; aggregate = all ranks at once, summed over the nodes.\n"
+    << "storage:\n";
+  for (const auto& t : tiers) {
+    const StorageRow* r = nullptr;
+    for (const auto& x : rows)
+      if (x.tier == t.name && !r) r = &x;
+    if (r)
+      y << "  # measured " << date << " by commsim probe --storage (" << source << "): " << r->fs_type << " on "
+        << r->device << " (" << r->path << ")" << (r->direct ? ", O_DIRECT" : "")
+        << (r->note.empty() ? "" : "; " + r->note) << "\n";
+    else
+      y << "  # from the base topology\n";
+    y << "  - { name: \"" << t.name << "\", kind: " << (t.shared ? "shared" : "local")
+      << ", read_bandwidth: " << bw(t.read_bw_Bps) << ", write_bandwidth: " << bw(t.write_bw_Bps)
+      << ", latency: " << fnum("%.6g", t.latency_s * 1e6) << " us";
+    if (t.shared && t.aggregate_read_bw_Bps > 0) y << ", aggregate_read_bandwidth: " << bw(t.aggregate_read_bw_Bps);
+    if (t.shared && t.aggregate_write_bw_Bps > 0) y << ", aggregate_write_bandwidth: " << bw(t.aggregate_write_bw_Bps);
+    y << " }\n";
+  }
+  return y.str();
+}
+
+// The probe's GPU link matrix: printed, a warning for each way the node is not uniform, and where
+// the pairs differ, the intra-node tier of a GPU topology takes the slowest pair (a ring through
+// every GPU goes as fast as its slowest link): a pair on PCIe gets the host link's rate, or the
+// peer bandwidth measured on such a pair; fewer NVLink links, the tier's rate times the fewer
+// links over the most.
+void apply_link_matrix(const ProbeData& probe, Topology& topo, std::vector<std::pair<std::string, std::string>>& comments,
+                       std::ostream& out) {
+  const GpuLinkMatrix& m = probe.gpu_links;
+  if (m.empty()) {
+    if (!m.note.empty()) out << "## GPU link matrix\n  " << m.note << "\n";
+    return;
+  }
+  out << "## GPU link matrix (the probe's rank 0 host; " << m.note << ")\n";
+  std::istringstream lines(format_link_matrix(m));
+  for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+  const auto why = m.non_uniform();
+  for (const auto& w : why) {
+    out << "  warning: the node is not uniform: " << w << "\n";
+    std::cerr << "commsim calibrate: warning: the node is not uniform: " << w << "\n";
+  }
+  const std::size_t n = m.gpus.size();
+  if (!topo.gpu || n < 2) return;
+  const std::string slow = m.slowest_path();
+  int most = 0;
+  double slow_bw = INFINITY;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      most = std::max(most, m.nvlinks[i][j]);
+      if (m.path[i][j] == slow && std::isfinite(m.peer_bw_gbps[i][j])) slow_bw = std::min(slow_bw, m.peer_bw_gbps[i][j] * 1e9);
+    }
+  bool differ = false;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j) differ = differ || m.path[i][j] != slow;
+  if (!differ) return;
+  const BytesPerSecond before = topo.intra.bw_Bps;
+  std::string how;
+  if (std::isfinite(slow_bw)) {
+    topo.intra.bw_Bps = std::min(topo.intra.bw_Bps, slow_bw);
+    how = "the peer bandwidth measured on a " + slow + " pair";
+  } else if (slow.rfind("NV", 0) == 0 && most > 0) {
+    const int links = std::atoi(slow.c_str() + 2);
+    topo.intra.bw_Bps *= static_cast<double>(links) / most;
+    how = "the tier's rate x " + std::to_string(links) + "/" + std::to_string(most) + " NVLink links";
+  } else if (topo.host_link.bw_Bps > 0) {
+    topo.intra.bw_Bps = std::min(topo.intra.bw_Bps, topo.host_link.bw_Bps);
+    how = "the host link's rate (a " + slow + " pair crosses PCIe)";
+  }
+  if (how.empty() || topo.intra.bw_Bps == before) return;
+  comments.push_back({"intra_node.bandwidth", "the slowest GPU pair of the probe's link matrix (" + slow + "): " + how});
+  out << "  intra_node.bandwidth: " << format_bandwidth(before) << " -> " << format_bandwidth(topo.intra.bw_Bps)
+      << " (the slowest pair, " << slow << ": " << how << ")\n";
+}
+
 bool loader_accepts_calibrated_section(const std::string& yaml_text) {
   try {
     parse_topology(yaml_text, "calibrated topology");
@@ -699,6 +817,21 @@ int cmd_calibrate(int argc, char** argv) {
     }
   }
 
+  apply_link_matrix(probe, topo, comments, out);
+  std::vector<StorageRow> storage_rows;
+  for (const auto& p : probes) storage_rows.insert(storage_rows.end(), p.storage.begin(), p.storage.end());
+  topo.storage = storage_tiers(storage_rows, base.storage);
+  if (!storage_rows.empty()) {
+    out << "## Storage (one writer per node: the slowest node; latency: 4 KiB random read at QD1)\n";
+    for (const auto& t : topo.storage)
+      out << "  " << t.name << " (" << (t.shared ? "shared" : "local") << "): read " << format_bandwidth(t.read_bw_Bps)
+          << ", write " << format_bandwidth(t.write_bw_Bps) << ", latency " << format_time(t.latency_s)
+          << (t.shared ? ", all ranks at once: read " + format_bandwidth(t.aggregate_read_bw_Bps) + ", write " +
+                             format_bandwidth(t.aggregate_write_bw_Bps)
+                       : std::string())
+          << "\n";
+  }
+
   // The record of what the fit saw.
   CalibrationRecord rec;
   rec.created = today;
@@ -739,15 +872,22 @@ int cmd_calibrate(int argc, char** argv) {
   for (std::size_t i = comments.size(); i-- > 0;)
     for (std::size_t j = 0; j < i; ++j)
       if (comments[j].first == comments[i].first) comments[j].second.clear();
-  std::string text = topology_yaml(topo, header, comments, &rec, true);
+  const std::string storage_text = storage_yaml(topo.storage, storage_rows,
+                                                [&] {
+                                                  std::string s;
+                                                  for (const auto& f : o.inputs) s += (s.empty() ? "" : ", ") + f;
+                                                  return s;
+                                                }(),
+                                                today.substr(0, 10));
+  std::string text = topology_yaml(topo, header, comments, &rec, true) + storage_text;
   bool with_section = loader_accepts_calibrated_section(text);
-  if (!with_section) text = topology_yaml(topo, header, comments, &rec, false);
+  if (!with_section) text = topology_yaml(topo, header, comments, &rec, false) + storage_text;
 
   // The file must load and give back the fitted values before it is written.
   Topology check = parse_topology(text, o.out);
   auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 1e-15; };
   if (!close(check.intra.bw_Bps, topo.intra.bw_Bps) || !close(check.intra.latency_s, topo.intra.latency_s) ||
-      !close(check.reduce_bw_Bps, topo.reduce_bw_Bps))
+      !close(check.reduce_bw_Bps, topo.reduce_bw_Bps) || check.storage.size() != topo.storage.size())
     throw Error("the written topology does not read back to the fitted values (internal error)");
   {
     std::filesystem::path tmp = o.out + ".tmp";

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "collectives/dtype.h"
 #include "collectives/reduce.h"
 #include "model/calibrate.h"
@@ -23,11 +25,13 @@
 #include "runtime/command.h"
 #include "runtime/cpu_binding.h"
 #include "runtime/mpi_env.h"
+#include "runtime/nvml_topology.h"
 #include "runtime/probe_file.h"
 #include "runtime/probe_gpu.h"
 #include "runtime/results_file.h"
 #include "runtime/run_context.h"
 #include "runtime/stats.h"
+#include "runtime/storage_probe.h"
 
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>
@@ -54,6 +58,10 @@ struct Options {
   bool force = false;
   bool gpu = true;
   bool table = true;
+  std::vector<std::string> storage;  // --storage [KIND:][NAME=]PATH...
+  std::string storage_size = "256MiB";
+  double storage_time_s = 0.5;
+  std::string format = "text";  // of the portrait table: text or markdown
 };
 
 // Who does what in one measurement: every rank sends to `to` and receives from `from` (-1: none).
@@ -302,6 +310,32 @@ double peak_bw(const ProbeData& d, const std::string& kind, const std::string& t
   return bw;
 }
 
+// The link matrix's measured peer bandwidths: GPU 0 -> 1 is the plateau of the peer rows; every
+// further pair of neighbours in CUDA's order (i -> i + 1) is timed at the largest size. CUDA and
+// NVML may number the GPUs differently: the PCI bus ids match them up.
+void fill_peer_bandwidth(ProbeData& d, const GpuInventory& inv, const std::vector<Bytes>& sizes, const Options& o) {
+  auto nvml_index = [&](std::size_t cuda) -> int {
+    if (cuda >= inv.bus_ids.size() || inv.bus_ids[cuda].empty()) return -1;
+    for (std::size_t k = 0; k < d.gpu_links.gpus.size(); ++k)
+      if (d.gpu_links.gpus[k].bus_id == sysfs_bus_id(inv.bus_ids[cuda])) return static_cast<int>(k);
+    return -1;
+  };
+  if (d.gpu_links.empty() || inv.names.size() < 2 || sizes.empty()) return;
+  for (std::size_t i = 0; i + 1 < inv.names.size(); ++i) {
+    const int a = nvml_index(i), b = nvml_index(i + 1);
+    if (a < 0 || b < 0) continue;
+    double gbps = 0;
+    if (i == 0) {
+      gbps = peak_bw(d, "peer", "gpu");
+    } else {
+      std::vector<double> s = time_gpu_copy("peer", static_cast<int>(i), sizes.back(), o.iters, o.warmup);
+      std::sort(s.begin(), s.end());
+      if (!s.empty() && s[s.size() / 2] > 0) gbps = static_cast<double>(sizes.back()) / s[s.size() / 2] / 1e9;
+    }
+    if (gbps > 0) d.gpu_links.peer_bw_gbps[a][b] = gbps;
+  }
+}
+
 std::string tier_line(const ProbeData& d, const std::string& tier) {
   const ProbeMeasurement* lat = find_row(d, "pingpong", tier, false);
   if (!lat) return "not measured";
@@ -379,6 +413,14 @@ std::string build_portrait(const World& w, const ProbeData& d, const std::string
     std::istringstream lines(d.gpu_topology);
     for (std::string line; std::getline(lines, line);) s << "      " << line << "\n";
   }
+  if (!d.gpu_links.empty()) {
+    s << "  GPU link matrix  : " << d.gpu_links.note << " (rank 0's host)\n";
+    std::istringstream lines(format_link_matrix(d.gpu_links));
+    for (std::string line; std::getline(lines, line);) s << "      " << line << "\n";
+    for (const auto& why : d.gpu_links.non_uniform()) s << "      not uniform: " << why << "\n";
+  } else if (!d.gpu_links.note.empty()) {
+    s << "  GPU link matrix  : " << d.gpu_links.note << "; skipped\n";
+  }
   s << "  MPI              : " << mpi_version << "\n";
   s << "  inside a node    : " << d.intra_fabric << "\n";
   s << "                     " << tier_line(d, "intra-node") << "\n";
@@ -427,6 +469,270 @@ void print_rows(std::ostream& out, const ProbeData& d) {
   }
 }
 
+// One --storage argument: [KIND:][NAME=]PATH. KIND (local or shared) says whether every node has
+// its own or all share one, where the file system type does not tell (default: nfs, lustre, gpfs,
+// beegfs, cifs, ceph, ... are shared); NAME names the tier (default: after its file system).
+struct StorageSpec {
+  std::string kind;  // "", "local", "shared"
+  std::string name;
+  std::string path;
+  StorageTarget target;
+};
+
+std::vector<StorageSpec> parse_storage_specs(const std::vector<std::string>& args) {
+  std::vector<StorageSpec> out;
+  for (const auto& a : args) {
+    StorageSpec s;
+    std::string rest = a;
+    for (const char* kind : {"local:", "shared:"})
+      if (rest.rfind(kind, 0) == 0) {
+        s.kind = std::string(kind, std::strlen(kind) - 1);
+        rest = rest.substr(std::strlen(kind));
+      }
+    const auto eq = rest.find('=');
+    if (eq != std::string::npos && rest.find('/') > eq) {
+      s.name = rest.substr(0, eq);
+      s.path = rest.substr(eq + 1);
+    } else {
+      s.path = rest;
+    }
+    if (s.path.empty()) throw Error("--storage '" + a + "': give a directory, as [local:|shared:][NAME=]PATH");
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The tier's name when --storage gave none: local-<fs> or shared-<fs>, numbered when repeated.
+void name_storage_tiers(std::vector<StorageSpec>& specs) {
+  std::set<std::string> used;
+  for (const auto& s : specs)
+    if (!s.name.empty()) used.insert(s.name);
+  for (auto& s : specs) {
+    if (!s.name.empty()) continue;
+    const std::string base = std::string(s.target.shared ? "shared-" : "local-") + s.target.fs_type;
+    s.name = base;
+    for (int i = 2; used.count(s.name); ++i) s.name = base + "-" + std::to_string(i);
+    used.insert(s.name);
+  }
+}
+
+// Every rank's error message ("" = none); the first one, with its rank and host, or "".
+std::string first_error(const World& w, const std::string& mine) {
+  const auto all = gather_strings(mine);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) return "rank " + std::to_string(r) + " (" + w.hostnames[r] + "): " + all[r];
+  return "";
+}
+
+// Before any measurement: every path exists on every node, is writable, and has room for the
+// all-ranks pass (each rank of a node its own file; on a shared file system every rank's file).
+std::string check_storage(const World& w, std::vector<StorageSpec>& specs, Bytes file_bytes) {
+  std::string err;
+  const int on_node = static_cast<int>(ranks_by_node(w.placement)[w.placement.node_of_rank[w.rank]].size());
+  try {
+    for (auto& s : specs) {
+      s.target = describe_storage(s.path);
+      if (!s.kind.empty()) s.target.shared = s.kind == "shared";
+      check_storage_room(s.target, file_bytes, s.target.shared ? w.size : on_node);
+    }
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  err = first_error(w, err);
+  if (err.empty()) name_storage_tiers(specs);  // the stored rows take the names rank 0 gives
+  return err;
+}
+
+// The storage passes: one writer per node (each node's first rank, the nodes at once), then all
+// ranks at once. Rows summed per node land in d.storage on rank 0. Returns the first error, "" if none.
+std::string probe_storage(const World& w, const std::vector<StorageSpec>& specs, const StorageOptions& so,
+                          ProbeData& d) {
+  const auto by_node = ranks_by_node(w.placement);
+  const bool node_first = by_node[w.placement.node_of_rank[w.rank]].front() == w.rank;
+  for (const auto& spec : specs) {
+    for (const std::string mode : {"one-per-node", "all-ranks"}) {
+      const bool active = mode == "all-ranks" || node_first;
+      std::string mine, err;
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (active) {
+        try {
+          const std::string tag = w.hostnames[w.rank] + "-rank" + std::to_string(w.rank) + "-pid" + std::to_string(getpid());
+          for (const auto& r : measure_storage(spec.target, so, tag)) mine += serialize_storage_row(r) + "\n";
+        } catch (const Error& e) {
+          err = e.what();
+        }
+      }
+      err = first_error(w, err);
+      if (!err.empty()) return err;
+      const auto all = gather_strings(mine);
+      if (w.rank != 0) continue;
+      std::vector<StorageRow> rows;
+      for (std::size_t r = 0; r < all.size(); ++r) {
+        std::istringstream in(all[r]);
+        for (std::string line; std::getline(in, line);) {
+          if (line.empty()) continue;
+          StorageRow row = parse_storage_row(line);
+          row.tier = spec.name;
+          row.mode = mode;
+          row.host = w.hostnames[r];
+          rows.push_back(row);
+        }
+      }
+      for (auto& r : combine_storage_rows(rows)) d.storage.push_back(std::move(r));
+      std::fprintf(stderr, "commsim probe: storage %s (%s): %s done\n", spec.name.c_str(), spec.path.c_str(), mode.c_str());
+    }
+  }
+  return "";
+}
+
+void print_storage_rows(std::ostream& out, const std::vector<StorageRow>& rows) {
+  if (rows.empty()) return;
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "\n%-14s %-13s %-12s %-8s %3s %7s %10s %9s %10s %10s %9s %9s  %s\n", "storage tier",
+                "mode", "host", "op", "QD", "writers", "MiB", "seconds", "MB/s", "IOPS", "mean_us", "p99_us", "how");
+  out << buf;
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, "%-14s %-13s %-12s %-8s %3d %7d %10.1f %9.6f %10.1f %10.0f %9.1f %9.1f  %s\n",
+                  r.tier.c_str(), r.mode.c_str(), r.host.c_str(), r.op.c_str(), r.queue_depth, r.writers,
+                  static_cast<double>(r.bytes) / (1 << 20), r.seconds, r.bw_Bps() / 1e6, r.op == "randread" ? r.iops() : 0.0,
+                  r.latency_mean_us, r.latency_p99_us,
+                  (r.fs_type + " " + r.device + (r.direct ? ", O_DIRECT" : "") + (r.note.empty() ? "" : "; " + r.note)).c_str());
+    out << buf;
+  }
+}
+
+// One tier's line of the portrait table: the slowest node's one-writer rates, QD1 latency and best
+// IOPS, and what all ranks got at once (per node for a local tier, summed over the nodes for a shared
+// one).
+std::string storage_summary(const std::vector<StorageRow>& rows, const std::string& tier) {
+  const StorageRow* first = nullptr;
+  std::set<std::string> hosts;
+  std::set<int> depths;
+  for (const auto& r : rows) {
+    if (r.tier != tier) continue;
+    if (!first) first = &r;
+    hosts.insert(r.host);
+    if (r.op == "randread") depths.insert(r.queue_depth);
+  }
+  if (!first) return "";
+  // Over the nodes' rows of one mode, op and queue depth: the slowest node's value, or the sum.
+  auto over_nodes = [&](const std::string& mode, const std::string& op, int qd, double (*value)(const StorageRow&),
+                        bool slowest) {
+    double v = slowest ? INFINITY : 0.0;
+    for (const auto& r : rows)
+      if (r.tier == tier && r.mode == mode && r.op == op && r.queue_depth == qd)
+        v = slowest ? std::min(v, value(r)) : v + value(r);
+    return std::isfinite(v) ? v : 0.0;
+  };
+  auto bw = [](const StorageRow& r) { return r.bw_Bps(); };
+  auto iops = [](const StorageRow& r) { return r.iops(); };
+  auto slow_latency = [](const StorageRow& r) { return -r.latency_mean_us; };  // the slowest: the largest
+  int best_qd = 1;
+  double best_iops = 0;
+  for (int qd : depths)
+    if (const double v = over_nodes("one-per-node", "randread", qd, iops, true); v > best_iops) best_iops = v, best_qd = qd;
+  const bool shared = first->shared;
+  char buf[700];
+  std::snprintf(buf, sizeof buf,
+                "%s: %s on %s (%s): write %s, read %s per node (one writer%s); 4 KiB random read %.1f us at QD1, "
+                "%.0f IOPS at QD%d; all ranks at once: write %s, read %s %s%s",
+                tier.c_str(), first->fs_type.c_str(), first->device.c_str(), first->mount_point.c_str(),
+                format_bandwidth(over_nodes("one-per-node", "write", 1, bw, true)).c_str(),
+                format_bandwidth(over_nodes("one-per-node", "read", 1, bw, true)).c_str(),
+                hosts.size() > 1 ? ", the slowest node" : "", -over_nodes("one-per-node", "randread", 1, slow_latency, true),
+                best_iops, best_qd, format_bandwidth(over_nodes("all-ranks", "write", 1, bw, !shared)).c_str(),
+                format_bandwidth(over_nodes("all-ranks", "read", 1, bw, !shared)).c_str(),
+                shared ? "in all (the nodes summed)" : "per node (the slowest)",
+                first->note.empty() ? "" : (" [" + first->note + "]").c_str());
+  return buf;
+}
+
+// The portrait as the table a planner starts from: GPUs, interconnect, intra-node bandwidth,
+// network bandwidth, local disk, shared storage.
+std::vector<std::pair<std::string, std::string>> portrait_table(const ProbeData& d, const std::string& net_devices) {
+  std::vector<std::pair<std::string, std::string>> t;
+  char buf[400];
+  if (d.gpu_names.empty()) {
+    t.push_back({"GPUs", "none (" + d.gpu_note + ")"});
+  } else {
+    std::map<std::string, int> count;
+    for (const auto& n : d.gpu_names) ++count[n];
+    std::string g;
+    for (const auto& [name, c] : count) g += (g.empty() ? "" : ", ") + std::to_string(c) + " x " + name;
+    t.push_back({"GPUs", g + " per node (rank 0's host), " + std::to_string(d.nodes) + " node" + (d.nodes == 1 ? "" : "s")});
+  }
+  std::string inter;
+  const std::size_t ng = d.gpu_links.gpus.size();
+  if (ng > 1) {
+    std::map<std::string, int> kinds;
+    for (std::size_t i = 0; i < ng; ++i)
+      for (std::size_t j = i + 1; j < ng; ++j) ++kinds[d.gpu_links.path[i][j]];
+    if (kinds.size() == 1) {
+      inter = kinds.begin()->first + " between every GPU pair";
+    } else {
+      inter = "not uniform:";
+      for (const auto& [k, c] : kinds) inter += " " + std::to_string(c) + " pair" + (c == 1 ? "" : "s") + " " + k;
+    }
+  } else if (ng == 1) {
+    inter = "one GPU (no GPU pair)";
+  } else {
+    inter = d.intra_fabric;
+  }
+  if (ng > 0 && !d.gpu_links.gpus[0].nearest_nic.empty())
+    inter += "; nearest NIC of GPU0 " + d.gpu_links.gpus[0].nearest_nic + " (" + d.gpu_links.gpus[0].nic_path + ")";
+  inter += "; network: " + (d.nodes > 1 ? d.network + " (" + net_devices + ")" : net_devices);
+  t.push_back({"interconnect", inter});
+  std::string intra;
+  if (d.gpu_names.size() > 1) {
+    std::snprintf(buf, sizeof buf, "GPU -> GPU %.1f GB/s (cudaMemcpyPeer); ", peak_bw(d, "peer", "gpu"));
+    intra = buf;
+  }
+  if (find_row(d, "ring-shift", "intra-node", true)) {
+    intra += "host ranks " + format_bandwidth(peak_bw(d, "ring-shift", "intra-node") * 1e9) +
+             " per rank (MPI ring shift, all ranks at once), " + format_bandwidth(peak_bw(d, "stream", "intra-node") * 1e9) +
+             " one pair";
+  } else if (intra.empty()) {
+    intra = "not measured (one rank per node)";
+  }
+  t.push_back({"intra-node bandwidth", intra});
+  if (find_row(d, "ring-shift", "network", true)) {
+    t.push_back({"network bandwidth", format_bandwidth(peak_bw(d, "ring-shift", "network") * 1e9) +
+                                          " per rank (MPI ring shift, all ranks at once), " +
+                                          format_bandwidth(peak_bw(d, "stream", "network") * 1e9) + " one pair"});
+  } else {
+    t.push_back({"network bandwidth", "not measured (all ranks on one host)"});
+  }
+  std::set<std::string> local, shared;
+  for (const auto& r : d.storage) (r.shared ? shared : local).insert(r.tier);
+  auto tiers = [&](const std::set<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : "; ") + storage_summary(d.storage, n);
+    return s.empty() ? std::string("not probed (give --storage PATH)") : s;
+  };
+  t.push_back({"local disk", tiers(local)});
+  t.push_back({"shared storage", tiers(shared)});
+  return t;
+}
+
+void print_portrait_table(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& t,
+                          const std::string& format) {
+  if (format == "markdown") {
+    out << "\n| part | this machine |\n|---|---|\n";
+    for (const auto& [k, v] : t) {
+      std::string cell = v;
+      for (std::size_t p = 0; (p = cell.find('|', p)) != std::string::npos; p += 2) cell.replace(p, 1, "\\|");
+      out << "| " << k << " | " << cell << " |\n";
+    }
+    return;
+  }
+  out << "\nportrait:\n";
+  for (const auto& [k, v] : t) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "  %-21s: ", k.c_str());
+    out << buf << v << "\n";
+  }
+}
+
 int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>& sizes) {
   World w;
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
@@ -444,6 +750,19 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
   ctx.backend = "host";
   ctx.transport = "mpi";
   ctx.mpi_version = mpi_library_version();
+
+  // Storage paths are checked on every node before anything is measured or written.
+  std::vector<StorageSpec> storage = parse_storage_specs(o.storage);
+  StorageOptions storage_opts;
+  storage_opts.file_bytes = parse_bytes(o.storage_size);
+  storage_opts.random_time_s = o.storage_time_s;
+  if (!storage.empty()) {
+    const std::string err = check_storage(w, storage, storage_opts.file_bytes);
+    if (!err.empty()) {
+      if (w.rank == 0) std::fprintf(stderr, "commsim probe: error: %s\n", err.c_str());
+      return 1;
+    }
+  }
 
   // Open the output first: an existing file is an error before minutes of measuring.
   std::unique_ptr<ResultsFile> file;
@@ -566,10 +885,11 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
 
   // GPUs: rank 0 alone, while the others wait (the copies would otherwise share the device).
   if (w.rank == 0) {
-    GpuInventory inv = o.gpu ? probe_gpu_inventory() : GpuInventory{{}, "skipped (--no-gpu)"};
+    GpuInventory inv = o.gpu ? probe_gpu_inventory() : GpuInventory{{}, "skipped (--no-gpu)", {}};
     d.gpu_names = inv.names;
     d.gpu_note = inv.note;
     if (o.gpu) d.gpu_topology = nvidia_smi_topology();
+    if (o.gpu) d.gpu_links = read_gpu_link_matrix();
     if (!inv.names.empty()) {
       ctx.gpu_names = inv.names;
       std::vector<std::pair<std::string, std::string>> kinds = {{"d2d", "gpu"}, {"h2d", "host-link"}, {"d2h", "host-link"}};
@@ -581,14 +901,35 @@ int probe_main(int argc, char** argv, const Options& o, const std::vector<Bytes>
                                     bytes < (1u << 20) ? 20 : 1, s));
         }
       }
+      fill_peer_bandwidth(d, inv, sizes, o);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
 
+  if (!storage.empty()) {
+    const std::string err = probe_storage(w, storage, storage_opts, d);
+    if (!err.empty()) {
+      if (w.rank == 0) {
+        std::fprintf(stderr, "commsim probe: error: %s\n", err.c_str());
+        if (file) {
+          file.reset();  // closed as failed, under <out>.partial: nothing of a failed probe is kept
+          std::filesystem::remove(o.out + ".partial");
+        }
+      }
+      return 1;
+    }
+  }
+
   if (w.rank == 0) {
-    d.portrait = build_portrait(w, d, ctx.mpi_version, read_network_devices(), read_memory_total());
+    const std::string net_devices = read_network_devices();
+    d.portrait = build_portrait(w, d, ctx.mpi_version, net_devices, read_memory_total());
     std::cout << d.portrait;
     if (o.table) print_rows(std::cout, d);
+    print_storage_rows(std::cout, d.storage);
+    std::ostringstream table;
+    print_portrait_table(table, portrait_table(d, net_devices), o.format);
+    std::cout << table.str();
+    d.portrait += table.str();  // stored with the portrait
     std::cout.flush();
     if (file) {
       file->finish(RunStatus::Complete);
@@ -607,9 +948,13 @@ int cmd_probe(int argc, char** argv) {
                   "Measure the machine under mpirun/srun: latency and bandwidth between ranks of one node and of "
                   "different nodes (ping-pong, streaming, and a ring shift with every rank at once, inside a node "
                   "also of data each rank has just written), host memory copies and reductions, GPU copies when "
-                  "GPUs are present. Prints the machine portrait and stores every measurement in HDF5 (/probe) for "
+                  "GPUs are present, the GPU link matrix (NVLink / PCIe path of every GPU pair, NUMA node and "
+                  "nearest NIC of each GPU, read through NVML), and with --storage the disks and file systems. "
+                  "Prints the machine portrait and stores every measurement in HDF5 (/probe) for "
                   "`commsim calibrate`.",
                   "mpirun -np 16 commsim probe --out portrait.h5\n"
+                  "mpirun -np 8 commsim probe --storage nvme=/scratch lustre=/lustre/$USER --storage-size 1GiB "
+                  "--format markdown --out portrait.h5\n"
                   "mpirun -np 2 commsim probe --sizes 8B:1MiB:x4 --iters 5 --out quick.h5");
   cli.options().add_options()                                                                            //
       ("sizes", po::value(&o.sizes)->default_value(o.sizes), "message sizes: range 8B:64MiB[:xF] or list")  //
@@ -618,12 +963,29 @@ int cmd_probe(int argc, char** argv) {
       ("out", po::value(&o.out), "HDF5 file to write (the portrait and every measurement)")              //
       ("force", po::bool_switch(&o.force), "overwrite an existing --out file")                           //
       ("no-gpu", "do not probe GPUs even when present")                                                   //
-      ("no-table", "print only the portrait, not every measurement");
+      ("no-table", "print only the portrait, not every measurement")                                     //
+      ("storage", po::value(&o.storage)->multitoken()->value_name("[KIND:][NAME=]PATH..."),
+       "directories whose storage to measure (each rank writes its own file there): sequential write "
+       "with O_DIRECT, sequential read, 4 KiB random reads at queue depths 1, 4, 16 and 32; first one "
+       "writer per node, then all ranks at once. NAME names the tier (default local-<fs> or "
+       "shared-<fs>); KIND, local or shared, overrides what the file system type says (nfs, lustre, "
+       "gpfs, beegfs, cifs, ceph, ... count as shared). The files are removed afterwards")  //
+      ("storage-size", po::value(&o.storage_size)->default_value(o.storage_size),
+       "the file each writer writes and reads under --storage (a multiple of 4 KiB); every rank of a node "
+       "needs that much free space at once")  //
+      ("storage-time", po::value(&o.storage_time_s)->default_value(o.storage_time_s)->value_name("S"),
+       "seconds of random reads per queue depth under --storage")  //
+      ("format", po::value(&o.format)->default_value(o.format),
+       "the closing portrait table: text, or markdown (ready to paste)");
   if (!cli.parse(argc, argv)) return 0;
   o.gpu = !cli.given("no-gpu");
   o.table = !cli.given("no-table");
   if (o.iters < 1) throw Error("--iters must be at least 1 (got " + std::to_string(o.iters) + ")");
   if (o.warmup < 0) throw Error("--warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
+  if (o.format != "text" && o.format != "markdown") throw Error("--format '" + o.format + "': use text or markdown");
+  if (!(o.storage_time_s > 0)) throw Error("--storage-time must be above 0 s (got " + std::to_string(o.storage_time_s) + ")");
+  if (const Bytes b = parse_bytes(o.storage_size); b < 4096 || b % 4096 != 0)
+    throw Error("--storage-size " + o.storage_size + ": give a multiple of 4 KiB, at least 4KiB (e.g. 64MiB)");
   std::vector<Bytes> sizes = parse_sizes(o.sizes);
   if (!sizes.empty() && sizes.back() > (Bytes{1} << 31) - 1)
     throw Error("--sizes: the largest probe message is 2 GiB - 1 (MPI counts are int); got " + format_bytes(sizes.back()));

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "model/units.h"
+#include "runtime/nvml_topology.h"
+#include "runtime/storage_probe.h"
 
 namespace commsim {
 
@@ -49,6 +51,11 @@ struct ProbeData {
   std::string network;       // what carried messages between nodes ("" with one node)
   std::string gpu_note;      // why there are no GPU measurements, when there are none
   std::vector<ProbeMeasurement> rows;
+  // Optional parts (absent in files of older probes): the GPU link matrix of rank 0's host
+  // (/probe/gpu_links; empty with a note when NVML was not found) and the storage tiers
+  // measured with --storage (/probe/storage), one row per node, mode and operation.
+  GpuLinkMatrix gpu_links;
+  std::vector<StorageRow> storage;
 };
 
 // Adds /probe to an existing (finished) results file. Throws Error naming the file on failure or

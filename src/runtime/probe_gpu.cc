@@ -43,6 +43,8 @@ GpuInventory probe_gpu_inventory() {
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
     inv.names.push_back(prop.name);
+    char bus[32] = {};
+    inv.bus_ids.push_back(cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess ? bus : "");
   }
   return inv;
 }
@@ -126,9 +128,9 @@ std::vector<double> time_gpu_copy(const std::string& kind, int device, Bytes byt
 
 GpuInventory probe_gpu_inventory() {
 #ifdef COMMSIM_HAVE_CUDA
-  return {{}, "this build cannot reach the CUDA runtime from the probe (no cuda_runtime.h on the include path)"};
+  return {{}, "this build cannot reach the CUDA runtime from the probe (no cuda_runtime.h on the include path)", {}};
 #else
-  return {{}, "this build has no CUDA support (rebuild with CUDA to probe GPUs)"};
+  return {{}, "this build has no CUDA support (rebuild with CUDA to probe GPUs)", {}};
 #endif
 }
 

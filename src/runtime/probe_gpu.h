@@ -12,6 +12,7 @@ namespace commsim {
 struct GpuInventory {
   std::vector<std::string> names;  // one per visible device, in device order
   std::string note;                // why there are none ("this build has no CUDA", "no device", ...)
+  std::vector<std::string> bus_ids;  // PCI bus id of each ("0000:19:00.0"; "" when CUDA gives none)
 };
 GpuInventory probe_gpu_inventory();
 

@@ -17,6 +17,9 @@
 #         4. bench       reduce kernel vs device-to-device copy bandwidth (goal: >= 85%)
 #         5. sweep       `commsim run --backend cuda`: 1 rank with NCCL baselines, then 4 ranks
 #                        sharing the GPU with hand-written algorithms, then those with --graph
+#         6. portrait    `nvidia-smi topo -m` and `commsim probe` in the same step: the GPU link
+#                        matrix read through NVML beside nvidia-smi's, and --storage on the local
+#                        disk (64 MiB per writer; the file is removed afterwards)
 # NCCL_NVLS_ENABLE=0 stays set throughout (NVLink multicast must stay off on these machines).
 set -u
 
@@ -100,6 +103,12 @@ done
 step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu --graph \
   --topology h200-node --collectives allreduce --algorithms ring,tree --sizes 64KiB,1MiB --iters 5 --warmup 1 --check
 
+# The link matrix through NVML right after nvidia-smi's view of the same machine, into one log.
+step topo 15 "$out/portrait.log" nvidia-smi topo -m
+step portrait 180 "$out/portrait.log" "${mpirun_[@]}" -np 1 "$carry/commsim" probe --sizes 1MiB:256MiB:x16 --iters 5 \
+  --warmup 1 --no-table --storage local-disk="${TMPDIR:-/tmp}" --storage-size 64MiB --storage-time 0.2 \
+  --format markdown --out "$out/portrait.h5" --force
+
 {
   echo
   echo "== GPU"
@@ -112,6 +121,10 @@ step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --back
   echo "== sweep (busbw GB/s; see sweep.log)"
   grep -E "^#.*commsim run|^# allreduce|^# +size" "$out/sweep.log" | cut -c1-160
   grep -E "^ +[0-9]+ +[0-9]+ +(float|bfloat|int)" "$out/sweep.log" | grep -E "^ +(65536|4194304|268435456) " | head -40
+  echo "== portrait (nvidia-smi topo -m, then the probe's link matrix and table)"
+  sed -n '/^### topo: /,/^### portrait: /p' "$out/portrait.log" | head -30
+  sed -n '/GPU link matrix/,/MPI  /p' "$out/portrait.log" | head -30
+  grep -E "^\| " "$out/portrait.log"
   echo "== steps"
   cat "$summary"
 } | tee -a "$out/environment.log"
