@@ -136,7 +136,7 @@ std::string variant_of(const Point& p) {
 }
 
 // NCCL's own choice against the forced variants, per (collective, backend, dtype, nodes, ranks,
-// bytes) with more than one rank (one rank copies locally: there is nothing to choose). Only rows
+// bytes) where the unforced `nccl` row was measured, with more than one rank (one rank copies locally: there is nothing to choose). Only rows
 // measured ok take part; the first row of each variant counts.
 std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
   using Where = std::tuple<std::string, std::string, int, int, Bytes, std::string>;  // collective, backend, nodes, ranks, bytes, dtype
@@ -157,14 +157,13 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
   }
   std::vector<NcclChoiceCase> out;
   for (const auto& [where, cell] : cells) {
+    if (!cell.own) continue;  // NCCL's own choice was not measured here
     NcclChoiceCase k;
     std::tie(k.collective, k.backend, k.nodes, k.ranks, k.bytes, std::ignore) = where;
     k.forced = static_cast<int>(cell.forced.size());
-    if (cell.own) {
-      if (!cell.own->nccl_algo.empty()) k.nccl_pick = cell.own->nccl_algo + "/" + cell.own->nccl_proto;
-      k.nccl_channels = cell.own->nccl_channels;
-      k.nccl_us = cell.own->measured_median_us;
-    }
+    if (!cell.own->nccl_algo.empty()) k.nccl_pick = cell.own->nccl_algo + "/" + cell.own->nccl_proto;
+    k.nccl_channels = cell.own->nccl_channels;
+    k.nccl_us = cell.own->measured_median_us;
     const Point* fastest = nullptr;
     double best_pred = INFINITY;
     for (const auto& [name, p] : cell.forced) {
@@ -172,7 +171,7 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
       if (!fastest || p->measured_median_us < fastest->measured_median_us) fastest = p, k.fastest = name;
     }
     if (fastest) k.fastest_us = fastest->measured_median_us;
-    if (cell.own && fastest) {
+    if (fastest) {
       k.lost = k.nccl_us / k.fastest_us - 1.0;
       const bool tested = cell.own->samples_us.size() >= kMinTestSamples && fastest->samples_us.size() >= kMinTestSamples;
       if (tested) k.lost_p = mann_whitney_p_less(fastest->samples_us, cell.own->samples_us);
@@ -180,7 +179,7 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
     }
     k.model_agrees = !k.model_pick.empty() && k.model_pick == k.nccl_pick;
     k.nccl_fastest = !k.fastest.empty() && k.fastest == k.nccl_pick;
-    if (cell.own || !cell.forced.empty()) out.push_back(std::move(k));
+    out.push_back(std::move(k));
   }
   return out;
 }

@@ -87,8 +87,9 @@ struct CrossoverRow {
   std::vector<double> measured_bytes;   // the same by measurement
 };
 
-// NCCL at one (collective, backend, dtype, nodes, ranks, bytes): its own choice against the
-// variants forced there. A variant is named "Ring/LL128" (NCCL's algorithm / protocol names).
+// NCCL at one (collective, backend, dtype, nodes, ranks, bytes) where its own choice (the `nccl`
+// row, nothing forced) was measured with two or more ranks: that choice against the variants
+// forced there. A variant is named "Ring/LL128" (NCCL's algorithm / protocol names).
 struct NcclChoiceCase {
   std::string collective, backend;
   int nodes = 1, ranks = 1;
