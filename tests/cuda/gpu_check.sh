@@ -17,6 +17,9 @@
 #         4. bench       reduce kernel vs device-to-device copy bandwidth (goal: >= 85%)
 #         5. sweep       `commsim run --backend cuda`: 1 rank with NCCL baselines, then 4 ranks
 #                        sharing the GPU with hand-written algorithms, then those with --graph
+#         6. nccl2       with two GPUs or more only: 2 ranks, NCCL's own choice beside every forced
+#                        algorithm x protocol, NCCL's TUNING log kept under $OUT/nccl-log
+#                        (COMMSIM_NCCL_LOG_DIR), then `commsim report` on it (NCCL's choice per size)
 # NCCL_NVLS_ENABLE=0 stays set throughout (NVLink multicast must stay off on these machines).
 set -u
 
@@ -89,6 +92,18 @@ step sweep4 90 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --bac
 step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --backend cuda --share-gpu --graph \
   --topology h200-node --collectives allreduce --algorithms ring,tree --sizes 64KiB,1MiB --iters 5 --warmup 1 --check
 
+# Two GPUs or more: what NCCL ran (its TUNING log, kept) against every variant it could have been
+# forced to, and the report's NCCL sections on it.
+if (( $(nvidia-smi -L 2>/dev/null | wc -l) >= 2 )); then
+  mkdir -p "$out/nccl-log"
+  step nccl2 300 "$out/sweep_nccl.log" env COMMSIM_NCCL_LOG_DIR="$out/nccl-log" "${mpirun_[@]}" -x COMMSIM_NCCL_LOG_DIR \
+    -np 2 "$carry/commsim" run --backend cuda --topology h200-node \
+    --collectives allreduce,allgather,reducescatter,broadcast --algorithms nccl,nccl-ring,nccl-tree \
+    --protocols none,LL,LL128,Simple --sizes 1KiB:256MiB:x4 --iters 20 --warmup 5 --check \
+    --out "$out/sweep_nccl_2rank.h5"
+  step report2 60 "$out/report_nccl.txt" "$carry/commsim" report "$out/sweep_nccl_2rank.h5"
+fi
+
 {
   echo
   echo "== GPU"
@@ -101,6 +116,10 @@ step graph 45 "$out/sweep.log" "${mpirun_[@]}" -np 4 "$carry/commsim" run --back
   echo "== sweep (busbw GB/s; see sweep.log)"
   grep -E "^#.*commsim run|^# allreduce|^# +size" "$out/sweep.log" | cut -c1-160
   grep -E "^ +[0-9]+ +[0-9]+ +(float|bfloat|int)" "$out/sweep.log" | grep -E "^ +(65536|4194304|268435456) " | head -40
+  if [[ -f "$out/report_nccl.txt" ]]; then
+    echo "== NCCL's choice, 2 ranks (report_nccl.txt; TUNING log in nccl-log/)"
+    sed -n "/^## NCCL's choice/,/^## Worst/p" "$out/report_nccl.txt" | grep -v "^## Worst" | head -40
+  fi
   echo "== steps"
   cat "$summary"
 } | tee -a "$out/environment.log"
