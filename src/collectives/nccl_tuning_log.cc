@@ -31,9 +31,8 @@ std::optional<T> to_number(std::string_view s) {
 }
 
 bool is_word(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 // The next space-separated token of `s` from `at`, advancing `at` past it.
@@ -66,7 +65,8 @@ std::optional<NcclTuningLine> symmetric_line(std::string_view msg) {
   if (!is_word(t.function)) return std::nullopt;
   std::size_t pos = at + tag.size();
   const auto bytes = to_number<std::uint64_t>(token(msg, pos));
-  if (!bytes || token(msg, pos) != "Bytes" || token(msg, pos) != "->" || token(msg, pos) != "Kernel") return std::nullopt;
+  if (!bytes || token(msg, pos) != "Bytes" || token(msg, pos) != "->" || token(msg, pos) != "Kernel")
+    return std::nullopt;
   t.bytes = *bytes;
   t.algorithm = "Symmetric";
   t.protocol = std::string(token(msg, pos));

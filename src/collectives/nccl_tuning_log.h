@@ -26,11 +26,11 @@
 namespace commsim {
 
 struct NcclTuningLine {
-  std::string function;    // NCCL's name: "AllReduce", "AllGather", ...; "" in the old format
+  std::string function;     // NCCL's name: "AllReduce", "AllGather", ...; "" in the old format
   std::uint64_t bytes = 0;  // as NCCL prints it (count x type size of the call's send count)
-  std::string algorithm;   // NCCL's spelling: "Ring", "Tree", "NVLS", ... or "Symmetric"
-  std::string protocol;    // "LL", "LL128", "Simple"; a symmetric kernel's name
-  int channels = 0;        // channelHi - channelLo + 1 (nchannels for symmetric kernels); 0: not printed
+  std::string algorithm;    // NCCL's spelling: "Ring", "Tree", "NVLS", ... or "Symmetric"
+  std::string protocol;     // "LL", "LL128", "Simple"; a symmetric kernel's name
+  int channels = 0;         // channelHi - channelLo + 1 (nchannels for symmetric kernels); 0: not printed
 };
 
 // The tuning line in `line`, or nullopt when it is not one (or is malformed: a missing field, a
@@ -47,8 +47,8 @@ std::vector<NcclTuningLine> parse_nccl_tuning_log(std::string_view text);
 struct NcclChoice {
   std::string algorithm, protocol;
   int channels = 0;
-  int calls = 0;      // lines that gave this choice
-  int other = 0;      // lines of the same function that gave another choice
+  int calls = 0;  // lines that gave this choice
+  int other = 0;  // lines of the same function that gave another choice
   bool empty() const { return calls == 0; }
 };
 NcclChoice nccl_choice(const std::vector<NcclTuningLine>& lines, std::string_view function);

@@ -925,12 +925,13 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     y.line(0, "nccl", "", "nccl");
     const char* algos[2] = {"ring", "tree"};
     const char* protos[3] = {"LL", "LL128", "Simple"};
-    auto table = [&](const char* key, const double (&v)[2][3], auto text) {
+    auto table = [&](const char* key, const double(&v)[2][3], auto text) {
       y.line(2, key, "", std::string("nccl.") + key);
       for (int a = 0; a < 2; ++a) {
         std::string row;
         for (int p = 0; p < 3; ++p)
-          if (v[a][p] > 0 || text(0.0) != "") row += std::string(row.empty() ? "" : ", ") + protos[p] + ": " + text(v[a][p]);
+          if (v[a][p] > 0 || text(0.0) != "")
+            row += std::string(row.empty() ? "" : ", ") + protos[p] + ": " + text(v[a][p]);
         if (!row.empty()) y.line(4, algos[a], "{ " + row + " }", std::string("nccl.") + key + "." + algos[a]);
       }
     };
@@ -1198,8 +1199,12 @@ std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean,
 namespace commsim {
 namespace {
 
-int nccl_algo_index(Algorithm a) { return a == Algorithm::NcclTree ? 1 : 0; }
-int nccl_proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
+int nccl_algo_index(Algorithm a) {
+  return a == Algorithm::NcclTree ? 1 : 0;
+}
+int nccl_proto_index(Protocol p) {
+  return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
+}
 
 CostQuery nccl_query(const NcclSample& s) {
   return {s.collective, s.algorithm, s.protocol, s.nodes, s.ranks_per_node, s.bytes};
@@ -1224,7 +1229,9 @@ NcclColumns nccl_columns(const Topology& topo, const NcclSample& s) {
   return {one_base.latency_s - call, one_hop.latency_s - call, one_base.bandwidth_s};
 }
 
-double nccl_predict(const Topology& topo, const NcclSample& s) { return closed_form(topo, nccl_query(s)).time_s; }
+double nccl_predict(const Topology& topo, const NcclSample& s) {
+  return closed_form(topo, nccl_query(s)).time_s;
+}
 
 // Weighted least squares of y on the chosen columns (at most 3), weights 1/t^2, each column scaled
 // to unit weighted norm first (the base column is ~1 s, the bandwidth one ~1e8 bytes). False when
@@ -1369,8 +1376,9 @@ NcclFit fit_nccl(const Topology& topo, const std::vector<NcclSample>& samples) {
     by_term[{nccl_algo_index(s.algorithm), nccl_proto_index(s.protocol)}].push_back(s);
   }
   if (by_term.empty())
-    throw Error("no forced NCCL run inside one node to fit NCCL's constants to: measure nccl-ring and nccl-tree "
-                "with --protocols LL,LL128,Simple on two or more GPUs of one node");
+    throw Error(
+        "no forced NCCL run inside one node to fit NCCL's constants to: measure nccl-ring and nccl-tree "
+        "with --protocols LL,LL128,Simple on two or more GPUs of one node");
   for (auto& [key, rows] : by_term) {
     const Algorithm algo = rows.front().algorithm;
     const Protocol proto = rows.front().protocol;
@@ -1395,8 +1403,8 @@ NcclFit fit_nccl(const Topology& topo, const std::vector<NcclSample>& samples) {
     if (f.done && distinct.size() >= 4) {
       std::vector<CollectiveSample> as_collective;
       for (std::size_t i = 0; i < rows.size(); ++i)
-        as_collective.push_back({rows[i].collective, Algorithm::Ring, 1, rows[i].ranks_per_node, rows[i].bytes,
-                                 rows[i].time_s, i});
+        as_collective.push_back(
+            {rows[i].collective, Algorithm::Ring, 1, rows[i].ranks_per_node, rows[i].bytes, rows[i].time_s, i});
       const HeldOutSplit split = split_held_out(as_collective);
       std::vector<NcclSample> train;
       for (const CollectiveSample& c : split.train) train.push_back(rows[c.key]);

@@ -274,9 +274,9 @@ struct NcclTermFit {
 };
 
 struct NcclFit {
-  Topology topology;                // the input with the fitted NCCL constants (nccl.present set)
-  std::vector<NcclTermFit> terms;   // one per (algorithm, protocol) with samples, ring before tree, LL first
-  std::size_t multi_node = 0;       // samples across nodes, left out
+  Topology topology;               // the input with the fitted NCCL constants (nccl.present set)
+  std::vector<NcclTermFit> terms;  // one per (algorithm, protocol) with samples, ring before tree, LL first
+  std::size_t multi_node = 0;      // samples across nodes, left out
 };
 
 // Throws Error when no sample is a forced NCCL run inside one node with more than one rank.

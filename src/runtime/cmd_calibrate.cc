@@ -244,20 +244,23 @@ std::vector<NcclSample> nccl_samples(const std::vector<Point>& points) {
     if ((p.algorithm != Algorithm::NcclRing && p.algorithm != Algorithm::NcclTree) || p.protocol == Protocol::None)
       continue;
     if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;
-    out.push_back({p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes, p.measured_median_us * 1e-6});
+    out.push_back(
+        {p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes, p.measured_median_us * 1e-6});
   }
   return out;
 }
 
 // Median |error| of NCCL's model on `topo` for the measured rows of `algorithm` (any protocol).
-std::pair<double, std::size_t> nccl_model_error(const Topology& topo, const std::vector<Point>& points, Algorithm algorithm) {
+std::pair<double, std::size_t> nccl_model_error(const Topology& topo, const std::vector<Point>& points,
+                                                Algorithm algorithm) {
   std::vector<double> errs;
   for (const Point& p : points) {
     if (p.algorithm != algorithm || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0)) continue;
     if (p.nodes < 1 || p.ranks % p.nodes != 0 || p.ranks < 2) continue;
     if (!has_closed_form(topo, p.collective, p.algorithm, p.protocol)) continue;
     try {
-      const double t = closed_form(topo, {p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes}).time_s;
+      const double t =
+          closed_form(topo, {p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes}).time_s;
       errs.push_back((t - p.measured_median_us * 1e-6) / (p.measured_median_us * 1e-6));
     } catch (const Error&) {
     }
@@ -302,7 +305,10 @@ std::vector<NcclSample> calibrate_nccl(std::ostream& out, const std::vector<Poin
     for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
     out << "  " << name << ": base " << fnum("%.3f", t.base_latency_s * 1e6) << " us"
         << (t.base_clamped ? " (clamped to 0)" : "") << ", intra hop " << fnum("%.3f", t.intra_hop_latency_s * 1e6)
-        << " us" << (t.hop_fitted ? "" : t.hop_clamped ? " (clamped to 0)" : " (kept: the runs have one hop count)")
+        << " us"
+        << (t.hop_fitted    ? ""
+            : t.hop_clamped ? " (clamped to 0)"
+                            : " (kept: the runs have one hop count)")
         << ", bus bandwidth "
         << (t.bw_clamped ? std::string("not seen (intra-node bandwidth x bandwidth_fraction kept)")
                          : format_bandwidth(t.bus_bw_Bps))
@@ -312,8 +318,8 @@ std::vector<NcclSample> calibrate_nccl(std::ostream& out, const std::vector<Poin
         << format_bytes(t.max_bytes) << "\n";
     if (t.held_out_done)
       out << "      held-out check (fit on every other size and the largest, predict the sizes between): median "
-          << "|error| " << pct(t.held_out_median_abs_rel_error) << ", max " << pct(t.held_out_max_abs_rel_error) << " on "
-          << t.held_out << " points\n";
+          << "|error| " << pct(t.held_out_median_abs_rel_error) << ", max " << pct(t.held_out_max_abs_rel_error)
+          << " on " << t.held_out << " points\n";
     else
       out << "      held-out check: needs 4 sizes or more\n";
   }

@@ -261,7 +261,8 @@ class CudaBackend final : public Backend {
   static std::string describe(const NcclChoice& c) {
     std::string s = c.algorithm + "/" + c.protocol;
     if (c.channels > 0) s += " on " + std::to_string(c.channels) + " channel" + (c.channels == 1 ? "" : "s");
-    if (c.other > 0) s += " (" + std::to_string(c.other) + " of " + std::to_string(c.calls + c.other) + " calls otherwise)";
+    if (c.other > 0)
+      s += " (" + std::to_string(c.other) + " of " + std::to_string(c.calls + c.other) + " calls otherwise)";
     return s;
   }
 #endif

@@ -128,7 +128,9 @@ void judge_by_samples(WinnerCase& w, const std::map<std::string, const Point*>& 
   w.pick_slower = w.pick_p < kWinnerAlpha;
 }
 
-bool is_nccl(Algorithm a) { return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree; }
+bool is_nccl(Algorithm a) {
+  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+}
 
 // "Ring/LL128" for a forced row.
 std::string variant_of(const Point& p) {
@@ -136,10 +138,11 @@ std::string variant_of(const Point& p) {
 }
 
 // NCCL's own choice against the forced variants, per (collective, backend, dtype, nodes, ranks,
-// bytes) where the unforced `nccl` row was measured, with more than one rank (one rank copies locally: there is nothing to choose). Only rows
-// measured ok take part; the first row of each variant counts.
+// bytes) where the unforced `nccl` row was measured, with more than one rank (one rank copies locally: there is nothing
+// to choose). Only rows measured ok take part; the first row of each variant counts.
 std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
-  using Where = std::tuple<std::string, std::string, int, int, Bytes, std::string>;  // collective, backend, nodes, ranks, bytes, dtype
+  using Where = std::tuple<std::string, std::string, int, int, Bytes,
+                           std::string>;  // collective, backend, nodes, ranks, bytes, dtype
   struct Cell {
     const Point* own = nullptr;
     std::map<std::string, const Point*> forced;
@@ -167,13 +170,15 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
     const Point* fastest = nullptr;
     double best_pred = INFINITY;
     for (const auto& [name, p] : cell.forced) {
-      if (std::isfinite(p->predicted_us) && p->predicted_us < best_pred) best_pred = p->predicted_us, k.model_pick = name;
+      if (std::isfinite(p->predicted_us) && p->predicted_us < best_pred)
+        best_pred = p->predicted_us, k.model_pick = name;
       if (!fastest || p->measured_median_us < fastest->measured_median_us) fastest = p, k.fastest = name;
     }
     if (fastest) k.fastest_us = fastest->measured_median_us;
     if (fastest) {
       k.lost = k.nccl_us / k.fastest_us - 1.0;
-      const bool tested = cell.own->samples_us.size() >= kMinTestSamples && fastest->samples_us.size() >= kMinTestSamples;
+      const bool tested =
+          cell.own->samples_us.size() >= kMinTestSamples && fastest->samples_us.size() >= kMinTestSamples;
       if (tested) k.lost_p = mann_whitney_p_less(fastest->samples_us, cell.own->samples_us);
       k.slower = k.lost > 0 && (tested ? k.lost_p < kWinnerAlpha : k.lost > kNcclLossNoise);
     }
@@ -344,8 +349,12 @@ std::string nccl_ran(const NcclChoiceCase& c) {
   if (c.nccl_pick.empty()) return "-";
   return c.nccl_pick + (c.nccl_channels > 0 ? ", " + std::to_string(c.nccl_channels) + " ch" : "");
 }
-std::string us_text(double us) { return std::isfinite(us) ? fmt("%.2f", us) : "-"; }
-std::string signed_pct(double v) { return std::isfinite(v) ? fmt("%+.1f%%", 100.0 * v) : "-"; }
+std::string us_text(double us) {
+  return std::isfinite(us) ? fmt("%.2f", us) : "-";
+}
+std::string signed_pct(double v) {
+  return std::isfinite(v) ? fmt("%+.1f%%", 100.0 * v) : "-";
+}
 
 void print_nccl_choices(std::ostream& out, const Report& r) {
   char buf[400];
@@ -639,8 +648,8 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
     out << "collective,backend,nodes,ranks,bytes,nccl_pick,nccl_channels,model_pick,fastest_forced,forced,nccl_us,"
            "fastest_us,lost,lost_p,slower\n";
     for (const auto& c : r.nccl_choices)
-      out << c.collective << "," << c.backend << "," << c.nodes << "," << c.ranks << "," << c.bytes << "," << c.nccl_pick
-          << "," << c.nccl_channels << "," << c.model_pick << "," << c.fastest << "," << c.forced << ","
+      out << c.collective << "," << c.backend << "," << c.nodes << "," << c.ranks << "," << c.bytes << ","
+          << c.nccl_pick << "," << c.nccl_channels << "," << c.model_pick << "," << c.fastest << "," << c.forced << ","
           << json_number(c.nccl_us) << "," << json_number(c.fastest_us) << "," << json_number(c.lost) << ","
           << json_number(c.lost_p) << "," << (c.slower ? 1 : 0) << "\n";
   } else if (table == "outliers" || table == "failed") {

@@ -94,17 +94,17 @@ struct NcclChoiceCase {
   std::string collective, backend;
   int nodes = 1, ranks = 1;
   Bytes bytes = 0;
-  std::string nccl_pick;      // what the unforced `nccl` row ran, from NCCL's log ("" when not logged)
-  int nccl_channels = 0;      // its channel count (0 when not logged)
-  std::string model_pick;     // NCCL's model: the forced variant with the lowest prediction ("" without forced rows)
-  std::string fastest;        // the forced variant with the lowest measured median ("" without forced rows)
-  int forced = 0;             // forced variants measured here
-  double nccl_us = kNaN;      // the unforced row's measured median (NaN when it was not measured)
-  double fastest_us = kNaN;   // the fastest forced variant's
+  std::string nccl_pick;     // what the unforced `nccl` row ran, from NCCL's log ("" when not logged)
+  int nccl_channels = 0;     // its channel count (0 when not logged)
+  std::string model_pick;    // NCCL's model: the forced variant with the lowest prediction ("" without forced rows)
+  std::string fastest;       // the forced variant with the lowest measured median ("" without forced rows)
+  int forced = 0;            // forced variants measured here
+  double nccl_us = kNaN;     // the unforced row's measured median (NaN when it was not measured)
+  double fastest_us = kNaN;  // the fastest forced variant's
   // nccl_us / fastest_us - 1: what NCCL's own choice costs against the best it could have been
   // forced to (NaN when either is missing).
   double lost = kNaN;
-  double lost_p = 1;          // one-sided Mann-Whitney U p-value of "the fastest forced variant is faster"
+  double lost_p = 1;  // one-sided Mann-Whitney U p-value of "the fastest forced variant is faster"
   // NCCL ran slower than a variant it could have been forced to, beyond the noise: lost > 0 and
   // lost_p < kWinnerAlpha (lost > kNcclLossNoise when either side has fewer than kMinTestSamples
   // samples).

@@ -18,9 +18,8 @@ namespace {
 
 // One row of /points as it sits in memory. Short names are fixed-length null-padded strings (h5py
 // reads them as bytes of dtype S<n>); the free-form note is a variable-length UTF-8 string.
-constexpr std::size_t kCollectiveLen = 16, kAlgorithmLen = 32, kBackendLen = 16, kTransportLen = 16,
-                      kProtocolLen = 8, kDtypeLen = 16, kRedopLen = 8, kStatusLen = 16, kNcclAlgoLen = 16,
-                      kNcclProtoLen = 32;
+constexpr std::size_t kCollectiveLen = 16, kAlgorithmLen = 32, kBackendLen = 16, kTransportLen = 16, kProtocolLen = 8,
+                      kDtypeLen = 16, kRedopLen = 8, kStatusLen = 16, kNcclAlgoLen = 16, kNcclProtoLen = 32;
 struct Row {
   std::int32_t run;
   char collective[kCollectiveLen];

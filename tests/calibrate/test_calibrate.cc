@@ -1142,7 +1142,8 @@ std::vector<NcclSample> nccl_samples(const Topology& truth, const std::vector<in
   for (int r : ranks)
     for (Algorithm a : {Algorithm::NcclRing, Algorithm::NcclTree})
       for (Protocol p : kNcclProtocols)
-        for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast}) {
+        for (Collective c :
+             {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast}) {
           if (c != Collective::AllReduce && (a == Algorithm::NcclTree || !all_collectives)) continue;
           for (Bytes b = 8; b <= (Bytes{256} << 20); b *= 4) {
             const double t = closed_form(truth, {c, a, p, 1, r, b}).time_s;
@@ -1167,7 +1168,8 @@ TEST(FitNccl, RecoversBaseHopAndBandwidthFromForcedRuns) {
       ASSERT_TRUE(t.done) << t.why_not;
       EXPECT_TRUE(t.hop_fitted);
       EXPECT_NEAR(t.base_latency_s, truth.nccl.base_latency_s[a][p], 0.1 * truth.nccl.base_latency_s[a][p]);
-      EXPECT_NEAR(t.intra_hop_latency_s, truth.nccl.intra_hop_latency_s[a][p], 0.2 * truth.nccl.intra_hop_latency_s[a][p]);
+      EXPECT_NEAR(t.intra_hop_latency_s, truth.nccl.intra_hop_latency_s[a][p],
+                  0.2 * truth.nccl.intra_hop_latency_s[a][p]);
       EXPECT_NEAR(t.bus_bw_Bps, truth.nccl.bus_bw_Bps[a][p], 0.05 * truth.nccl.bus_bw_Bps[a][p]);
       EXPECT_EQ(f.topology.nccl.bus_bw_Bps[a][p], t.bus_bw_Bps);
       EXPECT_GT(t.r2, 0.99);
@@ -1234,9 +1236,9 @@ TEST(FitNccl, NoBandwidthVisibleLeavesItUnset) {
 TEST(FitNccl, NeedsForcedRunsInsideOneNode) {
   const Topology start = load_topology(resolve_topology_path("h200-node"));
   const std::vector<NcclSample> none = {
-      {Collective::AllReduce, Algorithm::NcclRing, Protocol::None, 1, 2, 1024, 10e-6},   // protocol not forced
-      {Collective::AllReduce, Algorithm::NcclRing, Protocol::LL, 1, 1, 1024, 10e-6},     // one rank
-      {Collective::AllReduce, Algorithm::Nccl, Protocol::LL, 1, 2, 1024, 10e-6},         // NCCL's choice
+      {Collective::AllReduce, Algorithm::NcclRing, Protocol::None, 1, 2, 1024, 10e-6},  // protocol not forced
+      {Collective::AllReduce, Algorithm::NcclRing, Protocol::LL, 1, 1, 1024, 10e-6},    // one rank
+      {Collective::AllReduce, Algorithm::Nccl, Protocol::LL, 1, 2, 1024, 10e-6},        // NCCL's choice
   };
   try {
     fit_nccl(start, none);
@@ -1245,7 +1247,8 @@ TEST(FitNccl, NeedsForcedRunsInsideOneNode) {
     EXPECT_NE(std::string(e.what()).find("nccl-ring and nccl-tree"), std::string::npos) << e.what();
   }
   // Too few sizes: the term is reported, not fitted.
-  const NcclFit f = fit_nccl(start, {{Collective::AllReduce, Algorithm::NcclTree, Protocol::Simple, 1, 2, 1024, 10e-6}});
+  const NcclFit f =
+      fit_nccl(start, {{Collective::AllReduce, Algorithm::NcclTree, Protocol::Simple, 1, 2, 1024, 10e-6}});
   ASSERT_EQ(f.terms.size(), 1u);
   EXPECT_FALSE(f.terms[0].done);
   EXPECT_NE(f.terms[0].why_not.find("two sizes"), std::string::npos);
@@ -1255,19 +1258,22 @@ TEST(FitNccl, WrittenTopologyReadsBackWithItsComments) {
   const Topology truth = nccl_truth();
   const Topology start = load_topology(resolve_topology_path("h200-node"));
   const NcclFit f = fit_nccl(start, nccl_samples(truth, {2, 4}, true, 0.01, 3));
-  const std::string text = topology_yaml(
-      f.topology, {}, {{"nccl.bus_bandwidth.ring", "fitted from run.h5: nccl-ring x LL, LL128, Simple"}}, nullptr, false);
+  const std::string text =
+      topology_yaml(f.topology, {}, {{"nccl.bus_bandwidth.ring", "fitted from run.h5: nccl-ring x LL, LL128, Simple"}},
+                    nullptr, false);
   EXPECT_NE(text.find("bus_bandwidth:"), std::string::npos) << text;
   EXPECT_NE(text.find("# fitted from run.h5: nccl-ring x LL, LL128, Simple"), std::string::npos) << text;
   const Topology back = parse_topology(text, "written");
   for (int a = 0; a < 2; ++a)
     for (int p = 0; p < 3; ++p) {
-      EXPECT_NEAR(back.nccl.bus_bw_Bps[a][p], f.topology.nccl.bus_bw_Bps[a][p], 1e-6 * f.topology.nccl.bus_bw_Bps[a][p]);
+      EXPECT_NEAR(back.nccl.bus_bw_Bps[a][p], f.topology.nccl.bus_bw_Bps[a][p],
+                  1e-6 * f.topology.nccl.bus_bw_Bps[a][p]);
       EXPECT_NEAR(back.nccl.base_latency_s[a][p], f.topology.nccl.base_latency_s[a][p], 1e-12);
     }
   for (Protocol p : kNcclProtocols) {
     CostQuery q{Collective::AllGather, Algorithm::NcclRing, p, 1, 4, Bytes{1} << 24};
-    EXPECT_NEAR(closed_form(back, q).time_s, closed_form(f.topology, q).time_s, 1e-6 * closed_form(f.topology, q).time_s);
+    EXPECT_NEAR(closed_form(back, q).time_s, closed_form(f.topology, q).time_s,
+                1e-6 * closed_form(f.topology, q).time_s);
   }
   // A preset without fitted bandwidths writes none (the tiers stand).
   EXPECT_EQ(topology_yaml(start, {}, {}, nullptr, false).find("bus_bandwidth"), std::string::npos);

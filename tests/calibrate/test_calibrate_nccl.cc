@@ -48,7 +48,8 @@ Topology truth() {
   return t;
 }
 
-Point nccl_row(Collective c, Algorithm a, Protocol p, Bytes bytes, double time_s, double predicted_s, std::mt19937& rng) {
+Point nccl_row(Collective c, Algorithm a, Protocol p, Bytes bytes, double time_s, double predicted_s,
+               std::mt19937& rng) {
   std::normal_distribution<double> noise(0.0, 0.02);
   Point x;
   x.collective = c;
@@ -113,8 +114,9 @@ TEST(CalibrateNccl, FitsNcclsConstantsAndReportsItsChoice) {
           }
       if (b == 262144) best_a = Algorithm::NcclRing, best_p = Protocol::Simple;
       const CostQuery own{Collective::AllReduce, best_a, best_p, 1, 2, b};
-      Point p = nccl_row(Collective::AllReduce, Algorithm::Nccl, Protocol::None, b, closed_form(t, own).time_s,
-                         closed_form(preset, {Collective::AllReduce, Algorithm::Nccl, Protocol::None, 1, 2, b}).time_s, rng);
+      Point p =
+          nccl_row(Collective::AllReduce, Algorithm::Nccl, Protocol::None, b, closed_form(t, own).time_s,
+                   closed_form(preset, {Collective::AllReduce, Algorithm::Nccl, Protocol::None, 1, 2, b}).time_s, rng);
       p.nccl_algo = best_a == Algorithm::NcclTree ? "Tree" : "Ring";
       p.nccl_proto = std::string(to_string(best_p));
       p.nccl_channels = 16;
@@ -140,8 +142,8 @@ TEST(CalibrateNccl, FitsNcclsConstantsAndReportsItsChoice) {
       SCOPED_TRACE(std::to_string(a) + "/" + std::to_string(p));
       EXPECT_NEAR(fitted.nccl.bus_bw_Bps[a][p], t.nccl.bus_bw_Bps[a][p], 0.05 * t.nccl.bus_bw_Bps[a][p]);
       // Two hops at two ranks: the base takes the difference from the preset's hop latency.
-      const double base = t.nccl.base_latency_s[a][p] +
-                          2 * (t.nccl.intra_hop_latency_s[a][p] - preset.nccl.intra_hop_latency_s[a][p]);
+      const double base =
+          t.nccl.base_latency_s[a][p] + 2 * (t.nccl.intra_hop_latency_s[a][p] - preset.nccl.intra_hop_latency_s[a][p]);
       EXPECT_NEAR(fitted.nccl.base_latency_s[a][p], base, 0.1 * t.nccl.base_latency_s[a][p]);
     }
 
@@ -152,7 +154,8 @@ TEST(CalibrateNccl, FitsNcclsConstantsAndReportsItsChoice) {
   EXPECT_NE(report.find("Ring/Simple, 16 ch"), std::string::npos) << report;
   EXPECT_NE(report.find("256KiB: NCCL ran Ring/Simple in "), std::string::npos) << report;
   // Only allreduce has NCCL's own runs: six cases, one flagged.
-  EXPECT_NE(report.find("NCCL ran a slower variant than one it could have been forced to in 1 of 6 cases"), std::string::npos)
+  EXPECT_NE(report.find("NCCL ran a slower variant than one it could have been forced to in 1 of 6 cases"),
+            std::string::npos)
       << report;
 }
 

@@ -215,7 +215,7 @@ std::vector<Point> nccl_points() {
       nccl(Algorithm::NcclRing, Protocol::Simple, m16, 99.0, 90.0),
       nccl(Algorithm::NcclTree, Protocol::Simple, m16, 101.0, 95.0),
       nccl(Algorithm::Nccl, Protocol::None, k64, 5.0, 1.0),  // one rank: no choice
-      make(Algorithm::Mpi, k64, 20.0, 30.0),                  // +50%, the MPI library's
+      make(Algorithm::Mpi, k64, 20.0, 30.0),                 // +50%, the MPI library's
   };
   v[0].nccl_algo = "Ring";
   v[0].nccl_proto = "LL";

@@ -1,11 +1,11 @@
 // The parser of NCCL's TUNING log (collectives/nccl_tuning_log.h), on a log in NCCL 2.28.3's format
 // (tests/collectives/data/nccl-2.28.3-tuning.log) and on single lines of every format variant.
-#include "collectives/nccl_tuning_log.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
+
+#include "collectives/nccl_tuning_log.h"
 
 namespace commsim {
 namespace {
@@ -30,7 +30,8 @@ TEST(NcclTuningLog, CurrentFormat) {
 }
 
 TEST(NcclTuningLog, ChannelRangeNotFromZero) {
-  auto t = parse_nccl_tuning_line("h:1:1 [1] NCCL INFO ReduceScatter: 2097152 Bytes -> Algo Ring proto LL128 channel{Lo..Hi}={4..19}\r\n");
+  auto t = parse_nccl_tuning_line(
+      "h:1:1 [1] NCCL INFO ReduceScatter: 2097152 Bytes -> Algo Ring proto LL128 channel{Lo..Hi}={4..19}\r\n");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->channels, 16);
 }
@@ -64,13 +65,15 @@ TEST(NcclTuningLog, OldNumericFormat) {
 
 TEST(NcclTuningLog, SymmetricKernel) {
   auto t = parse_nccl_tuning_line(
-      "h:1:1 [0] NCCL INFO AllGather [Symmetric]: 65536 Bytes -> Kernel AllGather_LL nchannels 8 nthreads 512 nWorks 1");
+      "h:1:1 [0] NCCL INFO AllGather [Symmetric]: 65536 Bytes -> Kernel AllGather_LL nchannels 8 nthreads 512 nWorks "
+      "1");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->function, "AllGather");
   EXPECT_EQ(t->algorithm, "Symmetric");
   EXPECT_EQ(t->protocol, "AllGather_LL");
   EXPECT_EQ(t->channels, 8);
-  EXPECT_FALSE(parse_nccl_tuning_line("h:1:1 [0] NCCL INFO AllGather [Symmetric]: 65536 Bytes -> Kernel AllGather_LL nchannels x"));
+  EXPECT_FALSE(parse_nccl_tuning_line(
+      "h:1:1 [0] NCCL INFO AllGather [Symmetric]: 65536 Bytes -> Kernel AllGather_LL nchannels x"));
 }
 
 TEST(NcclTuningLog, NotTuningLines) {
@@ -119,8 +122,8 @@ TEST(NcclTuningLog, FixtureLog) {
 }
 
 TEST(NcclTuningLog, ChoiceTieGoesToTheFirstAndEmptyWhenNone) {
-  std::vector<NcclTuningLine> lines = {{"AllGather", 64, "Ring", "LL", 2}, {"AllGather", 64, "Ring", "Simple", 4},
-                                       {"AllReduce", 64, "Tree", "LL", 1}};
+  std::vector<NcclTuningLine> lines = {
+      {"AllGather", 64, "Ring", "LL", 2}, {"AllGather", 64, "Ring", "Simple", 4}, {"AllReduce", 64, "Tree", "LL", 1}};
   NcclChoice c = nccl_choice(lines, "AllGather");
   EXPECT_EQ(c.protocol, "LL");
   EXPECT_EQ(c.calls, 1);

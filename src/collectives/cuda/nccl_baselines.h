@@ -22,8 +22,8 @@
 
 #include "collectives/cuda/kernels.h"
 #include "collectives/cuda/nccl_comm.h"
-#include "collectives/nccl_tuning_log.h"
 #include "collectives/dtype.h"
+#include "collectives/nccl_tuning_log.h"
 #include "model/collective.h"
 
 namespace commsim::cuda {
