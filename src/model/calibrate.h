@@ -10,7 +10,9 @@
 //    adjusting the topology's parameters so the predictions match (fit_gamma, refine_parameters):
 //    the closed forms of model/cost.h by default, or any SamplePredictor (`commsim calibrate`
 //    prices the schedules that ran). Gauss-Newton with one-sided differences: most terms enter
-//    linearly, so few steps are needed; the working-set factors and pipelining depths do not.
+//    linearly, so few steps are needed; the working-set factors and pipelining depths do not;
+//  - NCCL's own collectives with their algorithm and protocol forced: NCCL's constants (the
+//    `nccl:` section) per algorithm x protocol, by weighted least squares (fit_nccl).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -78,7 +80,7 @@ HeldOutCheck held_out_check(const std::vector<TimedSize>& samples, FitWeighting 
 // One measured collective (the nccl-tests size convention of model/cost.h).
 struct CollectiveSample {
   Collective collective = Collective::AllReduce;
-  Algorithm algorithm = Algorithm::Ring;  // hand-written; library baselines are not fitted
+  Algorithm algorithm = Algorithm::Ring;  // hand-written (NCCL's collectives: NcclSample, fit_nccl)
   int nodes = 1;
   int ranks_per_node = 1;
   Bytes bytes = 0;

@@ -1,5 +1,6 @@
 // commsim calibrate: fits alpha and beta per tier (and gamma) to probe measurements and, optionally,
-// collective measurements; prints the fit quality; writes a topology file that predict and run accept.
+// collective measurements, and NCCL's constants to forced NCCL runs; prints the fit quality; writes a
+// topology file that predict and run accept.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -867,6 +868,10 @@ int cmd_calibrate(int argc, char** argv) {
       "alpha/beta per tier: least squares on t = alpha + bytes * beta over the probe's ring-shift times",
       "(every rank sends to the next and receives from the previous rank of its tier at once: one step of a ring).",
   };
+  if (!nccl_fitted.empty())
+    header.push_back("nccl: base latency, hop latency and bus bandwidth per algorithm x protocol, least squares on the "
+                     "runs with NCCL's algorithm and protocol forced (t = base + hops x intra_hop + bus bytes / "
+                     "bus_bandwidth).");
   // One comment per field: a later fit of the same field replaces the earlier note.
   for (std::size_t i = comments.size(); i-- > 0;)
     for (std::size_t j = 0; j < i; ++j)
