@@ -10,10 +10,13 @@
 #include <sstream>
 
 #include "../runtime/test_util.h"
+#include "model/calibrate.h"
 #include "model/cost.h"
+#include "model/error.h"
 #include "model/topology.h"
 #include "runtime/command.h"
 #include "runtime/probe_file.h"
+#include "runtime/report_tables.h"
 #include "runtime/results_file.h"
 
 namespace commsim {
@@ -157,6 +160,41 @@ TEST(CalibrateNccl, FitsNcclsConstantsAndReportsItsChoice) {
   EXPECT_NE(report.find("NCCL ran a slower variant than one it could have been forced to in 1 of 6 cases"),
             std::string::npos)
       << report;
+}
+
+// The stored one-rank H200 run (written before rows recorded what NCCL ran): it reads with the
+// fields empty, the report says there is nothing to choose at one rank, and the fit refuses it
+// with a message saying what to measure.
+TEST(CalibrateNccl, StoredOneRankRun) {
+  const std::string path = std::string(COMMSIM_SOURCE_DIR) + "/results/h200x1-2026-12-01/sweep_1rank.h5";
+  const ResultsContents r = read_results(path);
+  std::vector<NcclSample> forced;
+  std::size_t nccl_rows = 0;
+  for (const Point& p : r.points) {
+    if (p.algorithm != Algorithm::Nccl && p.algorithm != Algorithm::NcclRing && p.algorithm != Algorithm::NcclTree)
+      continue;
+    ++nccl_rows;
+    EXPECT_EQ(p.nccl_algo, "");
+    EXPECT_EQ(p.nccl_channels, 0);
+    EXPECT_EQ(p.ranks, 1);
+    if (p.algorithm != Algorithm::Nccl && p.protocol != Protocol::None && p.status == "ok")
+      forced.push_back({p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes,
+                        p.measured_median_us * 1e-6});
+  }
+  EXPECT_EQ(nccl_rows, 36u);
+  EXPECT_EQ(forced.size(), 18u);  // nccl-ring and nccl-tree x LL, LL128, Simple x 3 sizes
+  const Report rep = build_report(r.points);
+  EXPECT_TRUE(rep.nccl_choices.empty());
+  EXPECT_EQ(rep.nccl_one_rank, 36u);
+  std::ostringstream text;
+  print_report_table(text, rep, false, r.points);
+  EXPECT_NE(text.str().find("36 NCCL point(s), all of one rank"), std::string::npos) << text.str();
+  try {
+    fit_nccl(load_topology(resolve_topology_path("h200-node")), forced);
+    FAIL() << "a one-rank run was fitted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("on two or more GPUs of one node"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -45,6 +45,20 @@ TEST(NcclTuningLog, UpperCaseNamesAndCommSuffix) {
   EXPECT_EQ(t->channels, 1);
 }
 
+// NCCL_DEBUG_TIMESTAMP_FORMAT puts a timestamp before the prefix; NVLS and PAT keep NCCL's spelling.
+TEST(NcclTuningLog, TimestampPrefixAndOtherAlgorithms) {
+  auto t = parse_nccl_tuning_line(
+      "[2026-12-04 18:00:00.123456] gpu-a:7:7 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo nvls proto simple "
+      "channel{Lo..Hi}={0..15}");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->algorithm, "NVLS");
+  EXPECT_EQ(t->protocol, "Simple");
+  EXPECT_EQ(t->channels, 16);
+  auto pat = parse_nccl_tuning_line("h:1:1 [0] NCCL INFO AllGather: 4096 Bytes -> Algo PAT proto LL channel{Lo..Hi}={0..1}");
+  ASSERT_TRUE(pat);
+  EXPECT_EQ(pat->algorithm, "PAT");
+}
+
 TEST(NcclTuningLog, WithoutChannels) {
   auto t = parse_nccl_tuning_line("NCCL INFO Broadcast: 1024 Bytes -> Algo Ring proto Simple");
   ASSERT_TRUE(t);
