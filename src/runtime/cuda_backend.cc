@@ -241,7 +241,7 @@ class CudaBackend final : public Backend {
     return n;
   }
 
-  LibraryChoice library_choice() const override {
+  NcclRan nccl_ran() const override {
 #ifdef COMMSIM_HAVE_NCCL
     if (!setup_.schedule) {
       const NcclChoice& ran = choice();

@@ -351,7 +351,7 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
     MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
   }
   const std::string backend_note = rank == 0 ? backend.note() : std::string();
-  const Backend::LibraryChoice ran = rank == 0 ? backend.library_choice() : Backend::LibraryChoice{};
+  const Backend::NcclRan ran = rank == 0 ? backend.nccl_ran() : Backend::NcclRan{};
   backend.release();
   watchdog.end_point(index);
   if (rank != 0) return PointEnd::Done;
