@@ -925,19 +925,20 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     y.line(0, "nccl", "", "nccl");
     const char* algos[2] = {"ring", "tree"};
     const char* protos[3] = {"LL", "LL128", "Simple"};
-    auto table = [&](const char* key, const double(&v)[2][3], auto text) {
+    // every: all six entries (the latency tables require them); otherwise only those set (> 0).
+    auto table = [&](const char* key, const double(&v)[2][3], auto text, bool every) {
       y.line(2, key, "", std::string("nccl.") + key);
       for (int a = 0; a < 2; ++a) {
         std::string row;
         for (int p = 0; p < 3; ++p)
-          if (v[a][p] > 0 || text(0.0) != "")
+          if (every || v[a][p] > 0)
             row += std::string(row.empty() ? "" : ", ") + protos[p] + ": " + text(v[a][p]);
         if (!row.empty()) y.line(4, algos[a], "{ " + row + " }", std::string("nccl.") + key + "." + algos[a]);
       }
     };
-    table("base_latency", t.nccl.base_latency_s, time_text);
-    table("intra_hop_latency", t.nccl.intra_hop_latency_s, time_text);
-    table("inter_hop_latency", t.nccl.inter_hop_latency_s, time_text);
+    table("base_latency", t.nccl.base_latency_s, time_text, true);
+    table("intra_hop_latency", t.nccl.intra_hop_latency_s, time_text, true);
+    table("inter_hop_latency", t.nccl.inter_hop_latency_s, time_text, true);
     y.line(2, "bandwidth_fraction",
            "{ LL: " + num(t.nccl.bw_fraction[0]) + ", LL128: " + num(t.nccl.bw_fraction[1]) +
                ", Simple: " + num(t.nccl.bw_fraction[2]) + " }",
@@ -946,7 +947,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     for (const auto& row : t.nccl.bus_bw_Bps)
       for (double b : row) any_bw = any_bw || b > 0;
     // Only the fitted entries: a missing one stands for the intra-node bandwidth x bw_fraction.
-    if (any_bw) table("bus_bandwidth", t.nccl.bus_bw_Bps, [](double b) { return b > 0 ? bw_text(b) : std::string(); });
+    if (any_bw) table("bus_bandwidth", t.nccl.bus_bw_Bps, bw_text, false);
   }
   if (record && with_calibrated_section) {
     std::vector<unsigned long long> sizes(record->sizes.begin(), record->sizes.end());
