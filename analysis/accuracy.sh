@@ -13,7 +13,10 @@
 # COLLECTIVES (default allreduce,allgather,reducescatter,broadcast), MPIEXEC_ARGS (extra mpiexec
 # arguments, e.g. "--bind-to core"), REFINE (what round 2 refits: all, the default, or gamma),
 # BACKEND (host, the default, or cuda: one GPU per rank), BASE (the topology calibrate starts
-# from, e.g. h200-node for GPU ranks; default: calibrate's own choice).
+# from, e.g. h200-node for GPU ranks; default: calibrate's own choice), PROTOCOLS (`run
+# --protocols`: with cuda, default none,LL,LL128,Simple, so that NCCL's algorithm and protocol are
+# also forced, calibrate fits NCCL's constants and report compares NCCL's choice with every forced
+# variant; none with host).
 # Prints the accuracy table of `commsim report` for each round, and in spread.txt how far the
 # machine's own measurements moved between the two runs (analysis/drift.sh).
 set -euo pipefail
@@ -35,6 +38,9 @@ passes=${PASSES:-5}
 warmup=${WARMUP:-1}
 collectives=${COLLECTIVES:-allreduce,allgather,reducescatter,broadcast}
 backend=${BACKEND:-host}
+default_protocols=none
+[ "$backend" = cuda ] && default_protocols=none,LL,LL128,Simple
+protocols=${PROTOCOLS:-$default_protocols}
 base=()
 [ -n "${BASE:-}" ] && base=(--base "$BASE")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -49,7 +55,7 @@ echo "== calibrate (probe only)"
 "$bin" calibrate portrait.h5 "${base[@]}" --out calibrated.yaml --force
 run_sweep() {  # topology output
   "${mpirun[@]}" "$bin" run --topology "$1" --backend "$backend" --collectives "$collectives" --algorithms all \
-    --sizes "$sizes" --iters "$iters" --passes "$passes" --warmup "$warmup" --out "$2" --force > "${2%.h5}.txt"
+    --protocols "$protocols" --sizes "$sizes" --iters "$iters" --passes "$passes" --warmup "$warmup" --out "$2" --force > "${2%.h5}.txt"
 }
 echo "== run on the calibrated topology"
 run_sweep calibrated.yaml run1.h5

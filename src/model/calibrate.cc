@@ -920,19 +920,34 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   curve("network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
   curve("fan_out_scale", "bytes", t.fan_out_scale, &MessageScale::bytes);
   if (t.nccl.present) {
+    // One line per algorithm, so that a comment can say where a fitted row comes from
+    // (field "nccl.base_latency.ring", "nccl.bus_bandwidth.tree", ...).
     y.line(0, "nccl", "", "nccl");
-    auto table = [&](const char* key, const double (&v)[2][3]) {
+    const char* algos[2] = {"ring", "tree"};
+    const char* protos[3] = {"LL", "LL128", "Simple"};
+    // every: all six entries (the latency tables require them); otherwise only those set (> 0).
+    auto table = [&](const char* key, const double(&v)[2][3], auto text, bool every) {
       y.line(2, key, "", std::string("nccl.") + key);
-      const char* algos[2] = {"ring", "tree"};
-      for (int a = 0; a < 2; ++a)
-        y.raw("    " + std::string(algos[a]) + ": { LL: " + time_text(v[a][0]) + ", LL128: " + time_text(v[a][1]) +
-              ", Simple: " + time_text(v[a][2]) + " }\n");
+      for (int a = 0; a < 2; ++a) {
+        std::string row;
+        for (int p = 0; p < 3; ++p)
+          if (every || v[a][p] > 0)
+            row += std::string(row.empty() ? "" : ", ") + protos[p] + ": " + text(v[a][p]);
+        if (!row.empty()) y.line(4, algos[a], "{ " + row + " }", std::string("nccl.") + key + "." + algos[a]);
+      }
     };
-    table("base_latency", t.nccl.base_latency_s);
-    table("intra_hop_latency", t.nccl.intra_hop_latency_s);
-    table("inter_hop_latency", t.nccl.inter_hop_latency_s);
-    y.raw("  bandwidth_fraction: { LL: " + num(t.nccl.bw_fraction[0]) + ", LL128: " + num(t.nccl.bw_fraction[1]) +
-          ", Simple: " + num(t.nccl.bw_fraction[2]) + " }\n");
+    table("base_latency", t.nccl.base_latency_s, time_text, true);
+    table("intra_hop_latency", t.nccl.intra_hop_latency_s, time_text, true);
+    table("inter_hop_latency", t.nccl.inter_hop_latency_s, time_text, true);
+    y.line(2, "bandwidth_fraction",
+           "{ LL: " + num(t.nccl.bw_fraction[0]) + ", LL128: " + num(t.nccl.bw_fraction[1]) +
+               ", Simple: " + num(t.nccl.bw_fraction[2]) + " }",
+           "nccl.bandwidth_fraction");
+    bool any_bw = false;
+    for (const auto& row : t.nccl.bus_bw_Bps)
+      for (double b : row) any_bw = any_bw || b > 0;
+    // Only the fitted entries: a missing one stands for the intra-node bandwidth x bw_fraction.
+    if (any_bw) table("bus_bandwidth", t.nccl.bus_bw_Bps, bw_text, false);
   }
   if (record && with_calibrated_section) {
     std::vector<unsigned long long> sizes(record->sizes.begin(), record->sizes.end());
@@ -1178,6 +1193,238 @@ std::vector<MessageScale> fit_written_scale(const std::vector<TimedSize>& clean,
   const auto begin = first == curve.begin() ? first : first - 1;
   const auto end = last == curve.end() ? last : last + 1;
   return {begin, end};
+}
+
+}  // namespace commsim
+
+namespace commsim {
+namespace {
+
+int nccl_algo_index(Algorithm a) {
+  return a == Algorithm::NcclTree ? 1 : 0;
+}
+int nccl_proto_index(Protocol p) {
+  return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
+}
+
+CostQuery nccl_query(const NcclSample& s) {
+  return {s.collective, s.algorithm, s.protocol, s.nodes, s.ranks_per_node, s.bytes};
+}
+
+// A sample's coefficients in NCCL's model, read off closed_form: t - call = base * c_base + hop *
+// hops + bus_bytes / bus_bw.
+struct NcclColumns {
+  double base = 0, hops = 0, bus_bytes = 0;
+};
+NcclColumns nccl_columns(const Topology& topo, const NcclSample& s) {
+  const int a = nccl_algo_index(s.algorithm), p = nccl_proto_index(s.protocol);
+  Topology probe = topo;
+  probe.nccl.base_latency_s[a][p] = 1;
+  probe.nccl.intra_hop_latency_s[a][p] = 0;
+  probe.nccl.bus_bw_Bps[a][p] = 1;
+  const Cost one_base = closed_form(probe, nccl_query(s));
+  probe.nccl.base_latency_s[a][p] = 0;
+  probe.nccl.intra_hop_latency_s[a][p] = 1;
+  const Cost one_hop = closed_form(probe, nccl_query(s));
+  const double call = topo.call_overhead_s;
+  return {one_base.latency_s - call, one_hop.latency_s - call, one_base.bandwidth_s};
+}
+
+double nccl_predict(const Topology& topo, const NcclSample& s) {
+  return closed_form(topo, nccl_query(s)).time_s;
+}
+
+// Weighted least squares of y on the chosen columns (at most 3), weights 1/t^2, each column scaled
+// to unit weighted norm first (the base column is ~1 s, the bandwidth one ~1e8 bytes). False when
+// the columns are (nearly) dependent.
+bool solve_weighted(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y,
+                    const std::vector<double>& t, const std::array<bool, 3>& use, std::array<double, 3>& coef) {
+  int idx[3], n = 0;
+  for (int j = 0; j < 3; ++j)
+    if (use[j]) idx[n++] = j;
+  double norm[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < y.size(); ++i)
+    for (int r = 0; r < n; ++r) norm[r] += x[i][idx[r]] * x[i][idx[r]] / (t[i] * t[i]);
+  for (int r = 0; r < n; ++r) {
+    if (!(norm[r] > 0)) return false;
+    norm[r] = std::sqrt(norm[r]);
+  }
+  double a[3][4] = {};
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double w = 1.0 / (t[i] * t[i]);
+    for (int r = 0; r < n; ++r) {
+      for (int c = 0; c < n; ++c) a[r][c] += w * (x[i][idx[r]] / norm[r]) * (x[i][idx[c]] / norm[c]);
+      a[r][n] += w * (x[i][idx[r]] / norm[r]) * y[i];
+    }
+  }
+  for (int c = 0; c < n; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    if (!(std::fabs(a[piv][c]) > 1e-9)) return false;  // unit diagonal before elimination
+    for (int k = 0; k <= n; ++k) std::swap(a[c][k], a[piv][k]);
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
+    }
+  }
+  coef = {0, 0, 0};
+  for (int r = 0; r < n; ++r) coef[idx[r]] = a[r][n] / a[r][r] / norm[r];
+  return true;
+}
+
+// Fits one (algorithm, protocol) to `rows` (all of it, one node) and writes the result into `topo`.
+NcclTermFit fit_nccl_term(Topology& topo, const std::vector<NcclSample>& rows, Algorithm algo, Protocol proto) {
+  NcclTermFit f;
+  f.algorithm = algo;
+  f.protocol = proto;
+  f.samples = rows.size();
+  const int a = nccl_algo_index(algo), p = nccl_proto_index(proto);
+  std::set<Bytes> sizes;
+  std::set<double> hop_counts;
+  std::vector<std::array<double, 3>> x;
+  std::vector<double> y, t;
+  for (const NcclSample& s : rows) {
+    const NcclColumns c = nccl_columns(topo, s);
+    x.push_back({c.base, c.hops, c.bus_bytes});
+    y.push_back(s.time_s - topo.call_overhead_s);
+    t.push_back(s.time_s);
+    sizes.insert(s.bytes);
+    hop_counts.insert(c.hops);
+  }
+  if (sizes.size() < 2) {
+    f.why_not = "needs at least two sizes (has " + std::to_string(sizes.size()) + ")";
+    return f;
+  }
+  // Unknowns: base, hop, 1 / bus bandwidth. The hop latency is held when one hop count is all the
+  // runs show (it would only trade places with the base latency).
+  std::array<bool, 3> use = {true, hop_counts.size() > 1, true};
+  const double kept_hop = topo.nccl.intra_hop_latency_s[a][p];
+  std::array<double, 3> coef{};
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    std::vector<double> yy = y;
+    if (!use[1])
+      for (std::size_t i = 0; i < yy.size(); ++i) yy[i] -= x[i][1] * (f.hop_clamped ? 0.0 : kept_hop);
+    if (!solve_weighted(x, yy, t, use, coef)) {
+      if (use[1]) {  // hop counts collinear with the base: hold the hop
+        use[1] = false;
+        continue;
+      }
+      f.why_not = "the sizes do not separate latency from bandwidth";
+      return f;
+    }
+    if (use[2] && !(coef[2] > kMinBetaSPerByte)) {
+      f.bw_clamped = true;
+      use[2] = false;
+      continue;
+    }
+    if (use[1] && coef[1] < 0) {
+      f.hop_clamped = true;
+      use[1] = false;
+      continue;
+    }
+    if (coef[0] < 0) {
+      f.base_clamped = true;
+      use[0] = false;
+      continue;
+    }
+    break;
+  }
+  f.hop_fitted = use[1];
+  f.base_latency_s = use[0] ? coef[0] : 0;
+  f.intra_hop_latency_s = use[1] ? coef[1] : f.hop_clamped ? 0 : kept_hop;
+  f.bus_bw_Bps = use[2] ? 1.0 / coef[2] : 0;
+  topo.nccl.base_latency_s[a][p] = f.base_latency_s;
+  topo.nccl.intra_hop_latency_s[a][p] = f.intra_hop_latency_s;
+  topo.nccl.bus_bw_Bps[a][p] = f.bus_bw_Bps;
+  f.done = true;
+
+  // The fit's quality, through the closed form on the fitted topology.
+  double mean = 0;
+  for (const NcclSample& s : rows) mean += s.time_s;
+  mean /= static_cast<double>(rows.size());
+  double ss_res = 0, ss_tot = 0;
+  std::vector<double> rel;
+  for (const NcclSample& s : rows) {
+    const double pred = nccl_predict(topo, s);
+    ss_res += (pred - s.time_s) * (pred - s.time_s);
+    ss_tot += (s.time_s - mean) * (s.time_s - mean);
+    rel.push_back((pred - s.time_s) / s.time_s);
+  }
+  f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
+  f.median_abs_rel_residual = median_abs(rel);
+  for (double r : rel) f.max_abs_rel_residual = std::max(f.max_abs_rel_residual, std::fabs(r));
+  return f;
+}
+
+}  // namespace
+
+NcclFit fit_nccl(const Topology& topo, const std::vector<NcclSample>& samples) {
+  NcclFit out;
+  out.topology = topo;
+  out.topology.nccl.present = true;  // a topology without NCCL constants starts from zeros
+  std::map<std::pair<int, int>, std::vector<NcclSample>> by_term;
+  for (const NcclSample& s : samples) {
+    if (s.algorithm != Algorithm::NcclRing && s.algorithm != Algorithm::NcclTree) continue;
+    if (s.protocol == Protocol::None || !(s.time_s > 0) || s.ranks_per_node < 1) continue;
+    if (s.nodes != 1) {
+      ++out.multi_node;
+      continue;
+    }
+    if (s.ranks_per_node < 2) continue;  // one rank: nothing moves
+    if (!has_closed_form(out.topology, s.collective, s.algorithm, s.protocol)) continue;
+    by_term[{nccl_algo_index(s.algorithm), nccl_proto_index(s.protocol)}].push_back(s);
+  }
+  if (by_term.empty())
+    throw Error(
+        "no forced NCCL run inside one node to fit NCCL's constants to: measure nccl-ring and nccl-tree "
+        "with --protocols LL,LL128,Simple on two or more GPUs of one node");
+  for (auto& [key, rows] : by_term) {
+    const Algorithm algo = rows.front().algorithm;
+    const Protocol proto = rows.front().protocol;
+    std::vector<double> before;
+    for (const NcclSample& s : rows) before.push_back((nccl_predict(out.topology, s) - s.time_s) / s.time_s);
+    NcclTermFit f = fit_nccl_term(out.topology, rows, algo, proto);
+    f.median_abs_rel_error_before = median_abs(before);
+    std::set<Collective> colls;
+    std::set<int> ranks;
+    f.min_bytes = rows.front().bytes;
+    for (const NcclSample& s : rows) {
+      colls.insert(s.collective);
+      ranks.insert(s.nodes * s.ranks_per_node);
+      f.min_bytes = std::min(f.min_bytes, s.bytes);
+      f.max_bytes = std::max(f.max_bytes, s.bytes);
+    }
+    f.collectives.assign(colls.begin(), colls.end());
+    f.ranks.assign(ranks.begin(), ranks.end());
+    // Held-out check: the same fit on every other size and the largest, from the input topology.
+    std::set<Bytes> distinct;
+    for (const NcclSample& s : rows) distinct.insert(s.bytes);
+    if (f.done && distinct.size() >= 4) {
+      std::vector<CollectiveSample> as_collective;
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        as_collective.push_back(
+            {rows[i].collective, Algorithm::Ring, 1, rows[i].ranks_per_node, rows[i].bytes, rows[i].time_s, i});
+      const HeldOutSplit split = split_held_out(as_collective);
+      std::vector<NcclSample> train;
+      for (const CollectiveSample& c : split.train) train.push_back(rows[c.key]);
+      Topology half = topo;
+      half.nccl.present = true;
+      const NcclTermFit h = fit_nccl_term(half, train, algo, proto);
+      if (h.done && !split.test.empty()) {
+        std::vector<double> errs;
+        for (const CollectiveSample& c : split.test)
+          errs.push_back((nccl_predict(half, rows[c.key]) - rows[c.key].time_s) / rows[c.key].time_s);
+        f.held_out_done = true;
+        f.held_out = errs.size();
+        f.held_out_median_abs_rel_error = median_abs(errs);
+        for (double e : errs) f.held_out_max_abs_rel_error = std::max(f.held_out_max_abs_rel_error, std::fabs(e));
+      }
+    }
+    out.terms.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace commsim

@@ -10,7 +10,9 @@
 //    adjusting the topology's parameters so the predictions match (fit_gamma, refine_parameters):
 //    the closed forms of model/cost.h by default, or any SamplePredictor (`commsim calibrate`
 //    prices the schedules that ran). Gauss-Newton with one-sided differences: most terms enter
-//    linearly, so few steps are needed; the working-set factors and pipelining depths do not.
+//    linearly, so few steps are needed; the working-set factors and pipelining depths do not;
+//  - NCCL's own collectives with their algorithm and protocol forced: NCCL's constants (the
+//    `nccl:` section) per algorithm x protocol, by weighted least squares (fit_nccl).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -78,7 +80,7 @@ HeldOutCheck held_out_check(const std::vector<TimedSize>& samples, FitWeighting 
 // One measured collective (the nccl-tests size convention of model/cost.h).
 struct CollectiveSample {
   Collective collective = Collective::AllReduce;
-  Algorithm algorithm = Algorithm::Ring;  // hand-written; library baselines are not fitted
+  Algorithm algorithm = Algorithm::Ring;  // hand-written (NCCL's collectives: NcclSample, fit_nccl)
   int nodes = 1;
   int ranks_per_node = 1;
   Bytes bytes = 0;
@@ -225,6 +227,62 @@ struct HeldOutSplit {
   std::vector<CollectiveSample> train, test;
 };
 HeldOutSplit split_held_out(const std::vector<CollectiveSample>& samples);
+
+// ---- NCCL's own collectives -----------------------------------------------------------------
+// NCCL's model (model/cost.h, Algorithm::NcclRing / NcclTree with a protocol) fitted to runs with
+// NCCL's algorithm and protocol forced (nccl-ring / nccl-tree x LL / LL128 / Simple). Per
+// (algorithm, protocol), on the runs inside one node:
+//   t - call_overhead = base_latency + hops x intra_hop_latency + bus_bytes / bus_bandwidth
+// where hops and bus_bytes are those closed_form() prices for the sample (its coefficients are
+// read off closed_form itself, so the fit and the prediction cannot disagree): weighted least
+// squares on relative residuals (weights 1/t^2). The hop latency is fitted only when the runs
+// have more than one hop count (several rank counts, or collectives with different step counts);
+// otherwise the topology's is kept. A coefficient the unconstrained fit makes negative is clamped
+// to 0 and the rest refitted (a bandwidth term that cannot be seen leaves bus_bandwidth unset,
+// meaning the intra-node bandwidth x bw_fraction). Runs across nodes are not fitted (NCCL's
+// network terms stay as they are).
+struct NcclSample {
+  Collective collective = Collective::AllReduce;
+  Algorithm algorithm = Algorithm::NcclRing;  // NcclRing or NcclTree
+  Protocol protocol = Protocol::Simple;       // LL, LL128 or Simple (forced)
+  int nodes = 1;
+  int ranks_per_node = 1;
+  Bytes bytes = 0;
+  Seconds time_s = 0;  // measured (median)
+};
+
+struct NcclTermFit {
+  Algorithm algorithm = Algorithm::NcclRing;
+  Protocol protocol = Protocol::Simple;
+  bool done = false;
+  std::string why_not;  // when !done: what the runs lack
+  std::size_t samples = 0;
+  Seconds base_latency_s = 0;
+  Seconds intra_hop_latency_s = 0;
+  BytesPerSecond bus_bw_Bps = 0;  // 0: not seen (bw_clamped)
+  bool hop_fitted = false;        // false: the topology's hop latency was kept
+  bool base_clamped = false, hop_clamped = false, bw_clamped = false;
+  double r2 = 0;  // on absolute times
+  double median_abs_rel_residual = 0, max_abs_rel_residual = 0;
+  double median_abs_rel_error_before = 0;  // of the input topology's prediction on the same samples
+  // Held-out check: fitted on every other distinct size and the largest (split_held_out), the
+  // error on the sizes between; needs 4 distinct sizes.
+  bool held_out_done = false;
+  std::size_t held_out = 0;
+  double held_out_median_abs_rel_error = 0, held_out_max_abs_rel_error = 0;
+  std::vector<Collective> collectives;  // those the samples hold
+  std::vector<int> ranks;               // rank counts
+  Bytes min_bytes = 0, max_bytes = 0;
+};
+
+struct NcclFit {
+  Topology topology;               // the input with the fitted NCCL constants (nccl.present set)
+  std::vector<NcclTermFit> terms;  // one per (algorithm, protocol) with samples, ring before tree, LL first
+  std::size_t multi_node = 0;      // samples across nodes, left out
+};
+
+// Throws Error when no sample is a forced NCCL run inside one node with more than one rank.
+NcclFit fit_nccl(const Topology& topo, const std::vector<NcclSample>& samples);
 
 // What a calibration fitted, for the `calibrated:` record and the comments of the written file.
 struct CalibrationRecord {

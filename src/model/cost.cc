@@ -1320,7 +1320,8 @@ Parts hand_written(const Env& e, Collective c, Algorithm a, Bytes bytes) {
 // time = latency + n / algbw. Ring: latency = base + (steps - interSteps) intraHop + interSteps
 // interHop with steps = 2(p-1), interSteps = 2(nodes-1) for allreduce; p-1, nodes-1 for allgather,
 // reducescatter, broadcast and reduce (the hops of the chain). busbw = the ring's bottleneck
-// bandwidth (intra, or min(intra, node network) across nodes) times bw_fraction[protocol];
+// bandwidth (intra, or min(intra, node network) across nodes) times bw_fraction[protocol], where
+// a fitted nccl.bus_bandwidth of the (algorithm, protocol) stands for intra x bw_fraction;
 // algbw = busbw * p / steps' with steps' = 2(p-1) for allreduce, p-1 for allgather/reducescatter
 // and p for broadcast/reduce (NCCL counts nRanks steps there, so algbw = busbw).
 // Tree (allreduce only): latency = base + 2((p/nodes - 1) intraHop + log2i(nodes) interHop),
@@ -1337,7 +1338,9 @@ Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protoc
   const int pr = proto_index(proto);
   const double n = static_cast<double>(bytes), p = static_cast<double>(e.p), N = static_cast<double>(e.N);
   const double frac = k.bw_fraction[pr];
-  const double busbw = (e.N == 1 ? e.intra_bw : std::min(e.intra_bw, e.node_bw)) * frac;
+  const int bw_algo = algo == kTree && c == Collective::AllReduce ? kTree : kRing;
+  const double intra_busbw = k.bus_bw_Bps[bw_algo][pr] > 0 ? k.bus_bw_Bps[bw_algo][pr] : e.intra_bw * frac;
+  const double busbw = e.N == 1 ? intra_busbw : std::min(intra_busbw, e.node_bw * frac);
   if (c == Collective::SendRecv || c == Collective::AllToAll) {
     Parts d = c == Collective::SendRecv ? sendrecv_direct(e, n) : direct(e, n / p, false);
     double hop = e.N > 1 ? k.inter_hop_latency_s[kRing][pr] : k.intra_hop_latency_s[kRing][pr];

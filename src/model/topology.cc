@@ -191,6 +191,23 @@ void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][
   }
 }
 
+// nccl.bus_bandwidth: ring/tree x LL/LL128/Simple bandwidths, every one optional (0: from the tiers).
+void read_nccl_bandwidths(const MapReader& parent, const YAML::Node& node, BytesPerSecond (&out)[2][3]) {
+  const Ctx& ctx = parent.ctx();
+  const std::string path = child_path(parent.path(), "bus_bandwidth");
+  MapReader table(ctx, node, path, {"ring", "tree"});
+  const char* algos[2] = {"ring", "tree"};
+  const char* names[3] = {"LL", "LL128", "Simple"};
+  for (int a = 0; a < 2; ++a) {
+    auto row = table.optional(algos[a]);
+    if (!row) continue;
+    const std::string apath = child_path(path, algos[a]);
+    MapReader protos(ctx, *row, apath, {"LL", "LL128", "Simple"});
+    for (int p = 0; p < 3; ++p)
+      if (auto v = protos.optional(names[p])) out[a][p] = read_bandwidth(ctx, *v, child_path(apath, names[p]));
+  }
+}
+
 // A list given as text ("8B:256MiB", "1:4", "1,2,4") or as a YAML list of values.
 std::vector<Bytes> read_size_list(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
   std::vector<Bytes> out;
@@ -496,7 +513,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
   }
   if (auto nccl_node = top.optional("nccl")) {
     MapReader nccl(ctx, *nccl_node, "nccl",
-                   {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction"});
+                   {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth"});
     read_nccl_table(nccl, "base_latency", t.nccl.base_latency_s);
     read_nccl_table(nccl, "intra_hop_latency", t.nccl.intra_hop_latency_s);
     read_nccl_table(nccl, "inter_hop_latency", t.nccl.inter_hop_latency_s);
@@ -512,6 +529,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
         }
       }
     }
+    if (auto bw = nccl.optional("bus_bandwidth")) read_nccl_bandwidths(nccl, *bw, t.nccl.bus_bw_Bps);
     t.nccl.present = true;
   }
   if (auto v = top.optional("call_overhead")) t.call_overhead_s = read_time(ctx, *v, "call_overhead");

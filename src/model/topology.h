@@ -122,6 +122,10 @@ struct NcclConstants {
   double intra_hop_latency_s[2][3] = {};  // per hop inside the node (NVLink or PCIe values)
   double inter_hop_latency_s[2][3] = {};  // per hop across the network
   double bw_fraction[3] = {0.5, 120.0 / 128.0, 1.0};  // protocol bandwidth relative to Simple
+  // The bus bandwidth NCCL reaches inside a node with each algorithm and protocol (the optional
+  // `nccl.bus_bandwidth`, fitted by `commsim calibrate` from forced runs), B/s; 0: the intra-node
+  // bandwidth x bw_fraction. Across nodes the node's network bandwidth x bw_fraction still caps it.
+  BytesPerSecond bus_bw_Bps[2][3] = {};
 };
 
 // One storage tier (the optional `storage:` list): where a job's data and checkpoints go. Rates are

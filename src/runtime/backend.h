@@ -88,6 +88,14 @@ class Backend {
   // A remark about the point last run, for Point::note (e.g. what NCCL forced or picked); read on
   // rank 0 after check()/the timed iterations and before release(). "" when there is none.
   virtual std::string note() const { return {}; }
+  // What NCCL ran for the point last run, for Point::nccl_algo, nccl_proto and nccl_channels
+  // (NCCL baselines: from NCCL's TUNING log); read on rank 0 like note(). Empty (channels 0) when
+  // the backend ran no NCCL collective or NCCL logged no choice.
+  struct NcclRan {
+    std::string algorithm, protocol;
+    int channels = 0;
+  };
+  virtual NcclRan nccl_ran() const { return {}; }
 };
 
 // The backends of this build: "host" (when built with MPI), "cuda" (when built with CUDA).

@@ -1,5 +1,6 @@
 // commsim calibrate: fits alpha and beta per tier (and gamma) to probe measurements and, optionally,
-// collective measurements; prints the fit quality; writes a topology file that predict and run accept.
+// collective measurements, and NCCL's constants to forced NCCL runs; prints the fit quality; writes a
+// topology file that predict and run accept.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -268,6 +269,22 @@ std::vector<StorageTier> storage_tiers(const std::vector<StorageRow>& rows, cons
   return out;
 }
 
+// ---- NCCL's own collectives ------------------------------------------------------------------
+
+// The forced NCCL runs among `points` (nccl-ring / nccl-tree with LL, LL128 or Simple), measured ok.
+std::vector<NcclSample> nccl_samples(const std::vector<Point>& points) {
+  std::vector<NcclSample> out;
+  for (const Point& p : points) {
+    if (p.status != "ok" || !p.measured() || !(p.measured_median_us > 0)) continue;
+    if ((p.algorithm != Algorithm::NcclRing && p.algorithm != Algorithm::NcclTree) || p.protocol == Protocol::None)
+      continue;
+    if (p.nodes < 1 || p.ranks % p.nodes != 0) continue;
+    out.push_back(
+        {p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes, p.measured_median_us * 1e-6});
+  }
+  return out;
+}
+
 // The `storage:` section of the written topology, each probed tier with a comment naming where its
 // numbers come from ("" with no tiers).
 std::string storage_yaml(const std::vector<StorageTier>& tiers, const std::vector<StorageRow>& rows,
@@ -352,6 +369,112 @@ void apply_link_matrix(const ProbeData& probe, Topology& topo, std::vector<std::
       << " (the slowest pair, " << slow << ": " << how << ")\n";
 }
 
+// Median |error| of NCCL's model on `topo` for the measured rows of `algorithm` (any protocol).
+std::pair<double, std::size_t> nccl_model_error(const Topology& topo, const std::vector<Point>& points,
+                                                Algorithm algorithm) {
+  std::vector<double> errs;
+  for (const Point& p : points) {
+    if (p.algorithm != algorithm || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0)) continue;
+    if (p.nodes < 1 || p.ranks % p.nodes != 0 || p.ranks < 2) continue;
+    if (!has_closed_form(topo, p.collective, p.algorithm, p.protocol)) continue;
+    try {
+      const double t =
+          closed_form(topo, {p.collective, p.algorithm, p.protocol, p.nodes, p.ranks / p.nodes, p.bytes}).time_s;
+      errs.push_back((t - p.measured_median_us * 1e-6) / (p.measured_median_us * 1e-6));
+    } catch (const Error&) {
+    }
+  }
+  return {median_abs(errs), errs.size()};
+}
+
+// NCCL's constants fitted to the forced NCCL runs (fit_nccl), printed and written into `topo` with
+// comments naming the runs. Returns the samples fitted (empty when the runs have none).
+std::vector<NcclSample> calibrate_nccl(std::ostream& out, const std::vector<Point>& points,
+                                       const std::vector<std::string>& run_files, const std::string& today,
+                                       Topology& topo, std::vector<std::pair<std::string, std::string>>& comments) {
+  const std::vector<NcclSample> samples = nccl_samples(points);
+  const bool any_nccl = std::ranges::any_of(points, [](const Point& p) {
+    return p.algorithm == Algorithm::Nccl || p.algorithm == Algorithm::NcclRing || p.algorithm == Algorithm::NcclTree;
+  });
+  if (!any_nccl) return {};
+  out << "## NCCL's constants (per algorithm x protocol: t - call_overhead = base + hops x intra_hop + bus bytes / "
+         "bus bandwidth, NCCL's model; relative residuals)\n";
+  NcclFit fit;
+  try {
+    fit = fit_nccl(topo, samples);
+  } catch (const Error& e) {
+    out << "  not fitted: " << e.what() << "\n";
+    return {};
+  }
+  std::string files;
+  for (const auto& f : run_files) files += (files.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
+  const auto [before_own, own_n] = nccl_model_error(topo, points, Algorithm::Nccl);
+  // Per algorithm: the protocols fitted and the points, for the comments of its rows.
+  std::map<Algorithm, std::vector<const NcclTermFit*>> by_algo;
+  for (const NcclTermFit& t : fit.terms) {
+    const std::string name = std::string(to_string(t.algorithm)) + "/" + std::string(to_string(t.protocol));
+    if (!t.done) {
+      out << "  " << name << ": not fitted (" << t.why_not << "); kept\n";
+      continue;
+    }
+    by_algo[t.algorithm].push_back(&t);
+    std::string colls;
+    for (Collective c : t.collectives) colls += (colls.empty() ? "" : ",") + std::string(to_string(c));
+    std::string ranks;
+    for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    out << "  " << name << ": base " << fnum("%.3f", t.base_latency_s * 1e6) << " us"
+        << (t.base_clamped ? " (clamped to 0)" : "") << ", intra hop " << fnum("%.3f", t.intra_hop_latency_s * 1e6)
+        << " us"
+        << (t.hop_fitted    ? ""
+            : t.hop_clamped ? " (clamped to 0)"
+                            : " (kept: the runs have one hop count)")
+        << ", bus bandwidth "
+        << (t.bw_clamped ? std::string("not seen (intra-node bandwidth x bandwidth_fraction kept)")
+                         : format_bandwidth(t.bus_bw_Bps))
+        << "\n      R^2 " << fnum("%.4f", t.r2) << ", median |residual| " << pct(t.median_abs_rel_residual) << ", max "
+        << pct(t.max_abs_rel_residual) << " (before: median |error| " << pct(t.median_abs_rel_error_before) << "); "
+        << t.samples << " points: " << colls << ", ranks " << ranks << ", " << format_bytes(t.min_bytes) << ".."
+        << format_bytes(t.max_bytes) << "\n";
+    if (t.held_out_done)
+      out << "      held-out check (fit on every other size and the largest, predict the sizes between): median "
+          << "|error| " << pct(t.held_out_median_abs_rel_error) << ", max " << pct(t.held_out_max_abs_rel_error)
+          << " on " << t.held_out << " points\n";
+    else
+      out << "      held-out check: needs 4 sizes or more\n";
+  }
+  if (fit.multi_node > 0)
+    out << "  " << fit.multi_node << " forced run(s) across nodes not fitted: NCCL's network terms (inter_hop_latency, "
+        << "the network's bandwidth) are kept\n";
+  for (const auto& [algo, terms] : by_algo) {
+    const char* key = algo == Algorithm::NcclTree ? "tree" : "ring";
+    std::string protos;
+    std::size_t n = 0;
+    bool hop = false, bw = false;
+    for (const NcclTermFit* t : terms) {
+      protos += (protos.empty() ? "" : ", ") + std::string(to_string(t->protocol));
+      n += t->samples;
+      hop = hop || t->hop_fitted;
+      bw = bw || !t->bw_clamped;
+    }
+    const std::string from_runs = "fitted " + today.substr(0, 10) + " from " + files + ": " +
+                                  std::string(to_string(algo)) + " forced " + protos + ", " + std::to_string(n) +
+                                  " points inside one node";
+    auto note = [&](const std::string& field) {
+      std::erase_if(comments, [&](const auto& c) { return c.first == field; });
+      comments.push_back({field, from_runs});
+    };
+    note(std::string("nccl.base_latency.") + key);
+    if (hop) note(std::string("nccl.intra_hop_latency.") + key);
+    if (bw) note(std::string("nccl.bus_bandwidth.") + key);
+  }
+  topo = fit.topology;
+  const auto [after_own, own_after_n] = nccl_model_error(topo, points, Algorithm::Nccl);
+  if (own_n > 0)
+    out << "  NCCL's own choice (nccl, " << own_n << " points): median |error| of NCCL's model " << pct(before_own)
+        << " before, " << pct(after_own) << " after\n";
+  return samples;
+}
+
 bool loader_accepts_calibrated_section(const std::string& yaml_text) {
   try {
     parse_topology(yaml_text, "calibrated topology");
@@ -372,7 +495,9 @@ int cmd_calibrate(int argc, char** argv) {
                   "collectives; for host ranks also the message library's protocol steps (inline, eager and "
                   "rendezvous latencies), per-message overheads, the node's shared bandwidth and how much slower "
                   "just-written data moves inside a node (written_scale), and across the network the rate of "
-                  "each message size (network_message_scale). Prints R^2, "
+                  "each message size (network_message_scale); given runs of nccl-ring and nccl-tree with forced "
+                  "protocols (--protocols LL,LL128,Simple), NCCL's base latency, hop latency and bus bandwidth per "
+                  "algorithm x protocol (the nccl: section). Prints R^2, "
                   "residuals and held-out checks (fit on every other size, error on the sizes between; the collective "
                   "fit's check also keeps the largest size, so it never extrapolates), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
@@ -831,6 +956,8 @@ int cmd_calibrate(int argc, char** argv) {
                        : std::string())
           << "\n";
   }
+  // NCCL's own collectives: their constants from the forced runs.
+  const std::vector<NcclSample> nccl_fitted = calibrate_nccl(out, points, run_files, today, topo, comments);
 
   // The record of what the fit saw.
   CalibrationRecord rec;
@@ -845,6 +972,11 @@ int cmd_calibrate(int argc, char** argv) {
     ranks.insert(p.ranks);
   }
   for (const auto& s : samples) {
+    sizes.insert(s.bytes);
+    nodes.insert(s.nodes);
+    ranks.insert(s.nodes * s.ranks_per_node);
+  }
+  for (const auto& s : nccl_fitted) {
     sizes.insert(s.bytes);
     nodes.insert(s.nodes);
     ranks.insert(s.nodes * s.ranks_per_node);
@@ -868,6 +1000,10 @@ int cmd_calibrate(int argc, char** argv) {
       "alpha/beta per tier: least squares on t = alpha + bytes * beta over the probe's ring-shift times",
       "(every rank sends to the next and receives from the previous rank of its tier at once: one step of a ring).",
   };
+  if (!nccl_fitted.empty())
+    header.push_back("nccl: base latency, hop latency and bus bandwidth per algorithm x protocol, least squares on the "
+                     "runs with NCCL's algorithm and protocol forced (t = base + hops x intra_hop + bus bytes / "
+                     "bus_bandwidth).");
   // One comment per field: a later fit of the same field replaces the earlier note.
   for (std::size_t i = comments.size(); i-- > 0;)
     for (std::size_t j = 0; j < i; ++j)
@@ -886,8 +1022,14 @@ int cmd_calibrate(int argc, char** argv) {
   // The file must load and give back the fitted values before it is written.
   Topology check = parse_topology(text, o.out);
   auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 1e-15; };
+  bool nccl_same = check.nccl.present == topo.nccl.present;
+  for (int a = 0; a < 2; ++a)
+    for (int p = 0; p < 3; ++p)
+      nccl_same = nccl_same && close(check.nccl.base_latency_s[a][p], topo.nccl.base_latency_s[a][p]) &&
+                  close(check.nccl.bus_bw_Bps[a][p], topo.nccl.bus_bw_Bps[a][p]);
   if (!close(check.intra.bw_Bps, topo.intra.bw_Bps) || !close(check.intra.latency_s, topo.intra.latency_s) ||
-      !close(check.reduce_bw_Bps, topo.reduce_bw_Bps) || check.storage.size() != topo.storage.size())
+      !close(check.reduce_bw_Bps, topo.reduce_bw_Bps) || check.storage.size() != topo.storage.size() ||
+      !nccl_same)
     throw Error("the written topology does not read back to the fitted values (internal error)");
   {
     std::filesystem::path tmp = o.out + ".tmp";

@@ -37,7 +37,8 @@ int cmd_report(int argc, char** argv) {
       ("files", po::value(&files)->multitoken(), "results files (.h5)")                                     //
       ("format", po::value(&format)->default_value(format), "table, csv or json")                          //
       ("table", po::value(&table)->default_value(table),
-       "with --format csv, which table: groups, points, winners, crossovers, outliers, failed")            //
+       "with --format csv, which table: groups, points, winners, crossovers, nccl (NCCL's choice per size), outliers, "
+       "failed")            //
       ("outliers", po::value(&outliers)->default_value(outliers), "how many of the worst points to list")  //
       ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)")  //
       ("topology", po::value(&topology_name),
@@ -47,9 +48,9 @@ int cmd_report(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return 0;
   if (files.empty()) throw Error("give at least one results file: commsim report run.h5");
   OutputFormat fmt = parse_format(format);
-  const std::vector<std::string> tables = {"groups", "points", "winners", "crossovers", "outliers", "failed"};
+  const std::vector<std::string> tables = {"groups", "points", "winners", "crossovers", "nccl", "outliers", "failed"};
   if (std::find(tables.begin(), tables.end(), table) == tables.end())
-    throw Error("--table '" + table + "': use groups, points, winners, crossovers, outliers or failed");
+    throw Error("--table '" + table + "': use groups, points, winners, crossovers, nccl, outliers or failed");
 
   std::vector<Point> points;
   std::vector<std::string> notes;

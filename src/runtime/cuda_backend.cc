@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -156,6 +157,7 @@ class CudaBackend final : public Backend {
 #ifdef COMMSIM_HAVE_NCCL
       request_ = cuda::NcclRequest{s.collective, s.algorithm, s.protocol, s.dtype, s.op, s.count, s.root};
       baselines_->mark();
+      choice_.reset();
 #endif
     }
     std::vector<unsigned char> host(in_count_ * es);
@@ -215,11 +217,13 @@ class CudaBackend final : public Backend {
 #ifdef COMMSIM_HAVE_NCCL
     else {
       const cuda::NcclSetting forced = cuda::NcclBaselines::setting_for(request_);
+      const NcclChoice& ran = choice();
       if (forced.forced()) {
         n = "forced " + forced.describe();
         forced_median_s_[key()][forced.describe()] = median(times_s_);
-      } else if (std::string picked = baselines_->picked(setup_.collective); !picked.empty()) {
-        n = picked;
+        if (!ran.empty()) n += "; NCCL ran " + describe(ran);
+      } else if (!ran.empty()) {
+        n = "NCCL picked " + describe(ran) + " (from NCCL's TUNING log)";
       } else if (ctx_.nranks == 1) {
         n = "NCCL with one rank copies locally (no algorithm to pick)";
       } else if (setup_.collective == Collective::SendRecv || setup_.collective == Collective::AllToAll) {
@@ -237,7 +241,32 @@ class CudaBackend final : public Backend {
     return n;
   }
 
+  NcclRan nccl_ran() const override {
+#ifdef COMMSIM_HAVE_NCCL
+    if (!setup_.schedule) {
+      const NcclChoice& ran = choice();
+      return {ran.algorithm, ran.protocol, ran.channels};
+    }
+#endif
+    return {};
+  }
+
  private:
+#ifdef COMMSIM_HAVE_NCCL
+  // What NCCL's TUNING log says it ran for the point last run, read once per point.
+  const NcclChoice& choice() const {
+    if (!choice_) choice_ = baselines_->picked(setup_.collective);
+    return *choice_;
+  }
+  static std::string describe(const NcclChoice& c) {
+    std::string s = c.algorithm + "/" + c.protocol;
+    if (c.channels > 0) s += " on " + std::to_string(c.channels) + " channel" + (c.channels == 1 ? "" : "s");
+    if (c.other > 0)
+      s += " (" + std::to_string(c.other) + " of " + std::to_string(c.calls + c.other) + " calls otherwise)";
+    return s;
+  }
+#endif
+
   std::pair<std::uint64_t, std::uint64_t> buffer_counts(const PointSetup& s) const {
     const BufferCounts bc = commsim::buffer_counts(s.collective, s.count, ctx_.nranks);
     return {bc.input, bc.output};
@@ -282,6 +311,7 @@ class CudaBackend final : public Backend {
   // Median local times of forced NCCL runs by (collective, count, dtype): the fallback that names
   // NCCL's choice by the forced run it matches.
   mutable std::map<std::tuple<int, std::uint64_t, int>, std::map<std::string, double>> forced_median_s_;
+  mutable std::optional<NcclChoice> choice_;
 #endif
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

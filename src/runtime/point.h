@@ -52,6 +52,12 @@ struct Point {
   std::int64_t wrong = -1;         // wrong elements summed over ranks; -1 = not checked
   std::string status = "predicted";  // "predicted", "ok", "wrong", "timeout", "error", "skipped"
   std::string note;                // e.g. the algorithm/protocol NCCL picked, an error message
+  // What NCCL ran (NCCL baselines, from NCCL's TUNING log on rank 0): its algorithm ("Ring",
+  // "Tree", "NVLS", ...), protocol ("LL", "LL128", "Simple") and channel count; "" and 0 for
+  // other rows and where NCCL logged no choice (one rank, point-to-point collectives).
+  std::string nccl_algo;
+  std::string nccl_proto;
+  int nccl_channels = 0;
 
   std::vector<double> samples_us;  // per-iteration times (max over ranks), us
 

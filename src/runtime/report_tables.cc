@@ -128,12 +128,74 @@ void judge_by_samples(WinnerCase& w, const std::map<std::string, const Point*>& 
   w.pick_slower = w.pick_p < kWinnerAlpha;
 }
 
+bool is_nccl(Algorithm a) {
+  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+}
+
+// "Ring/LL128" for a forced row.
+std::string variant_of(const Point& p) {
+  return std::string(p.algorithm == Algorithm::NcclTree ? "Tree" : "Ring") + "/" + std::string(to_string(p.protocol));
+}
+
+// NCCL's own choice against the forced variants, per (collective, backend, dtype, nodes, ranks,
+// bytes) where the unforced `nccl` row was measured, with more than one rank (one rank copies locally: there is nothing
+// to choose). Only rows measured ok take part; the first row of each variant counts.
+std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
+  using Where = std::tuple<std::string, std::string, int, int, Bytes,
+                           std::string>;  // collective, backend, nodes, ranks, bytes, dtype
+  struct Cell {
+    const Point* own = nullptr;
+    std::map<std::string, const Point*> forced;
+  };
+  std::map<Where, Cell> cells;
+  for (const Point& p : points) {
+    if (!is_nccl(p.algorithm) || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || p.ranks < 2)
+      continue;
+    Cell& c = cells[{std::string(to_string(p.collective)), p.backend, p.nodes, p.ranks, p.bytes, p.dtype}];
+    if (p.algorithm == Algorithm::Nccl && p.protocol == Protocol::None) {
+      if (!c.own) c.own = &p;
+    } else if (p.algorithm != Algorithm::Nccl && p.protocol != Protocol::None) {
+      c.forced.try_emplace(variant_of(p), &p);
+    }
+  }
+  std::vector<NcclChoiceCase> out;
+  for (const auto& [where, cell] : cells) {
+    if (!cell.own) continue;  // NCCL's own choice was not measured here
+    NcclChoiceCase k;
+    std::tie(k.collective, k.backend, k.nodes, k.ranks, k.bytes, std::ignore) = where;
+    k.forced = static_cast<int>(cell.forced.size());
+    if (!cell.own->nccl_algo.empty()) k.nccl_pick = cell.own->nccl_algo + "/" + cell.own->nccl_proto;
+    k.nccl_channels = cell.own->nccl_channels;
+    k.nccl_us = cell.own->measured_median_us;
+    const Point* fastest = nullptr;
+    double best_pred = INFINITY;
+    for (const auto& [name, p] : cell.forced) {
+      if (std::isfinite(p->predicted_us) && p->predicted_us < best_pred)
+        best_pred = p->predicted_us, k.model_pick = name;
+      if (!fastest || p->measured_median_us < fastest->measured_median_us) fastest = p, k.fastest = name;
+    }
+    if (fastest) k.fastest_us = fastest->measured_median_us;
+    if (fastest) {
+      k.lost = k.nccl_us / k.fastest_us - 1.0;
+      const bool tested =
+          cell.own->samples_us.size() >= kMinTestSamples && fastest->samples_us.size() >= kMinTestSamples;
+      if (tested) k.lost_p = mann_whitney_p_less(fastest->samples_us, cell.own->samples_us);
+      k.slower = k.lost > 0 && (tested ? k.lost_p < kWinnerAlpha : k.lost > kNcclLossNoise);
+    }
+    k.model_agrees = !k.model_pick.empty() && k.model_pick == k.nccl_pick;
+    k.nccl_fastest = !k.fastest.empty() && k.fastest == k.nccl_pick;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 }  // namespace
 
 Report build_report(const std::vector<Point>& points, std::size_t max_outliers) {
   Report r;
   r.points = points.size();
-  std::vector<double> small, large, all, sched_small, sched_large, lib_small, lib_large;
+  std::vector<double> small, large, all, sched_small, sched_large, lib_small, lib_large, nccl_small, nccl_large,
+      mpi_small, mpi_large;
   std::map<std::tuple<std::string, std::string, std::string, int>, std::vector<double>> by_group;
   std::vector<const Point*> cmp;
   for (const Point& p : points) {
@@ -151,6 +213,10 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
       (p.bytes < kSmallBandLimit ? sched_small : sched_large).push_back(e);
     else
       (p.bytes < kSmallBandLimit ? lib_small : lib_large).push_back(e);
+    if (is_nccl(p.algorithm))
+      (p.bytes < kSmallBandLimit ? nccl_small : nccl_large).push_back(e);
+    else if (!is_hand_written(p.algorithm))
+      (p.bytes < kSmallBandLimit ? mpi_small : mpi_large).push_back(e);
     by_group[{std::string(to_string(p.collective)), std::string(to_string(p.algorithm)), p.backend,
               static_cast<int>(band_of(p.bytes))}]
         .push_back(e);
@@ -163,6 +229,10 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
   r.schedules_from_64KiB = error_stats(sched_large);
   r.library_below_64KiB = error_stats(lib_small);
   r.library_from_64KiB = error_stats(lib_large);
+  r.nccl_below_64KiB = error_stats(nccl_small);
+  r.nccl_from_64KiB = error_stats(nccl_large);
+  r.mpi_below_64KiB = error_stats(mpi_small);
+  r.mpi_from_64KiB = error_stats(mpi_large);
   for (const auto& [key, errs] : by_group) {
     ErrorGroup g;
     std::tie(g.collective, g.algorithm, g.backend, std::ignore) = key;
@@ -244,6 +314,9 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
     }
   }
   r.winner_agreement = r.winners.empty() ? 0.0 : static_cast<double>(r.winner_agree) / static_cast<double>(r.winners.size());
+  r.nccl_choices = nccl_choices(points);
+  for (const NcclChoiceCase& c : r.nccl_choices) r.nccl_slower += c.slower ? 1 : 0;
+  for (const Point& p : points) r.nccl_one_rank += is_nccl(p.algorithm) && p.measured() && p.ranks == 1 ? 1 : 0;
 
   std::vector<const Point*> sorted = cmp;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Point* a, const Point* b) {
@@ -269,6 +342,66 @@ void stats_line(std::ostream& out, const char* label, const ErrorStats& s) {
 
 }  // namespace
 
+namespace {
+
+// "Ring/LL128, 24 ch" or "-".
+std::string nccl_ran(const NcclChoiceCase& c) {
+  if (c.nccl_pick.empty()) return "-";
+  return c.nccl_pick + (c.nccl_channels > 0 ? ", " + std::to_string(c.nccl_channels) + " ch" : "");
+}
+std::string us_text(double us) {
+  return std::isfinite(us) ? fmt("%.2f", us) : "-";
+}
+std::string signed_pct(double v) {
+  return std::isfinite(v) ? fmt("%+.1f%%", 100.0 * v) : "-";
+}
+
+void print_nccl_choices(std::ostream& out, const Report& r) {
+  char buf[400];
+  std::size_t logged = 0, fastest_known = 0, nccl_fastest = 0, model_known = 0, model_agrees = 0;
+  for (const NcclChoiceCase& c : r.nccl_choices) {
+    if (c.nccl_pick.empty()) continue;
+    ++logged;
+    if (!c.fastest.empty()) ++fastest_known, nccl_fastest += c.nccl_fastest ? 1 : 0;
+    if (!c.model_pick.empty()) ++model_known, model_agrees += c.model_agrees ? 1 : 0;
+  }
+  out << "\n## NCCL's choice (what NCCL ran, from its TUNING log; NCCL's model's pick; the fastest forced variant)\n";
+  std::snprintf(buf, sizeof buf,
+                "  %zu cases, NCCL's choice logged in %zu: it was the fastest forced variant in %zu of %zu, NCCL's "
+                "model picked it in %zu of %zu\n",
+                r.nccl_choices.size(), logged, nccl_fastest, fastest_known, model_agrees, model_known);
+  out << buf;
+  std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-20s %-14s %-14s %10s %10s %8s\n", "collective", "backend",
+                "nodes", "ranks", "bytes", "NCCL ran", "model's pick", "fastest forced", "NCCL us", "fastest us",
+                "lost");
+  out << buf;
+  for (const NcclChoiceCase& c : r.nccl_choices) {
+    std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-20s %-14s %-14s %10s %10s %8s%s\n", c.collective.c_str(),
+                  c.backend.c_str(), c.nodes, c.ranks, format_bytes(c.bytes).c_str(), nccl_ran(c).c_str(),
+                  c.model_pick.empty() ? "-" : c.model_pick.c_str(), c.fastest.empty() ? "-" : c.fastest.c_str(),
+                  us_text(c.nccl_us).c_str(), us_text(c.fastest_us).c_str(), signed_pct(c.lost).c_str(),
+                  c.slower ? "  <- NCCL slower" : "");
+    out << buf;
+  }
+  if (r.nccl_slower == 0) {
+    out << "  NCCL's own choice measured no slower than every variant it could have been forced to (beyond the "
+           "noise)\n";
+    return;
+  }
+  out << "  NCCL ran a slower variant than one it could have been forced to in " << r.nccl_slower << " of "
+      << r.nccl_choices.size() << " cases:\n";
+  for (const NcclChoiceCase& c : r.nccl_choices) {
+    if (!c.slower) continue;
+    const std::string p = c.lost_p < 1 ? ", Mann-Whitney p " + fmt("%.2g", c.lost_p) : std::string();
+    out << "    " << c.collective << " " << c.backend << " nodes=" << c.nodes << " ranks=" << c.ranks << " "
+        << format_bytes(c.bytes) << ": NCCL ran " << (c.nccl_pick.empty() ? "an unlogged variant" : c.nccl_pick)
+        << " in " << us_text(c.nccl_us) << " us; forcing " << c.fastest << " measured " << us_text(c.fastest_us)
+        << " us: " << pct(c.lost) << " of the time lost" << p << "\n";
+  }
+}
+
+}  // namespace
+
 void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
   char buf[400];
   out << "# commsim report: " << r.points << " points read, " << r.measured << " measured, " << r.compared
@@ -287,6 +420,16 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
            "model):\n";
     stats_line(out, "  below 64 KiB", r.library_below_64KiB);
     stats_line(out, "  64 KiB and above", r.library_from_64KiB);
+  }
+  if (r.nccl_below_64KiB.n + r.nccl_from_64KiB.n > 0) {
+    out << "  NCCL's collectives (nccl, nccl-ring, nccl-tree; predicted by NCCL's model):\n";
+    stats_line(out, "  below 64 KiB", r.nccl_below_64KiB);
+    stats_line(out, "  64 KiB and above", r.nccl_from_64KiB);
+    if (r.mpi_below_64KiB.n + r.mpi_from_64KiB.n > 0) {
+      out << "  the MPI library's collectives:\n";
+      stats_line(out, "  below 64 KiB", r.mpi_below_64KiB);
+      stats_line(out, "  64 KiB and above", r.mpi_from_64KiB);
+    }
   }
 
   if (with_points) {
@@ -352,6 +495,12 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
         << "\n";
   }
 
+  if (!r.nccl_choices.empty())
+    print_nccl_choices(out, r);
+  else if (r.nccl_one_rank > 0)
+    out << "\n## NCCL's choice\n  " << r.nccl_one_rank << " NCCL point(s), all of one rank: NCCL copies locally, "
+        << "there is no algorithm or protocol to choose\n";
+
   out << "\n## Worst outliers\n";
   if (r.outliers.empty()) out << "  none\n";
   for (const Point& p : r.outliers) {
@@ -378,7 +527,11 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
       << ",\n    \"schedules_below_64KiB\": " << stats_json(r.schedules_below_64KiB)
       << ",\n    \"schedules_from_64KiB\": " << stats_json(r.schedules_from_64KiB)
       << ",\n    \"library_below_64KiB\": " << stats_json(r.library_below_64KiB)
-      << ",\n    \"library_from_64KiB\": " << stats_json(r.library_from_64KiB) << "},\n";
+      << ",\n    \"library_from_64KiB\": " << stats_json(r.library_from_64KiB)
+      << ",\n    \"nccl_below_64KiB\": " << stats_json(r.nccl_below_64KiB)
+      << ",\n    \"nccl_from_64KiB\": " << stats_json(r.nccl_from_64KiB)
+      << ",\n    \"mpi_below_64KiB\": " << stats_json(r.mpi_below_64KiB)
+      << ",\n    \"mpi_from_64KiB\": " << stats_json(r.mpi_from_64KiB) << "},\n";
   out << "  \"groups\": [";
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
     const auto& g = r.groups[i];
@@ -414,7 +567,20 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
         << ", \"predicted_bytes\": " << json_sizes(c.predicted_bytes)
         << ", \"measured_bytes\": " << json_sizes(c.measured_bytes) << "}";
   }
-  out << "],\n  \"outliers\": [";
+  out << "],\n  \"nccl_choices\": {\"cases\": " << r.nccl_choices.size() << ", \"slower\": " << r.nccl_slower
+      << ", \"rows\": [";
+  for (std::size_t i = 0; i < r.nccl_choices.size(); ++i) {
+    const auto& c = r.nccl_choices[i];
+    out << (i ? ",\n      " : "\n      ") << "{\"collective\": " << json_string(c.collective)
+        << ", \"backend\": " << json_string(c.backend) << ", \"nodes\": " << c.nodes << ", \"ranks\": " << c.ranks
+        << ", \"bytes\": " << c.bytes << ", \"nccl_pick\": " << json_string(c.nccl_pick)
+        << ", \"nccl_channels\": " << c.nccl_channels << ", \"model_pick\": " << json_string(c.model_pick)
+        << ", \"fastest_forced\": " << json_string(c.fastest) << ", \"forced\": " << c.forced
+        << ", \"nccl_us\": " << json_number(c.nccl_us) << ", \"fastest_us\": " << json_number(c.fastest_us)
+        << ", \"lost\": " << json_number(c.lost) << ", \"lost_p\": " << json_number(c.lost_p)
+        << ", \"slower\": " << (c.slower ? "true" : "false") << "}";
+  }
+  out << "]},\n  \"outliers\": [";
   for (std::size_t i = 0; i < r.outliers.size(); ++i) out << (i ? ",\n    " : "\n    ") << point_json(r.outliers[i]);
   out << "],\n  \"failed\": [";
   for (std::size_t i = 0; i < r.failed.size(); ++i) {
@@ -478,6 +644,14 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
     for (const auto& c : r.crossovers)
       out << c.collective << "," << c.backend << "," << c.nodes << "," << c.ranks << "," << c.a << "," << c.b << ","
           << join(c.predicted_bytes) << "," << join(c.measured_bytes) << "\n";
+  } else if (table == "nccl") {
+    out << "collective,backend,nodes,ranks,bytes,nccl_pick,nccl_channels,model_pick,fastest_forced,forced,nccl_us,"
+           "fastest_us,lost,lost_p,slower\n";
+    for (const auto& c : r.nccl_choices)
+      out << c.collective << "," << c.backend << "," << c.nodes << "," << c.ranks << "," << c.bytes << ","
+          << c.nccl_pick << "," << c.nccl_channels << "," << c.model_pick << "," << c.fastest << "," << c.forced << ","
+          << json_number(c.nccl_us) << "," << json_number(c.fastest_us) << "," << json_number(c.lost) << ","
+          << json_number(c.lost_p) << "," << (c.slower ? 1 : 0) << "\n";
   } else if (table == "outliers" || table == "failed") {
     for (std::size_t i = 0; i < std::size(kCsvColumns); ++i) out << (i ? "," : "") << kCsvColumns[i];
     out << (table == "failed" ? ",why\n" : "\n");

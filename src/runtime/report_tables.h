@@ -6,6 +6,9 @@
 //  - whether the model's winner was the measured winner, per (collective, backend, nodes, ranks,
 //    bytes), among the hand-written algorithms measured there;
 //  - predicted vs measured crossover sizes between each pair of algorithms;
+//  - NCCL's own collectives apart: their error, and per size what NCCL ran (its TUNING log, the
+//    rows' nccl_algo / nccl_proto / nccl_channels), what NCCL's model picks, and which forced
+//    variant (nccl-ring / nccl-tree x LL / LL128 / Simple) measured fastest;
 //  - the worst outliers, and the points that failed or were not measured.
 // Pure functions over Points; no I/O except the print functions.
 #include <iosfwd>
@@ -84,6 +87,33 @@ struct CrossoverRow {
   std::vector<double> measured_bytes;   // the same by measurement
 };
 
+// NCCL at one (collective, backend, dtype, nodes, ranks, bytes) where its own choice (the `nccl`
+// row, nothing forced) was measured with two or more ranks: that choice against the variants
+// forced there. A variant is named "Ring/LL128" (NCCL's algorithm / protocol names).
+struct NcclChoiceCase {
+  std::string collective, backend;
+  int nodes = 1, ranks = 1;
+  Bytes bytes = 0;
+  std::string nccl_pick;     // what the unforced `nccl` row ran, from NCCL's log ("" when not logged)
+  int nccl_channels = 0;     // its channel count (0 when not logged)
+  std::string model_pick;    // NCCL's model: the forced variant with the lowest prediction ("" without forced rows)
+  std::string fastest;       // the forced variant with the lowest measured median ("" without forced rows)
+  int forced = 0;            // forced variants measured here
+  double nccl_us = kNaN;     // the unforced row's measured median (NaN when it was not measured)
+  double fastest_us = kNaN;  // the fastest forced variant's
+  // nccl_us / fastest_us - 1: what NCCL's own choice costs against the best it could have been
+  // forced to (NaN when either is missing).
+  double lost = kNaN;
+  double lost_p = 1;  // one-sided Mann-Whitney U p-value of "the fastest forced variant is faster"
+  // NCCL ran slower than a variant it could have been forced to, beyond the noise: lost > 0 and
+  // lost_p < kWinnerAlpha (lost > kNcclLossNoise when either side has fewer than kMinTestSamples
+  // samples).
+  bool slower = false;
+  bool model_agrees = false;  // model_pick == nccl_pick (both known)
+  bool nccl_fastest = false;  // nccl_pick == fastest (both known)
+};
+inline constexpr double kNcclLossNoise = 0.05;
+
 struct FailedPoint {
   Point point;
   std::string why;  // the status and note
@@ -100,6 +130,9 @@ struct Report {
   // baselines (MPI's, NCCL's own collectives: predicted by the model's fastest algorithm or NCCL's
   // model, so their error also says how far the library is from that).
   ErrorStats schedules_below_64KiB, schedules_from_64KiB, library_below_64KiB, library_from_64KiB;
+  // The library baselines split: NCCL's collectives (nccl, nccl-ring, nccl-tree: NCCL's model)
+  // and the rest (MPI's).
+  ErrorStats nccl_below_64KiB, nccl_from_64KiB, mpi_below_64KiB, mpi_from_64KiB;
   std::vector<ErrorGroup> groups;  // sorted by collective, algorithm, backend, band
   std::vector<WinnerCase> winners;
   std::size_t winner_agree = 0;
@@ -109,6 +142,9 @@ struct Report {
   std::size_t winner_clear_agree = 0;  // ... and the model picked it
   std::size_t winner_pick_slower = 0;  // cases where the model's pick measured slower beyond the noise
   std::vector<CrossoverRow> crossovers;
+  std::vector<NcclChoiceCase> nccl_choices;  // sorted by collective, backend, nodes, ranks, bytes
+  std::size_t nccl_slower = 0;               // cases with NcclChoiceCase::slower
+  std::size_t nccl_one_rank = 0;             // measured NCCL rows of one rank (no choice to make)
   std::vector<Point> outliers;        // largest |rel_error| first
   std::vector<FailedPoint> failed;    // status not ok/predicted, or a run that did not complete
   std::vector<std::string> run_notes; // "file run 2: interrupted" etc.
@@ -125,7 +161,7 @@ std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std:
 
 void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points);
 void print_report_json(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points);
-// CSV of one table: "groups" (default), "points", "winners", "crossovers", "outliers", "failed".
+// CSV of one table: "groups" (default), "points", "winners", "crossovers", "nccl", "outliers", "failed".
 void print_report_csv(std::ostream& out, const Report& r, const std::string& table, const std::vector<Point>& points);
 
 }  // namespace commsim

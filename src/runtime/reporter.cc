@@ -63,6 +63,9 @@ std::vector<std::string> csv_cells(const Point& p) {
       cell(p.measured_max_us),
       p.predicted_winner,
       p.note,
+      p.nccl_algo,
+      p.nccl_proto,
+      p.nccl_channels > 0 ? std::to_string(p.nccl_channels) : std::string(),
   };
 }
 
@@ -164,7 +167,10 @@ std::string point_json(const Point& p, bool with_samples) {
       .num("rel_error", p.rel_error)
       .raw("wrong", p.wrong < 0 ? std::string("null") : std::to_string(p.wrong))
       .str("status", p.status)
-      .str("note", p.note);
+      .str("note", p.note)
+      .str("nccl_algo", p.nccl_algo)
+      .str("nccl_proto", p.nccl_proto)
+      .integer("nccl_channels", p.nccl_channels);
   if (with_samples) {
     std::string a = "[";
     for (std::size_t i = 0; i < p.samples_us.size(); ++i) {

@@ -42,7 +42,7 @@ inline constexpr std::string_view kCsvColumns[] = {
     "wrong", "status"};
 inline constexpr std::string_view kCsvExtraColumns[] = {
     "transport", "redop", "count", "root", "pipeline_chunk_bytes", "iters", "measured_min_us", "measured_mean_us", "measured_max_us",
-    "predicted_winner", "note"};
+    "predicted_winner", "note", "nccl_algo", "nccl_proto", "nccl_channels"};
 
 // The CSV cells of a point, in kCsvColumns then kCsvExtraColumns order, unquoted; "" for a missing
 // value (NaN, wrong == -1, no protocol).

@@ -18,8 +18,8 @@ namespace {
 
 // One row of /points as it sits in memory. Short names are fixed-length null-padded strings (h5py
 // reads them as bytes of dtype S<n>); the free-form note is a variable-length UTF-8 string.
-constexpr std::size_t kCollectiveLen = 16, kAlgorithmLen = 32, kBackendLen = 16, kTransportLen = 16,
-                      kProtocolLen = 8, kDtypeLen = 16, kRedopLen = 8, kStatusLen = 16;
+constexpr std::size_t kCollectiveLen = 16, kAlgorithmLen = 32, kBackendLen = 16, kTransportLen = 16, kProtocolLen = 8,
+                      kDtypeLen = 16, kRedopLen = 8, kStatusLen = 16, kNcclAlgoLen = 16, kNcclProtoLen = 32;
 struct Row {
   std::int32_t run;
   char collective[kCollectiveLen];
@@ -52,6 +52,9 @@ struct Row {
   std::uint64_t samples_offset;
   std::uint64_t samples_count;
   std::uint64_t pipeline_chunk_bytes;  // not in files written before commsim recorded it
+  char nccl_algo[kNcclAlgoLen];        // these three: not in files written before commsim recorded them
+  char nccl_proto[kNcclProtoLen];
+  std::int32_t nccl_channels;
 };
 
 struct RowTypes {
@@ -60,10 +63,12 @@ struct RowTypes {
 };
 
 constexpr const char* kChunkField = "pipeline_chunk_bytes";
+constexpr const char* kNcclAlgoField = "nccl_algo";
 
-// The row's types. Files written before commsim recorded the pipeline chunk lack that field: read
-// and extend them without it (with_chunk false), the field left 0.
-RowTypes row_types(bool with_chunk = true) {
+// The row's types. Files written before commsim recorded the pipeline chunk lack that field, and
+// files written before it recorded what NCCL ran lack nccl_algo, nccl_proto and nccl_channels:
+// read and extend them without (with_chunk / with_nccl false), the fields left empty.
+RowTypes row_types(bool with_chunk = true, bool with_nccl = true) {
   RowTypes t;
   t.memory = h5::Datatype(H5Tcreate(H5T_COMPOUND, sizeof(Row)), "H5Tcreate(points row)");
   hid_t m = t.memory.get();
@@ -108,6 +113,11 @@ RowTypes row_types(bool with_chunk = true) {
   insert("samples_offset", COMMSIM_ROW_OFFSET(samples_offset), H5T_NATIVE_UINT64);
   insert("samples_count", COMMSIM_ROW_OFFSET(samples_count), H5T_NATIVE_UINT64);
   if (with_chunk) insert(kChunkField, COMMSIM_ROW_OFFSET(pipeline_chunk_bytes), H5T_NATIVE_UINT64);
+  if (with_nccl) {
+    fixed(kNcclAlgoField, COMMSIM_ROW_OFFSET(nccl_algo), kNcclAlgoLen);
+    fixed("nccl_proto", COMMSIM_ROW_OFFSET(nccl_proto), kNcclProtoLen);
+    insert("nccl_channels", COMMSIM_ROW_OFFSET(nccl_channels), H5T_NATIVE_INT32);
+  }
 #undef COMMSIM_ROW_OFFSET
   t.file = h5::Datatype(H5Tcopy(m), "H5Tcopy(points row)");
   h5::check_status(H5Tpack(t.file.get()), "H5Tpack(points row)");
@@ -244,6 +254,10 @@ Row to_row(const Point& p, int run, std::uint64_t samples_offset) {
   r.samples_offset = samples_offset;
   r.samples_count = p.samples_us.size();
   r.pipeline_chunk_bytes = p.pipeline_chunk_bytes;
+  // NCCL's names are short; a longer one (a future symmetric kernel's) is cut to fit.
+  put(r.nccl_algo, std::string_view(p.nccl_algo).substr(0, kNcclAlgoLen), "nccl_algo");
+  put(r.nccl_proto, std::string_view(p.nccl_proto).substr(0, kNcclProtoLen), "nccl_proto");
+  r.nccl_channels = p.nccl_channels;
   return r;
 }
 
@@ -289,6 +303,9 @@ Point from_row(const Row& r, const std::string& path) {
   p.wrong = r.wrong;
   p.status = get(r.status);
   p.note = r.note ? r.note : "";
+  p.nccl_algo = get(r.nccl_algo);
+  p.nccl_proto = get(r.nccl_proto);
+  p.nccl_channels = r.nccl_channels;
   return p;
 }
 
@@ -297,10 +314,12 @@ struct RowsRead {
   std::vector<Row> rows;
   std::vector<std::string> notes;
 };
-// The row types of an existing /points table: with the pipeline chunk when the file has it.
+// The row types of an existing /points table: with the pipeline chunk and what NCCL ran when the
+// file has them.
 RowTypes row_types_of(const h5::Dataset& points) {
   h5::Datatype file_type(H5Dget_type(points.get()), "H5Dget_type(points)");
-  return row_types(H5Tget_member_index(file_type.get(), kChunkField) >= 0);
+  return row_types(H5Tget_member_index(file_type.get(), kChunkField) >= 0,
+                   H5Tget_member_index(file_type.get(), kNcclAlgoField) >= 0);
 }
 
 RowsRead read_all_rows(const h5::Dataset& points, const RowTypes& types) {

@@ -351,11 +351,17 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
     MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
   }
   const std::string backend_note = rank == 0 ? backend.note() : std::string();
+  const Backend::NcclRan ran = rank == 0 ? backend.nccl_ran() : Backend::NcclRan{};
   backend.release();
   watchdog.end_point(index);
   if (rank != 0) return PointEnd::Done;
   if (!backend_note.empty() && row.note.find(backend_note) == std::string::npos)
     row.note = row.note.empty() ? backend_note : row.note + "; " + backend_note;
+  if (!ran.algorithm.empty()) {
+    row.nccl_algo = ran.algorithm;
+    row.nccl_proto = ran.protocol;
+    row.nccl_channels = ran.channels;
+  }
   for (double s : max_s) row.samples_us.push_back(s * 1e6);
   if (check) row.wrong = wrong;
   return PointEnd::Done;

@@ -189,5 +189,108 @@ TEST(ReportTables, PrintedFormatsCarryTheNumbers) {
   EXPECT_EQ(band_of(Bytes{16} << 20), SizeBand::Large);
 }
 
+// NCCL's own choice against the forced variants. 64 KiB: NCCL ran Ring/LL (what its model picks)
+// in 10 us while forcing Tree/LL measured 8 us: 25% lost, beyond the noise of ten samples each.
+// 16 MiB: NCCL ran Ring/Simple, the fastest forced variant within 1%, no samples: not flagged.
+std::vector<Point> nccl_points() {
+  auto nccl = [](Algorithm a, Protocol p, Bytes b, double measured, double predicted) {
+    Point x = make(a, b, measured, predicted);
+    x.backend = "cuda";
+    x.transport = "nccl";
+    x.protocol = p;
+    return x;
+  };
+  auto samples = [](double around) {
+    std::vector<double> v;
+    for (int i = 0; i < 10; ++i) v.push_back(around * (1.0 + 0.01 * (i - 5)));
+    return v;
+  };
+  const Bytes k64 = 65536, m16 = Bytes{16} << 20;
+  std::vector<Point> v = {
+      nccl(Algorithm::Nccl, Protocol::None, k64, 10.0, 8.0),
+      nccl(Algorithm::NcclRing, Protocol::LL, k64, 10.1, 8.0),
+      nccl(Algorithm::NcclTree, Protocol::LL, k64, 8.0, 9.0),
+      nccl(Algorithm::NcclRing, Protocol::Simple, k64, 15.0, 12.0),
+      nccl(Algorithm::Nccl, Protocol::None, m16, 100.0, 90.0),
+      nccl(Algorithm::NcclRing, Protocol::Simple, m16, 99.0, 90.0),
+      nccl(Algorithm::NcclTree, Protocol::Simple, m16, 101.0, 95.0),
+      nccl(Algorithm::Nccl, Protocol::None, k64, 5.0, 1.0),  // one rank: no choice
+      make(Algorithm::Mpi, k64, 20.0, 30.0),                 // +50%, the MPI library's
+  };
+  v[0].nccl_algo = "Ring";
+  v[0].nccl_proto = "LL";
+  v[0].nccl_channels = 8;
+  v[0].samples_us = samples(10.0);
+  v[2].samples_us = samples(8.0);
+  v[4].nccl_algo = "Ring";
+  v[4].nccl_proto = "Simple";
+  v[4].nccl_channels = 24;
+  v[7].ranks = 1;
+  return v;
+}
+
+TEST(ReportTables, NcclChoicePerSize) {
+  const Report r = build_report(nccl_points());
+  ASSERT_EQ(r.nccl_choices.size(), 2u);
+  EXPECT_EQ(r.nccl_one_rank, 1u);
+  const NcclChoiceCase& a = r.nccl_choices[0];
+  EXPECT_EQ(a.bytes, 65536u);
+  EXPECT_EQ(a.nccl_pick, "Ring/LL");
+  EXPECT_EQ(a.nccl_channels, 8);
+  EXPECT_EQ(a.model_pick, "Ring/LL");
+  EXPECT_EQ(a.fastest, "Tree/LL");
+  EXPECT_EQ(a.forced, 3);
+  EXPECT_NEAR(a.lost, 10.0 / 8.0 - 1.0, 1e-12);
+  EXPECT_LT(a.lost_p, kWinnerAlpha);
+  EXPECT_TRUE(a.slower);
+  EXPECT_TRUE(a.model_agrees);
+  EXPECT_FALSE(a.nccl_fastest);
+  const NcclChoiceCase& b = r.nccl_choices[1];
+  EXPECT_EQ(b.nccl_pick, "Ring/Simple");
+  EXPECT_EQ(b.fastest, "Ring/Simple");
+  EXPECT_TRUE(b.nccl_fastest);
+  EXPECT_NEAR(b.lost, 100.0 / 99.0 - 1.0, 1e-12);
+  EXPECT_EQ(b.lost_p, 1.0);  // no samples
+  EXPECT_FALSE(b.slower);    // within kNcclLossNoise
+  EXPECT_EQ(r.nccl_slower, 1u);
+}
+
+TEST(ReportTables, NcclErrorApartFromTheOthers) {
+  const Report r = build_report(nccl_points());
+  // NCCL: 64 KiB rows -20%, -20.8%, +12.5%, -20%, one rank -80%; 16 MiB -10%, -9.1%, -5.9%.
+  EXPECT_EQ(r.nccl_below_64KiB.n, 0u);
+  EXPECT_EQ(r.nccl_from_64KiB.n, 8u);
+  EXPECT_EQ(r.mpi_from_64KiB.n, 1u);
+  EXPECT_NEAR(r.mpi_from_64KiB.median_abs, 0.5, 1e-12);
+  EXPECT_EQ(r.library_from_64KiB.n, 9u);
+  EXPECT_EQ(r.schedules_from_64KiB.n, 0u);
+}
+
+TEST(ReportTables, NcclChoiceInEveryFormat) {
+  const std::vector<Point> pts = nccl_points();
+  const Report r = build_report(pts);
+  std::ostringstream table, json, csv;
+  print_report_table(table, r, false, pts);
+  print_report_json(json, r, false, pts);
+  print_report_csv(csv, r, "nccl", pts);
+  const std::string t = table.str();
+  EXPECT_NE(t.find("## NCCL's choice"), std::string::npos) << t;
+  EXPECT_NE(t.find("NCCL's collectives (nccl, nccl-ring, nccl-tree"), std::string::npos) << t;
+  EXPECT_NE(t.find("Ring/LL, 8 ch"), std::string::npos) << t;
+  EXPECT_NE(t.find("<- NCCL slower"), std::string::npos) << t;
+  EXPECT_NE(t.find("NCCL ran Ring/LL in 10.00 us; forcing Tree/LL measured 8.00 us: 25.0% of the time lost"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("it was the fastest forced variant in 1 of 2, NCCL's model picked it in 2 of 2"), std::string::npos)
+      << t;
+  EXPECT_NE(json.str().find("\"nccl_choices\": {\"cases\": 2, \"slower\": 1"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"nccl_from_64KiB\": {\"n\": 8"), std::string::npos) << json.str();
+  const std::string c = csv.str();
+  EXPECT_EQ(c.substr(0, c.find('\n')),
+            "collective,backend,nodes,ranks,bytes,nccl_pick,nccl_channels,model_pick,fastest_forced,forced,nccl_us,"
+            "fastest_us,lost,lost_p,slower");
+  EXPECT_NE(c.find("allreduce,cuda,1,2,65536,Ring/LL,8,Ring/LL,Tree/LL,3,10,8,0.25,"), std::string::npos) << c;
+}
+
 }  // namespace
 }  // namespace commsim

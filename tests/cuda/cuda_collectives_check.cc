@@ -229,7 +229,8 @@ void check_nccl(const Options& o) {
         CUDA_CHECK(cudaMemcpy(h.data(), out, out_n * 4, cudaMemcpyDeviceToHost));
         const long long wrong = static_cast<long long>(count_wrong(h.data(), out_n, dt, op, c, g_rank, g_size, 0));
         std::string extra = forced.empty() ? "" : " [" + forced + "]";
-        if (const std::string picked = nccl.picked(c); !picked.empty()) extra += " " + picked;
+        if (const NcclChoice ran = nccl.picked(c); !ran.empty())
+          extra += " NCCL ran " + ran.algorithm + "/" + ran.protocol + " on " + std::to_string(ran.channels) + " channels";
         report(what, sum_over_ranks(wrong), now_s() - t0, extra);
         CUDA_CHECK(cudaFree(in));
         CUDA_CHECK(cudaFree(out));

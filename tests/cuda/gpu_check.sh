@@ -20,6 +20,9 @@
 #         6. portrait    `nvidia-smi topo -m` and `commsim probe` in the same step: the GPU link
 #                        matrix read through NVML beside nvidia-smi's, and --storage on the local
 #                        disk (64 MiB per writer; the file is removed afterwards)
+#         7. nccl2       with two GPUs or more only: 2 ranks, NCCL's own choice beside every forced
+#                        algorithm x protocol, NCCL's TUNING log kept under $OUT/nccl-log
+#                        (COMMSIM_NCCL_LOG_DIR), then `commsim report` on it (NCCL's choice per size)
 # NCCL_NVLS_ENABLE=0 stays set throughout (NVLink multicast must stay off on these machines).
 set -u
 
@@ -109,6 +112,18 @@ step portrait 180 "$out/portrait.log" "${mpirun_[@]}" -np 1 "$carry/commsim" pro
   --warmup 1 --no-table --storage local-disk="${TMPDIR:-/tmp}" --storage-size 64MiB --storage-time 0.2 \
   --format markdown --out "$out/portrait.h5" --force
 
+# Two GPUs or more: what NCCL ran (its TUNING log, kept) against every variant it could have been
+# forced to, and the report's NCCL sections on it.
+if (( $(nvidia-smi -L 2>/dev/null | wc -l) >= 2 )); then
+  mkdir -p "$out/nccl-log"
+  step nccl2 300 "$out/sweep_nccl.log" env COMMSIM_NCCL_LOG_DIR="$out/nccl-log" "${mpirun_[@]}" -x COMMSIM_NCCL_LOG_DIR \
+    -np 2 "$carry/commsim" run --backend cuda --topology h200-node \
+    --collectives allreduce,allgather,reducescatter,broadcast --algorithms nccl,nccl-ring,nccl-tree \
+    --protocols none,LL,LL128,Simple --sizes 1KiB:256MiB:x4 --iters 20 --warmup 5 --check \
+    --out "$out/sweep_nccl_2rank.h5"
+  step report2 60 "$out/report_nccl.txt" "$carry/commsim" report "$out/sweep_nccl_2rank.h5"
+fi
+
 {
   echo
   echo "== GPU"
@@ -125,6 +140,10 @@ step portrait 180 "$out/portrait.log" "${mpirun_[@]}" -np 1 "$carry/commsim" pro
   sed -n '/^### topo: /,/^### portrait: /p' "$out/portrait.log" | head -30
   sed -n '/GPU link matrix/,/MPI  /p' "$out/portrait.log" | head -30
   grep -E "^\| " "$out/portrait.log"
+  if [[ -f "$out/report_nccl.txt" ]]; then
+    echo "== NCCL's choice, 2 ranks (report_nccl.txt; TUNING log in nccl-log/)"
+    sed -n "/^## NCCL's choice/,/^## Worst/p" "$out/report_nccl.txt" | grep -v "^## Worst" | head -40
+  fi
   echo "== steps"
   cat "$summary"
 } | tee -a "$out/environment.log"

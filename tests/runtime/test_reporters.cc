@@ -30,6 +30,10 @@ std::vector<Point> sample_points() {
   v[2].status = "wrong";
   v[2].wrong = 5;
   v[1].pipeline_chunk_bytes = 3 << 20;
+  v[2].algorithm = Algorithm::Nccl;
+  v[2].nccl_algo = "Tree";
+  v[2].nccl_proto = "LL128";
+  v[2].nccl_channels = 12;
   return v;
 }
 
@@ -83,6 +87,9 @@ TEST(CsvReporter, HeaderAndCellsReadBack) {
     EXPECT_EQ(row[col["wrong"]], p.wrong < 0 ? "" : std::to_string(p.wrong));
     EXPECT_EQ(row[col["status"]], p.status);
     EXPECT_EQ(row[col["note"]], p.note);
+    EXPECT_EQ(row[col["nccl_algo"]], p.nccl_algo);
+    EXPECT_EQ(row[col["nccl_proto"]], p.nccl_proto);
+    EXPECT_EQ(row[col["nccl_channels"]], p.nccl_channels > 0 ? std::to_string(p.nccl_channels) : "");
   }
 }
 
@@ -108,6 +115,10 @@ TEST(JsonReporter, DocumentParsesWithNaNAsNull) {
   EXPECT_EQ(pts[0]["note"].str(), points[0].note);
   EXPECT_EQ(pts[1]["pipeline_chunk_bytes"].num(), 3 << 20);
   EXPECT_EQ(pts[0]["pipeline_chunk_bytes"].num(), 0);
+  EXPECT_EQ(pts[2]["nccl_algo"].str(), "Tree");
+  EXPECT_EQ(pts[2]["nccl_proto"].str(), "LL128");
+  EXPECT_EQ(pts[2]["nccl_channels"].num(), 12);
+  EXPECT_EQ(pts[0]["nccl_algo"].str(), "");
   EXPECT_EQ(pts[0]["measured_median_us"].num(), points[0].measured_median_us);
   EXPECT_EQ(pts[0]["samples_us"].arr().size(), points[0].samples_us.size());
   EXPECT_TRUE(pts[1]["measured_median_us"].is_null());

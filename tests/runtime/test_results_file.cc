@@ -56,6 +56,9 @@ void expect_same_point(const Point& a, const Point& b) {
   EXPECT_EQ(a.wrong, b.wrong);
   EXPECT_EQ(a.status, b.status);
   EXPECT_EQ(a.note, b.note);
+  EXPECT_EQ(a.nccl_algo, b.nccl_algo);
+  EXPECT_EQ(a.nccl_proto, b.nccl_proto);
+  EXPECT_EQ(a.nccl_channels, b.nccl_channels);
   EXPECT_EQ(a.samples_us, b.samples_us);
 }
 
@@ -71,6 +74,10 @@ TEST(ResultsFile, RoundTripKeepsEveryFieldNaNAndSamples) {
   points[1].wrong = 17;
   points[1].rel_error = -kNaN;  // any NaN stays NaN
   points[1].pipeline_chunk_bytes = 96 * 1024;
+  points[2].algorithm = Algorithm::Nccl;
+  points[2].nccl_algo = "Ring";
+  points[2].nccl_proto = "LL128";
+  points[2].nccl_channels = 24;
   {
     ResultsFile f = ResultsFile::create(path, false, ctx);
     EXPECT_TRUE(test::exists(path + ".partial"));
@@ -319,6 +326,71 @@ TEST(ResultsFile, FilesWithoutThePipelineChunkAreReadAndResumed) {
   EXPECT_EQ(r.runs.size(), 2u);
   more.pipeline_chunk_bytes = 0;
   expect_same_point(r.points[2], more);
+}
+
+// Files written before what NCCL ran was recorded: read with the three fields empty; resumed in
+// their own layout (a row appended then loses them).
+TEST(ResultsFile, FilesWithoutNcclChoiceAreReadAndResumed) {
+  TempDir dir;
+  const std::string path = dir.file("old.h5");
+  std::vector<Point> points = {test::measured_point(1024), test::measured_point(64)};
+  points[1].algorithm = Algorithm::Nccl;
+  points[1].nccl_algo = "Tree";
+  points[1].nccl_proto = "LL";
+  points[1].nccl_channels = 2;
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    for (const Point& p : points) f.append(p);
+    f.finish(RunStatus::Complete);
+  }
+  ASSERT_EQ(read_results(path).points[1].nccl_channels, 2);
+  for (const char* field : {"nccl_algo", "nccl_proto", "nccl_channels"}) drop_points_field(path, field);
+  ASSERT_FALSE(points_have_field(path, "nccl_algo"));
+  ASSERT_TRUE(points_have_field(path, "pipeline_chunk_bytes"));
+
+  ResultsContents r = read_results(path);
+  ASSERT_EQ(r.points.size(), 2u);
+  points[1].nccl_algo = points[1].nccl_proto = "";
+  points[1].nccl_channels = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same_point(r.points[i], points[i]);
+  }
+  Point more = test::measured_point(4096);
+  more.algorithm = Algorithm::Nccl;
+  more.nccl_algo = "Ring";
+  more.nccl_proto = "Simple";
+  more.nccl_channels = 8;
+  {
+    ResultsFile f = ResultsFile::resume(path, test::sample_context());
+    f.append(more);
+    f.finish(RunStatus::Complete);
+  }
+  EXPECT_FALSE(points_have_field(path, "nccl_proto"));
+  r = read_results(path);
+  ASSERT_EQ(r.points.size(), 3u);
+  EXPECT_EQ(r.points[2].nccl_algo, "");
+  EXPECT_EQ(r.points[2].nccl_channels, 0);
+  EXPECT_EQ(r.points[2].bytes, 4096u);
+}
+
+// A name longer than the table's field is cut to fit, not refused: the row is still written.
+TEST(ResultsFile, LongNcclProtocolIsCutToFit) {
+  TempDir dir;
+  const std::string path = dir.file("long.h5");
+  Point p = test::measured_point(1024);
+  p.algorithm = Algorithm::Nccl;
+  p.nccl_algo = "Symmetric";
+  p.nccl_proto = std::string(40, 'K');
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    f.append(p);
+    f.finish(RunStatus::Complete);
+  }
+  const ResultsContents r = read_results(path);
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_EQ(r.points[0].nccl_algo, "Symmetric");
+  EXPECT_EQ(r.points[0].nccl_proto, std::string(32, 'K'));
 }
 
 TEST(ResultsFile, ResumeOfNothingIsAnError) {

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 
 #include "collectives/cuda/cuda_check.h"
 #include "model/error.h"
@@ -58,9 +57,11 @@ NcclBaselines::NcclBaselines(MPI_Comm comm, double timeout_s) : timeout_s_(timeo
   if (std::getenv("NCCL_DEBUG") == nullptr) {
     char host[128] = {0};
     gethostname(host, sizeof host - 1);
+    const char* keep = std::getenv("COMMSIM_NCCL_LOG_DIR");
     const char* tmp = std::getenv("TMPDIR");
-    log_path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/commsim-nccl-" + host + "-" +
-                std::to_string(static_cast<long>(getpid())) + ".log";
+    keep_log_ = keep && *keep;
+    const std::string dir = keep_log_ ? keep : tmp && *tmp ? tmp : "/tmp";
+    log_path_ = dir + "/commsim-nccl-" + host + "-" + std::to_string(static_cast<long>(getpid())) + ".log";
     std::remove(log_path_.c_str());
     setenv("NCCL_DEBUG", "INFO", 1);
     setenv("NCCL_DEBUG_SUBSYS", "TUNING", 1);
@@ -70,7 +71,7 @@ NcclBaselines::NcclBaselines(MPI_Comm comm, double timeout_s) : timeout_s_(timeo
 
 NcclBaselines::~NcclBaselines() {
   comms_.clear();
-  if (!log_path_.empty()) std::remove(log_path_.c_str());
+  if (!log_path_.empty() && !keep_log_) std::remove(log_path_.c_str());
   int fin = 0;
   MPI_Finalized(&fin);
   if (!fin && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -143,35 +144,20 @@ void NcclBaselines::mark() {
   log_offset_ = f ? static_cast<long>(f.tellg()) : 0;
 }
 
-std::string NcclBaselines::picked(Collective c) {
-  if (log_path_.empty()) return "";
+NcclChoice NcclBaselines::picked(Collective c) {
+  if (log_path_.empty()) return {};
   std::ifstream f(log_path_);
-  if (!f) return "";
+  if (!f) return {};
   f.seekg(log_offset_);
   const char* func = nccl_func_name(c);
-  std::map<std::string, int> seen;  // "Ring/LL128" -> lines
+  std::vector<NcclTuningLine> lines;
   std::string line;
   while (std::getline(f, line)) {
     if (line.find("NCCL WARN") != std::string::npos) std::fprintf(stderr, "%s\n", line.c_str());
     if (!func) continue;
-    // "... NCCL INFO AllReduce: 4194304 Bytes -> Algo Ring proto LL128 channel{Lo..Hi}={0..7}"
-    const std::string head = std::string(" ") + func + ": ";
-    const auto at = line.find(head);
-    if (at == std::string::npos) continue;
-    const auto a = line.find("-> Algo ", at);
-    const auto pr = line.find(" proto ", at);
-    if (a == std::string::npos || pr == std::string::npos || pr < a) continue;
-    const std::string algo = line.substr(a + 8, pr - (a + 8));
-    auto pend = line.find(' ', pr + 7);
-    const std::string proto = line.substr(pr + 7, pend == std::string::npos ? std::string::npos : pend - (pr + 7));
-    ++seen[algo + "/" + proto];
+    if (auto t = parse_nccl_tuning_line(line)) lines.push_back(std::move(*t));
   }
-  if (seen.empty()) return "";
-  std::string best;
-  int most = 0;
-  for (const auto& [k, n] : seen)
-    if (n > most) best = k, most = n;
-  return "NCCL picked " + best + " (from NCCL's TUNING log)";
+  return func ? nccl_choice(lines, func) : NcclChoice{};
 }
 
 void NcclBaselines::abort() noexcept {

@@ -4,11 +4,13 @@
 // communicator (NCCL reads NCCL_ALGO / NCCL_PROTO when a communicator is created), created on
 // first use and cached.
 //
-// What NCCL picked when nothing was forced comes from NCCL's own TUNING log: unless the user set
-// NCCL_DEBUG, the constructor turns on NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING into a private
-// file (NCCL_DEBUG_FILE) and picked() reads the lines written since mark(). NCCL writes them on
-// rank 0 only and not for one rank or point-to-point operations; closest_forced() is the
-// fallback that matches an unforced time against the forced runs.
+// What NCCL ran (its own pick, or what a forced setting gave) comes from NCCL's own TUNING log:
+// unless the user set NCCL_DEBUG, the constructor turns on NCCL_DEBUG=INFO
+// NCCL_DEBUG_SUBSYS=TUNING into a private file (NCCL_DEBUG_FILE; in $COMMSIM_NCCL_LOG_DIR and
+// kept when that is set, else in $TMPDIR and removed) and picked() parses the lines written since
+// mark() (collectives/nccl_tuning_log.h). NCCL writes them on rank 0 only and not for one rank or
+// point-to-point operations; closest_forced() is the fallback that matches an unforced time
+// against the forced runs.
 #include <mpi.h>
 
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include "collectives/cuda/kernels.h"
 #include "collectives/cuda/nccl_comm.h"
 #include "collectives/dtype.h"
+#include "collectives/nccl_tuning_log.h"
 #include "model/collective.h"
 
 namespace commsim::cuda {
@@ -54,10 +57,12 @@ class NcclBaselines {
 
   // Starts the window picked() looks at.
   void mark();
-  // What NCCL chose for `c` in the window, e.g. "NCCL picked Ring/LL128 (from NCCL's TUNING log)";
-  // "" when the log has no line for it (not rank 0, one rank, point-to-point, NCCL_DEBUG set by
-  // the user). Lines NCCL wrote as warnings are echoed to stderr.
-  std::string picked(Collective c);
+  // What NCCL ran for `c` in the window, from its TUNING lines; empty when the log has no line for
+  // it (not rank 0, one rank, point-to-point, NCCL_DEBUG set by the user). Lines NCCL wrote as
+  // warnings are echoed to stderr.
+  NcclChoice picked(Collective c);
+  // The path of the TUNING log this object reads ("" when NCCL_DEBUG was set by the user).
+  const std::string& log_path() const { return log_path_; }
 
   // Aborts every communicator of this object (watchdog). Never throws.
   void abort() noexcept;
@@ -70,6 +75,7 @@ class NcclBaselines {
   double timeout_s_ = 60;
   std::map<NcclSetting, std::unique_ptr<NcclComm>> comms_;
   std::string log_path_;  // "" when the TUNING log is not ours
+  bool keep_log_ = false;  // COMMSIM_NCCL_LOG_DIR: the log stays for the user
   long log_offset_ = 0;
 };
 
