@@ -680,8 +680,8 @@ Schedule fan(bool out, std::uint64_t count) {
   const Span in{BufferId::Input, 0, count}, dst{BufferId::Output, 0, count};
   for (int r = 0; r < 3; ++r) s.ranks[r].rounds.resize(1);
   for (int peer : {1, 2}) {
-    s.ranks[0].rounds[0].ops.push_back(out ? Op{OpKind::Send, peer, in, {}} : Op{OpKind::Recv, peer, {}, dst});
-    s.ranks[peer].rounds[0].ops.push_back(out ? Op{OpKind::Recv, 0, {}, dst} : Op{OpKind::Send, 0, in, {}});
+    s.ranks[0].rounds[0].ops.push_back(out ? Op{.kind = OpKind::Send, .peer = peer, .src = in} : Op{.kind = OpKind::Recv, .peer = peer, .dst = dst});
+    s.ranks[peer].rounds[0].ops.push_back(out ? Op{.kind = OpKind::Recv, .peer = 0, .dst = dst} : Op{.kind = OpKind::Send, .peer = 0, .src = in});
   }
   return s;
 }
