@@ -605,8 +605,7 @@ TEST(PriceEqualsClosedForm, DoubleBinaryTreeAcrossNodes) {
 // With channels the tree's closed form prices each channel's pipeline with the busiest rank's load
 // times the channels, while the schedule's channels relabel the ranks, so the ranks' loads average
 // out over the channels: the closed form is the slower, by at most 30% here (reduce, 2 nodes of 8,
-// 1 MiB), never faster by
-// more than 1%.
+// 1 MiB), never faster by more than 1%.
 TEST(PriceEqualsClosedForm, MultiChannelTreeAcrossNodes) {
   Topology dgx = load_topology(resolve_topology_path("dgx-h100"));
   dgx.memory_bw_Bps = 1e30;
