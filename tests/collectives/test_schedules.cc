@@ -151,8 +151,8 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelinedAlgorithm,
                                            Pair{Collective::Reduce, Algorithm::Ring}),
                          pair_name);
 
-// Ring and tree with 1..16 channels on 1..64 ranks, on one node and on nodes of 8 ranks (the last
-// one partly filled), with counts that leave a channel less than one element per rank, and a tree
+// Ring and tree with 1..16 channels on 1..64 ranks (every count up to 16 ranks, 1, 2, 3, 7, 8 and
+// 16 beyond), on one node and on nodes of 8 ranks (the last one partly filled), with counts that leave a channel less than one element per rank, and a tree
 // chunk of 16 elements.
 class MultiChannel : public ::testing::TestWithParam<Pair> {};
 
@@ -169,7 +169,11 @@ TEST_P(MultiChannel, RanksOneTo64ChannelsOneTo16) {
       spread.node_of_rank.push_back(r / 8);
       spread.local_rank.push_back(spread.node_size[r / 8]++);
     }
-    for (int channels = 1; channels <= 16; ++channels)
+    // Every channel count up to 16 ranks, a spread of them beyond (a run takes time in p^2 C).
+    std::vector<int> channel_counts{1, 2, 3, 7, 8, 16};
+    if (p <= 16)
+      for (int c : {4, 5, 6, 9, 10, 11, 12, 13, 14, 15}) channel_counts.push_back(c);
+    for (int channels : channel_counts)
       for (const Placement* pl : std::vector<const Placement*>{nullptr, &spread})
         for (std::uint64_t count : {std::uint64_t{1}, static_cast<std::uint64_t>(2 * p + 3)}) {
           ScheduleRequest r{pair.c, pair.a, p, count, 4, (p - 1) * 2 / 3, pl, 64};
