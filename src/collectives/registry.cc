@@ -100,9 +100,9 @@ Schedule make_schedule(const ScheduleRequest& request) {
   if (!takes_channels(c, a) || request.nranks == 1) {
     built.channels = 1;
   } else {
-    const std::uint64_t units = a == Algorithm::Tree      ? request.count / 2
-                                : c == C::AllReduce ? request.count
-                                                    : out / (c == C::AllGather ? request.nranks : 1);
+    const std::uint64_t units = a == Algorithm::Tree ? request.count / 2
+                                : c == C::AllReduce  ? request.count
+                                                     : out / (c == C::AllGather ? request.nranks : 1);
     built.channels = static_cast<int>(std::clamp<std::uint64_t>(units, 1, request.channels));
   }
   ScheduleBuilder b(built, in, out);

@@ -117,7 +117,7 @@ struct Env {
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
   double node_intra_b = 0;                       // 1 / node_intra_bw (0 when unlimited)
   double eager_i = INFINITY, eager_n = INFINITY;  // eager limits (B)
-  double C = 1;                                   // channels (ring and tree; 1 for the others)
+  double C = 1;  // channels (ring and tree; 1 for the others)
 
   // Precomputed for the common flow counts (only when nodes > 1).
   double b_flow_1 = 0, b_flow_G = 0;

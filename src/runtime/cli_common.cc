@@ -1,12 +1,11 @@
 #include "runtime/cli_common.h"
 
-#include "model/schedule.h"
-
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 
 #include "model/error.h"
+#include "model/schedule.h"
 
 namespace commsim {
 namespace {

@@ -217,8 +217,8 @@ int cmd_predict(int argc, char** argv) {
         winners.push_back(best.candidate);
         const std::string winner = candidate_name(best.candidate);
         for (const Candidate& cand : cands) {
-          Cost cost =
-              closed_form(s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes, s.channels});
+          Cost cost = closed_form(
+              s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes, s.channels});
           Point p = make_point(s, c, cand, nodes, bytes, cost);
           p.predicted_winner = winner;
           out.point(p);

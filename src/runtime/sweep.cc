@@ -47,8 +47,9 @@ struct PricedChoice {
   Seconds time_s = 0;
 };
 std::optional<PricedChoice> fastest(const Topology& topology, Collective c, const Placement& placement,
-                                    std::uint64_t count, std::uint32_t elem, int root, const std::vector<Algorithm>& algs,
-                                    std::uint64_t chunk_override = 0, int channels = 0) {
+                                    std::uint64_t count, std::uint32_t elem, int root,
+                                    const std::vector<Algorithm>& algs, std::uint64_t chunk_override = 0,
+                                    int channels = 0) {
   std::optional<PricedChoice> best;
   const Bytes bytes = count * elem;
   for (Algorithm a : algs) {
@@ -200,8 +201,8 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
       const std::uint64_t count = element_count(c, requested, elem, nranks);
       if (!seen_counts.insert(count).second) continue;
       const Bytes bytes = count * elem;
-      const auto winner =
-          fastest(topology, c, placement, count, elem, settings.root, algs, settings.pipeline_chunk_bytes, settings.channels);
+      const auto winner = fastest(topology, c, placement, count, elem, settings.root, algs,
+                                  settings.pipeline_chunk_bytes, settings.channels);
       for (Algorithm a : algs) {
         const bool nccl = a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
         for (Protocol protocol : nccl ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
@@ -226,8 +227,8 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
           Schedule schedule;
           try {
-            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library, &pp.request,
-                            &schedule, settings.channels))
+            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library,
+                            &pp.request, &schedule, settings.channels))
               setup.schedule = &schedule;
           } catch (const Error& e) {
             row.note = e.what();

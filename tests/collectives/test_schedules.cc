@@ -152,8 +152,8 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelinedAlgorithm,
                          pair_name);
 
 // Ring and tree with 1..16 channels on 1..64 ranks (every count up to 16 ranks, 1, 2, 3, 7, 8 and
-// 16 beyond), on one node and on nodes of 8 ranks (the last one partly filled), with counts that leave a channel less than one element per rank, and a tree
-// chunk of 16 elements.
+// 16 beyond), on one node and on nodes of 8 ranks (the last one partly filled), with counts that leave a channel less
+// than one element per rank, and a tree chunk of 16 elements.
 class MultiChannel : public ::testing::TestWithParam<Pair> {};
 
 TEST_P(MultiChannel, RanksOneTo64ChannelsOneTo16) {
@@ -184,14 +184,12 @@ TEST_P(MultiChannel, RanksOneTo64ChannelsOneTo16) {
   EXPECT_EQ(f.n, 0) << "failing cases";
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, MultiChannel,
-                         ::testing::Values(Pair{Collective::AllReduce, Algorithm::Ring},
-                                           Pair{Collective::AllGather, Algorithm::Ring},
-                                           Pair{Collective::ReduceScatter, Algorithm::Ring},
-                                           Pair{Collective::AllReduce, Algorithm::Tree},
-                                           Pair{Collective::Broadcast, Algorithm::Tree},
-                                           Pair{Collective::Reduce, Algorithm::Tree}),
-                         pair_name);
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, MultiChannel,
+    ::testing::Values(Pair{Collective::AllReduce, Algorithm::Ring}, Pair{Collective::AllGather, Algorithm::Ring},
+                      Pair{Collective::ReduceScatter, Algorithm::Ring}, Pair{Collective::AllReduce, Algorithm::Tree},
+                      Pair{Collective::Broadcast, Algorithm::Tree}, Pair{Collective::Reduce, Algorithm::Tree}),
+    pair_name);
 
 // Channel c of a ring leaves every node from local rank c - 1 (mod 8): with 8 channels on nodes of
 // 8 ranks each GPU sends one channel's traffic across the network, every op carries its channel,
@@ -203,7 +201,7 @@ TEST(MultiChannel, RailAlignedRingsLeaveEachNodeFromADifferentGpu) {
   const Schedule s = make_schedule(r);
   EXPECT_EQ(s.channels, 8);
   std::vector<std::vector<int>> leaving(8);  // [channel]: local ranks of node 0 sending to node 1
-  std::vector<std::uint64_t> sent(8, 0);    // [channel]: elements node 0's ranks send
+  std::vector<std::uint64_t> sent(8, 0);     // [channel]: elements node 0's ranks send
   for (int rank = 0; rank < 8; ++rank)
     for (const Round& round : s.ranks[rank].rounds)
       for (const Op& op : round.ops) {

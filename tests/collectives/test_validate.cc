@@ -104,7 +104,8 @@ TEST(Validate, ReceiveOverlappingAnotherTransferOfItsRound) {
 
 TEST(Validate, LocalOpOverlappingItself) {
   Schedule s = two_ranks();
-  s.ranks[1].rounds.push_back(Round{{Op{.kind = OpKind::Copy, .src = {BufferId::Output, 0, 3}, .dst = {BufferId::Output, 1, 3}}}});
+  s.ranks[1].rounds.push_back(
+      Round{{Op{.kind = OpKind::Copy, .src = {BufferId::Output, 0, 3}, .dst = {BufferId::Output, 1, 3}}}});
   expect_error(s, "overlapping");
 }
 

@@ -601,9 +601,10 @@ TEST(ClosedFormChannels, RingStepsShareTheNicsAndTheGpusLinks) {
   const Bytes huge = 1ull << 42;
   Topology free_reduce = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 8, 1e18);
   for (int C : {1, 2, 4, 8, 16}) {
-    const double busbw = static_cast<double>(huge) /
-                         cost(free_reduce, Collective::AllReduce, Algorithm::Ring, 16, 8, huge, Protocol::None, C).time_s *
-                         busbw_factor(Collective::AllReduce, 128);
+    const double busbw =
+        static_cast<double>(huge) /
+        cost(free_reduce, Collective::AllReduce, Algorithm::Ring, 16, 8, huge, Protocol::None, C).time_s *
+        busbw_factor(Collective::AllReduce, 128);
     EXPECT_NEAR(busbw / (std::min(C, 8) * 47e9), 1.0, 1e-3) << C << " channels";
   }
 }

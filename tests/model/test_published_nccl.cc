@@ -50,7 +50,8 @@ TEST(PublishedNccl, DgxH100RingBusbwOnTwoToSixteenNodes) {
   // The case the channels were made for: `commsim predict --nodes 16 --algorithms ring --sizes
   // 4GiB` with one channel priced 46 GB/s, one NIC's worth.
   EXPECT_NEAR(busbw_GBps(t, Algorithm::Ring, 16, 4 * kGiB), published, 0.15 * published);
-  const Cost one = closed_form(t, CostQuery{Collective::AllReduce, Algorithm::Ring, Protocol::None, 16, 8, 4 * kGiB, 1});
+  const Cost one =
+      closed_form(t, CostQuery{Collective::AllReduce, Algorithm::Ring, Protocol::None, 16, 8, 4 * kGiB, 1});
   EXPECT_GT(one.time_s, 5 * predicted(t, Algorithm::Ring, 16, 4 * kGiB).time_s);
 }
 
@@ -103,7 +104,8 @@ TEST(PublishedNccl, RingBeatsTreeAtLargeSizesOnManyNodes) {
     const Topology t = preset(name);
     for (int nodes : {4, 8, 16, 32})
       for (Bytes bytes : {kGiB, 4 * kGiB}) {
-        EXPECT_LT(predicted(t, Algorithm::Ring, nodes, bytes).time_s, predicted(t, Algorithm::Tree, nodes, bytes).time_s)
+        EXPECT_LT(predicted(t, Algorithm::Ring, nodes, bytes).time_s,
+                  predicted(t, Algorithm::Tree, nodes, bytes).time_s)
             << name << " " << nodes << " nodes, " << bytes << " B";
       }
     for (int nodes : {4, 16})
