@@ -16,9 +16,10 @@
 // are shared). A hand-written ring of one channel crosses each node boundary once and so gets one
 // NIC; hierarchical runs G rings across the nodes at once (one per local index) and so uses G NICs.
 //
-// Channels (CostQuery::channels, the schedules' ScheduleRequest::channels): ring and tree split the
-// data over C channels, each its own ring (or double tree) whose traffic leaves every node from a
-// different GPU, all in the same steps. A step of C channels moves C messages of 1/C of a
+// Channels (CostQuery::channels, the schedules' ScheduleRequest::channels): ring, tree and
+// hierarchical allreduce/allgather split the data over C channels, each its own ring (or double
+// tree, or set of rings) whose traffic leaves every node from a different GPU, all in the same
+// steps. A step of C channels moves C messages of 1/C of a
 // channel-less step's bytes: across nodes C times the flows, each at bw_flow(C f) (so C <= nics
 // channels use C NICs at once, more share them); inside a node each GPU carries every channel but
 // those it sends across the network. C = 1 is the formulas above unchanged. NCCL's model
@@ -925,22 +926,42 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
   return t;
 }
 
+// The steps of the hierarchical algorithms with C channels (C = 1: intra() and net() with one
+// message): C messages of x bytes each per rank and step, inside the node (all G ranks of it) or
+// across the network along the columns (G C flows per node), the rounds' extra messages paying
+// their posting overheads; and the combining of m bytes a step that arrive in C messages.
+Parts hier_intra(const Env& e, double x, Way w, bool written = false) {
+  const double before = e.C - 1;
+  return {e.lat_i(x, w) + e.topo->intra.msg.queued_overhead_s(x, before, before),
+          e.C * e.moved_i(x, written) * e.b_in(static_cast<double>(e.G)), 0};
+}
+Parts hier_net(const Env& e, double x, Way w) {
+  const double before = e.C - 1;
+  return {e.lat_n(x, w) + e.topo->network.msg.queued_overhead_s(x, before, before),
+          e.moved_n(x) * (e.C == 1 ? e.b_flow_G : e.b_flow(static_cast<double>(e.G) * e.C)), 0};
+}
+double hier_comb(const Env& e, double m) {
+  const double piece = static_cast<double>(e.topo->piece());
+  return m > 0 ? m * e.g / e.topo->local_op_scale_at(piece > 0 ? std::min(m, piece * e.C) : m) : 0.0;
+}
+
 // Hierarchical allreduce: intra-node ring reduce-scatter (G ranks, n), inter-node ring allreduce
 // among the ranks with the same local index (nodes ranks, n/G each, G rings at once, one flow per
 // ring: bw_flow(G)), intra-node ring allgather:
 //   2(G-1) a_i + 2n(G-1)/G b_i + n(G-1)/G g
 //   + 2(N-1) (a_n + (n/(GN)) / bw_flow(G)) + (n/G)(N-1)/N g.
-// One tier: equals ring.
+// One tier: equals ring. With C channels every message is C messages of 1/C of it, and G C flows
+// leave a node (hier_intra, hier_net).
 Parts allreduce_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
+  const double x = n / G / e.C;  // one channel's chunk
   Parts t;
   // The first intra-node step sends Input; the others forward what was combined or received.
-  if (e.G > 1) t = intra(e, n / G, ring_way(e.G)) + (2 * G - 3) * intra(e, n / G, ring_way(e.G), true);
-  t.red = (G - 1) * e.comb(n / G);
+  if (e.G > 1) t = hier_intra(e, x, ring_way(e.G)) + (2 * G - 3) * hier_intra(e, x, ring_way(e.G), true);
+  t.red = (G - 1) * hier_comb(e, n / G);
   if (e.N > 1) {
-    double chunk = n / G;
-    t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G, ring_way(e.N));
-    t.red += (N - 1) * e.comb(chunk / N);
+    t += 2 * (N - 1) * hier_net(e, x / N, ring_way(e.N));
+    t.red += (N - 1) * hier_comb(e, n / G / N);
   }
   return t;
 }
@@ -1007,9 +1028,11 @@ Parts allgather_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
   Parts t;
   // Inside the node, the first step sends a rank's own block (from Input) on one node, and the
-  // blocks gathered across the network otherwise; every later step forwards.
-  if (e.G > 1) t = intra(e, n / G, ring_way(e.G), e.N > 1) + (G - 2) * intra(e, n / G, ring_way(e.G), true);
-  if (e.N > 1) t += (N - 1) * net(e, n / p, e.b_flow_G, ring_way(e.N));
+  // blocks gathered across the network otherwise; every later step forwards. With C channels, a
+  // channel's part of each (hier_intra, hier_net).
+  if (e.G > 1)
+    t = hier_intra(e, n / G / e.C, ring_way(e.G), e.N > 1) + (G - 2) * hier_intra(e, n / G / e.C, ring_way(e.G), true);
+  if (e.N > 1) t += (N - 1) * hier_net(e, n / p / e.C, ring_way(e.N));
   return t;
 }
 
@@ -1262,8 +1285,9 @@ double copies(const Env& e, Collective c, Algorithm a, double n) {
       if (c == C::AllReduce || c == C::ReduceScatter) return static_cast<double>(e.p - 1) * e.C * e.cp(block / e.C);
       return c == C::AllGather ? e.cp(block) : 0.0;
     case A::Hierarchical:
-      if (c == C::AllReduce)
-        return e.G == 1 ? e.cp(n) : static_cast<double>(e.G - 1) * e.cp(n / static_cast<double>(e.G));
+      if (c == C::AllReduce)  // with channels, each channel's part
+        return e.G == 1 ? e.C * e.cp(n / e.C)
+                        : static_cast<double>(e.G - 1) * e.C * e.cp(n / static_cast<double>(e.G) / e.C);
       return c == C::AllGather ? e.cp(block) : e.cp(n);  // broadcast, reduce: binomial's
     case A::RecursiveDoubling:
       return c == C::AllReduce ? e.cp(n) : e.cp(block);  // allgather; broadcast: the root's block

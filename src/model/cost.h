@@ -19,8 +19,9 @@ struct CostQuery {
   int nodes = 1;
   int ranks_per_node = 1;
   Bytes bytes = 0;
-  // Channels of ring and tree (ScheduleRequest::channels in collectives/generators.h), 1 to
-  // kMaxChannels; 0: the topology's default (default_channels). Other algorithms have one.
+  // Channels of ring, tree and hierarchical allreduce/allgather (ScheduleRequest::channels in
+  // collectives/generators.h), 1 to kMaxChannels; 0: the topology's default (default_channels).
+  // Other algorithms have one.
   int channels = 0;
 };
 

@@ -109,13 +109,14 @@ struct Schedule {
 inline constexpr int kMaxChannels = 64;
 
 // True for the (collective, algorithm) pairs whose schedules take a channel count: ring allreduce,
-// allgather and reducescatter, and the double binary tree (allreduce, broadcast, reduce). The
-// others are built with one channel: the hierarchical algorithms already run one ring or tree per
-// local GPU between the nodes (so every NIC carries traffic at once), and the rest are patterns of
-// one message per peer and step.
+// allgather and reducescatter, the double binary tree (allreduce, broadcast, reduce), and
+// hierarchical allreduce and allgather (made of rings). The others are built with one channel:
+// hierarchical broadcast and reduce are binomial trees, and the rest are patterns of one message
+// per peer and step.
 constexpr bool takes_channels(Collective c, Algorithm a) {
   if (a == Algorithm::Ring)
     return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
+  if (a == Algorithm::Hierarchical) return c == Collective::AllReduce || c == Collective::AllGather;
   return a == Algorithm::Tree && (c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce);
 }
 

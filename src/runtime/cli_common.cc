@@ -140,9 +140,9 @@ void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with
                          throw Error("--channels " + std::to_string(n) + ": give 1 to " +
                                      std::to_string(kMaxChannels) + " channels");
                      }),
-                     "channels of the ring and tree algorithms, 1 to 64: the data split over N rings (or trees), "
-                     "each leaving every node through its own NIC (default: NCCL's count, two per NIC across "
-                     "nodes on a GPU topology, else 1)");
+                     "channels of the ring, tree and hierarchical allreduce/allgather algorithms, 1 to 64: the "
+                     "data split over N rings (or trees), each leaving every node through its own NIC (default: "
+                     "NCCL's count, two per NIC across nodes on a GPU topology, else 1)");
 }
 
 void add_output_options(po::options_description& desc, OutputOptions& o, bool with_resume) {

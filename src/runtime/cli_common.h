@@ -54,7 +54,7 @@ struct SweepOptions {
   std::string sizes = "8B:128MiB";
   std::string nodes = "1";
   std::string protocols = "none";
-  int channels = 0;  // --channels; 0: the topology's default (model/cost.h default_channels)
+  int channels = 0;  // --channels; 0: the topology's default (default_channels in model/cost.h)
 };
 // --collectives, --algorithms, --sizes, --protocols, --channels; --nodes only when with_nodes.
 // Defaults are the current values of `o`.

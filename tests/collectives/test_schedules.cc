@@ -2,7 +2,7 @@
 // every rank: every (collective, algorithm) x ranks 1..64 x counts {0, 1, p-1, p, p+1, 3p+2, 300},
 // float32 everywhere, other dtypes and min/max on a subset, pipelined algorithms with small chunks,
 // hierarchical on 1..8 nodes x 1..8 ranks, the multi-channel ring and tree on 1..64 ranks x 1..16
-// channels.
+// channels, multi-channel hierarchical on 1..8 nodes x 1..8 ranks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -191,6 +191,23 @@ INSTANTIATE_TEST_SUITE_P(
                       Pair{Collective::Broadcast, Algorithm::Tree}, Pair{Collective::Reduce, Algorithm::Tree}),
     pair_name);
 
+// Hierarchical allreduce and allgather with 1..16 channels on 1..8 nodes of 1..8 ranks.
+TEST(MultiChannel, HierarchicalOnOneToEightNodesOfOneToEightRanks) {
+  Failures f;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather})
+    for (int nodes = 1; nodes <= 8; ++nodes)
+      for (int per_node = 1; per_node <= 8; ++per_node) {
+        const Placement pl = Placement::uniform(nodes, per_node);
+        for (int channels : {1, 2, 3, 5, 8, 16})
+          for (std::uint64_t count : {std::uint64_t{1}, static_cast<std::uint64_t>(2 * pl.nranks + 3)}) {
+            ScheduleRequest r{c, Algorithm::Hierarchical, pl.nranks, count, 4, 0, &pl, 0};
+            r.channels = channels;
+            f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+          }
+      }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
 // Channel c of a ring leaves every node from local rank c - 1 (mod 8): with 8 channels on nodes of
 // 8 ranks each GPU sends one channel's traffic across the network, every op carries its channel,
 // and the channels split the data evenly.
@@ -230,6 +247,12 @@ TEST(MultiChannel, OtherAlgorithmsAndTinyBuffersGetFewerChannels) {
   ScheduleRequest r{Collective::AllToAll, Algorithm::Bruck, 8, 800, 4, 0, nullptr, 0};
   r.channels = 4;
   EXPECT_EQ(make_schedule(r).channels, 1);
+  const Placement two = Placement::uniform(2, 4);
+  r = {Collective::Broadcast, Algorithm::Hierarchical, 8, 800, 4, 0, &two, 0};
+  r.channels = 4;
+  EXPECT_EQ(make_schedule(r).channels, 1);  // binomial trees
+  r.collective = Collective::AllReduce;
+  EXPECT_EQ(make_schedule(r).channels, 4);
   r = {Collective::AllReduce, Algorithm::Ring, 8, 3, 4, 0, nullptr, 0};
   r.channels = 16;
   EXPECT_EQ(make_schedule(r).channels, 3);

@@ -7,8 +7,9 @@
 //   3. with --nccl: the NCCL baselines of all seven collectives, unforced and with the algorithm
 //      and protocol forced, checked the same way;
 //   with --channels LIST, step 2 runs only the algorithms that take a channel count (ring
-//   allreduce, allgather, reducescatter; tree allreduce, broadcast, reduce), once per channel count
-//   of LIST: multi-channel schedules, one block group per channel.
+//   allreduce, allgather, reducescatter; tree allreduce, broadcast, reduce; hierarchical allreduce,
+//   allgather across nodes), once per channel count of LIST: multi-channel schedules, one block
+//   group per channel.
 //
 //   mpiexec -np 4 cuda_collectives_check --share-gpu          (4 ranks on one GPU)
 //   mpiexec -np 4 cuda_collectives_check --share-gpu --channels 2,5,16

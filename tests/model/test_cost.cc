@@ -609,6 +609,20 @@ TEST(ClosedFormChannels, RingStepsShareTheNicsAndTheGpusLinks) {
   }
 }
 
+// Hierarchical allreduce already runs one column ring per local GPU across the nodes; channels
+// help where the node has more NICs than GPUs in use (4 of 8 here): two channels use all 8.
+TEST(ClosedFormChannels, HierarchicalUsesTheNicsItsColumnsLeaveIdle) {
+  Topology t = h100_like();
+  const Bytes n = Bytes{1} << 34;
+  auto hier = [&](int G, int C) {
+    return cost(t, Collective::AllReduce, Algorithm::Hierarchical, 4, G, n, Protocol::None, C).time_s;
+  };
+  EXPECT_LT(hier(4, 2), 0.75 * hier(4, 1));
+  EXPECT_NEAR(hier(4, 16), hier(4, 2), 0.01 * hier(4, 2));
+  // Eight GPUs: the eight columns use every NIC with one channel.
+  EXPECT_NEAR(hier(8, 16), hier(8, 1), 0.01 * hier(8, 1));
+}
+
 // The tree's channels: each a pipeline on n/C bytes whose steps carry C times its flows out of a
 // node. More channels spread the tree's flows over more NICs: faster across nodes, never slower
 // than one channel by more than its latency, and no change on one rank.
