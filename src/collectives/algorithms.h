@@ -13,8 +13,14 @@ namespace commsim {
 // ---- shared phases --------------------------------------------------------------------------------
 
 // ring.cc. The ranks in ring order: by node, then by index inside the node, when the request has a
-// placement (so a ring crosses the network once per node); 0..p-1 otherwise.
-std::vector<int> ring_order(const ScheduleRequest& request);
+// placement (so a ring crosses the network once per node); 0..p-1 otherwise. Channel c rotates
+// every node's ranks by c: the ring enters each node at local index c mod G and leaves it from
+// c - 1 mod G (G the node's ranks; on one node, a rotation of the same ring).
+std::vector<int> ring_order(const ScheduleRequest& request, int channel = 0);
+// ring.cc. How channel c relabels the ranks of a one-channel schedule: [rank] -> the rank of the
+// same node whose local index is rank's plus c (mod the node's ranks; all ranks on one node when
+// the request has no placement).
+std::vector<int> channel_ranks(const ScheduleRequest& request, int channel);
 
 // ring.cc. Ring reduce-scatter of m chunks over the m ranks of `ring`, m - 1 steps: position i's
 // contribution to chunk j is own(j) on every rank; position i keeps its partial sum of chunk j in

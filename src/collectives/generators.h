@@ -35,6 +35,15 @@ struct ScheduleRequest {
   // many bytes; 0 picks the generator's default (512 KiB). The tree sends one half of the data down
   // each of its two trees: a chunk is then one piece of each half (two messages of half the size).
   std::uint64_t pipeline_chunk_bytes = 0;
+  // Channels (Schedule::channels), 1..kMaxChannels: the data split into this many parts, each
+  // moved by its own ring or double tree (or hierarchical rings) in the same rounds. Channel c's
+  // ring (or trees) is the one-channel ring with each node's ranks rotated by c: it enters every node at local rank
+  // c mod G and leaves it from local rank c - 1 mod G (G: the node's ranks), so every channel
+  // leaves the node from a different GPU and, with one NIC per GPU (GPU i on NIC i, the DGX rails),
+  // through a different NIC. Algorithms that take no channel count (takes_channels) ignore it, and
+  // no channel gets less than one element (one per half for the tree): the schedule's
+  // Schedule::channels says how many it has.
+  int channels = 1;
 };
 
 // buffer_counts (model/collective.h) sizes each rank's Input and Output for a request.

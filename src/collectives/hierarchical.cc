@@ -14,6 +14,11 @@
 //            then binomial reduce along the root's column.
 // With one node these are the plain (intra-node) ring and binomial algorithms; with one rank per
 // node, the ring and binomial algorithms over the nodes.
+//
+// Channels (allreduce, allgather): channel c of C moves part c of the data (of every block for
+// allgather) through the same phases, its node rings rotated by c (position i of a node's ring is
+// local index i + c), so the chunk each column carries across the network moves to another local
+// index, and with it to another NIC, from one channel to the next.
 #include <string>
 
 #include "collectives/algorithms.h"
@@ -55,36 +60,44 @@ NodeGrid node_grid(const ScheduleRequest& request) {
 
 void hierarchical_allreduce(ScheduleBuilder& b) {
   const NodeGrid g = node_grid(b.request());
-  const std::uint64_t n = b.count();
-  const int per_node = static_cast<int>(g.column.size());
-  auto chunk = [&](BufferId buffer, int l) { return chunk_span(buffer, 0, n, per_node, l); };
-  for (const auto& ranks : g.node)
-    ring_reduce_scatter(
-        b, ranks, [&](int l) { return chunk(BufferId::Input, l); },
-        [&](int, int l) { return chunk(BufferId::Output, l); });
-  for (int l = 0; l < per_node; ++l)
-    ring_allreduce(b, g.column[l], chunk(BufferId::Output, l), chunk(BufferId::Output, l));
-  std::vector<Piece> pieces(per_node);
-  for (int l = 0; l < per_node; ++l) pieces[l] = {chunk(BufferId::Output, l)};
-  for (const auto& ranks : g.node) ring_allgather(b, ranks, pieces);
+  const std::uint64_t count = b.count();
+  const int per_node = static_cast<int>(g.column.size()), channels = b.request().channels;
+  b.run_channels(channels, [&](int c) {
+    const std::uint64_t base = chunk_offset(count, channels, c), n = chunk_offset(count, channels, c + 1) - base;
+    // Position i of the node rings (local index i + c) ends the reduce-scatter with chunk i.
+    auto chunk = [&](BufferId buffer, int i) { return chunk_span(buffer, base, n, per_node, i); };
+    for (const auto& ranks : g.node)
+      ring_reduce_scatter(
+          b, rotated(ranks, c % per_node), [&](int i) { return chunk(BufferId::Input, i); },
+          [&](int, int i) { return chunk(BufferId::Output, i); });
+    for (int i = 0; i < per_node; ++i)
+      ring_allreduce(b, g.column[(i + c) % per_node], chunk(BufferId::Output, i), chunk(BufferId::Output, i));
+    std::vector<Piece> pieces(per_node);
+    for (int i = 0; i < per_node; ++i) pieces[i] = {chunk(BufferId::Output, i)};
+    for (const auto& ranks : g.node) ring_allgather(b, rotated(ranks, c % per_node), pieces);
+  });
 }
 
 void hierarchical_allgather(ScheduleBuilder& b) {
   const NodeGrid g = node_grid(b.request());
-  const int p = b.nranks(), per_node = static_cast<int>(g.column.size());
+  const int p = b.nranks(), per_node = static_cast<int>(g.column.size()), channels = b.request().channels;
   const std::uint64_t block = b.output_count() / p;
-  auto out_block = [&](int rank) { return span(BufferId::Output, rank * block, block); };
-  for (int r = 0; r < p; ++r) b.copy(r, 0, span(BufferId::Input, 0, block), out_block(r));
-  std::vector<Piece> column_pieces(per_node);  // [l]: the blocks of column l
-  for (int l = 0; l < per_node; ++l) {
-    std::vector<Piece> pieces;
-    for (int r : g.column[l]) {
-      pieces.push_back({out_block(r)});
-      column_pieces[l].push_back(out_block(r));
+  for (int r = 0; r < p; ++r) b.copy(r, 0, span(BufferId::Input, 0, block), span(BufferId::Output, r * block, block));
+  b.run_channels(channels, [&](int c) {
+    // Part c of every block.
+    auto out_block = [&](int rank) { return chunk_span(BufferId::Output, rank * block, block, channels, c); };
+    std::vector<Piece> column_pieces(per_node);  // [i]: the blocks of the column at node position i
+    for (int i = 0; i < per_node; ++i) {
+      const std::vector<int>& column = g.column[(i + c) % per_node];
+      std::vector<Piece> pieces;
+      for (int r : column) {
+        pieces.push_back({out_block(r)});
+        column_pieces[i].push_back(out_block(r));
+      }
+      ring_allgather(b, column, pieces);
     }
-    ring_allgather(b, g.column[l], pieces);
-  }
-  for (const auto& ranks : g.node) ring_allgather(b, ranks, column_pieces);
+    for (const auto& ranks : g.node) ring_allgather(b, rotated(ranks, c % per_node), column_pieces);
+  });
 }
 
 void hierarchical_broadcast(ScheduleBuilder& b) {

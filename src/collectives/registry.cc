@@ -1,5 +1,6 @@
 // The one table of hand-written schedules: (collective, algorithm) -> generator. It holds exactly
 // the pairs for which model/collective.h's applies() is true (tests/collectives checks that).
+#include <algorithm>
 #include <string>
 
 #include "collectives/algorithms.h"
@@ -88,8 +89,23 @@ Schedule make_schedule(const ScheduleRequest& request) {
     throw Error(pair_name(c, a) + ": the placement holds " + std::to_string(request.placement->nranks) +
                 " ranks but the request has " + std::to_string(request.nranks));
 
+  if (request.channels < 1 || request.channels > kMaxChannels)
+    throw Error(pair_name(c, a) + ": channels must be 1 to " + std::to_string(kMaxChannels) + ", got " +
+                std::to_string(request.channels));
+
   const auto [in, out] = buffer_counts(c, request.count, request.nranks);
-  ScheduleBuilder b(request, in, out);
+  // The channels this schedule gets: none for the algorithms that take no channel count, and at
+  // least one element (per half for the tree) for each.
+  ScheduleRequest built = request;
+  if (!takes_channels(c, a) || request.nranks == 1) {
+    built.channels = 1;
+  } else {
+    const std::uint64_t units = a == Algorithm::Tree ? request.count / 2
+                                : c == C::AllReduce  ? request.count
+                                                     : out / (c == C::AllGather ? request.nranks : 1);
+    built.channels = static_cast<int>(std::clamp<std::uint64_t>(units, 1, request.channels));
+  }
+  ScheduleBuilder b(built, in, out);
   if (request.nranks == 1)
     b.copy(0, 0, span(BufferId::Input, 0, in), span(BufferId::Output, 0, out));
   else

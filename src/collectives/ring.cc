@@ -22,14 +22,38 @@ int position_of(const std::vector<int>& ring, int rank) {
 
 }  // namespace
 
-std::vector<int> ring_order(const ScheduleRequest& request) {
+std::vector<int> ring_order(const ScheduleRequest& request, int channel) {
   std::vector<int> ring = iota_ranks(request.nranks);
   const Placement* pl = request.placement;
-  if (pl != nullptr && pl->nranks == request.nranks)
-    std::stable_sort(ring.begin(), ring.end(), [pl](int a, int b) {
-      return std::pair(pl->node_of_rank[a], pl->local_rank[a]) < std::pair(pl->node_of_rank[b], pl->local_rank[b]);
-    });
+  if (pl != nullptr && pl->nranks == request.nranks) {
+    // Channel c: inside each node, local index c first.
+    auto key = [pl, channel](int r) {
+      const int node = pl->node_of_rank[r];
+      return std::pair(node, wrap(pl->local_rank[r] - channel, pl->node_size[node]));
+    };
+    std::stable_sort(ring.begin(), ring.end(), [&key](int a, int b) { return key(a) < key(b); });
+  } else if (channel != 0) {
+    ring = rotated(ring, wrap(channel, request.nranks));
+  }
   return ring;
+}
+
+std::vector<int> channel_ranks(const ScheduleRequest& request, int channel) {
+  const int p = request.nranks;
+  std::vector<int> out(p);
+  const Placement* pl = request.placement;
+  if (pl == nullptr || pl->nranks != p) {
+    for (int r = 0; r < p; ++r) out[r] = wrap(r + channel, p);
+    return out;
+  }
+  std::vector<std::vector<int>> by_local(pl->nnodes);  // [node][local index]
+  for (int n = 0; n < pl->nnodes; ++n) by_local[n].assign(pl->node_size[n], 0);
+  for (int r = 0; r < p; ++r) by_local[pl->node_of_rank[r]][pl->local_rank[r]] = r;
+  for (int r = 0; r < p; ++r) {
+    const auto& node = by_local[pl->node_of_rank[r]];
+    out[r] = node[wrap(pl->local_rank[r] + channel, static_cast<int>(node.size()))];
+  }
+  return out;
 }
 
 void ring_reduce_scatter(ScheduleBuilder& b, const std::vector<int>& ring, const std::function<Span(int chunk)>& own,
@@ -71,33 +95,44 @@ void ring_allreduce(ScheduleBuilder& b, const std::vector<int>& ring, const Span
   ring_allgather(b, ring, pieces);
 }
 
+// Channel c of C moves part c of every block (and of the whole buffer for allreduce).
 void ring_allreduce(ScheduleBuilder& b) {
-  ring_allreduce(b, ring_order(b.request()), span(BufferId::Input, 0, b.count()), span(BufferId::Output, 0, b.count()));
+  const int channels = b.request().channels;
+  const std::uint64_t n = b.count();
+  b.run_channels(channels, [&](int c) {
+    ring_allreduce(b, ring_order(b.request(), c), chunk_span(BufferId::Input, 0, n, channels, c),
+                   chunk_span(BufferId::Output, 0, n, channels, c));
+  });
 }
 
 void ring_allgather(ScheduleBuilder& b) {
-  const std::vector<int> ring = ring_order(b.request());
-  const int p = b.nranks();
+  const int p = b.nranks(), channels = b.request().channels;
   const std::uint64_t block = b.output_count() / p;
-  std::vector<Piece> pieces(p);
-  for (int i = 0; i < p; ++i) pieces[i] = {span(BufferId::Output, ring[i] * block, block)};
   for (int r = 0; r < p; ++r) b.copy(r, 0, span(BufferId::Input, 0, block), span(BufferId::Output, r * block, block));
-  ring_allgather(b, ring, pieces);
+  b.run_channels(channels, [&](int c) {
+    const std::vector<int> ring = ring_order(b.request(), c);
+    std::vector<Piece> pieces(p);
+    for (int i = 0; i < p; ++i) pieces[i] = {chunk_span(BufferId::Output, ring[i] * block, block, channels, c)};
+    ring_allgather(b, ring, pieces);
+  });
 }
 
 void ring_reducescatter(ScheduleBuilder& b) {
-  const std::vector<int> ring = ring_order(b.request());
-  const int p = b.nranks();
+  const int p = b.nranks(), channels = b.request().channels;
   const std::uint64_t block = b.output_count();
   if (p > 2) b.need_scratch(2 * block);
-  // Position i receives chunk j in step (i - j - 2) mod p: two Scratch blocks in turn hold the
-  // partial sum received in one step and sent in the next; the last one lands in Output.
-  ring_reduce_scatter(
-      b, ring, [&](int j) { return span(BufferId::Input, ring[j] * block, block); },
-      [&](int i, int j) {
-        if (i == j) return span(BufferId::Output, 0, block);
-        return span(BufferId::Scratch, (wrap(i - j - 2, p) % 2) * block, block);
-      });
+  b.run_channels(channels, [&](int c) {
+    const std::vector<int> ring = ring_order(b.request(), c);
+    auto part = [&](BufferId buffer, std::uint64_t base) { return chunk_span(buffer, base, block, channels, c); };
+    // Position i receives chunk j in step (i - j - 2) mod p: two Scratch blocks in turn hold the
+    // partial sum received in one step and sent in the next; the last one lands in Output.
+    ring_reduce_scatter(
+        b, ring, [&](int j) { return part(BufferId::Input, ring[j] * block); },
+        [&](int i, int j) {
+          if (i == j) return part(BufferId::Output, 0);
+          return part(BufferId::Scratch, (wrap(i - j - 2, p) % 2) * block);
+        });
+  });
 }
 
 void ring_broadcast(ScheduleBuilder& b) {

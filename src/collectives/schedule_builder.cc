@@ -55,13 +55,13 @@ void ScheduleBuilder::add_local(int rank, std::size_t step, Op op) {
 }
 
 void ScheduleBuilder::send(int rank, std::size_t step, int peer, const Span& src) {
-  add_transfer(rank, step, Op{OpKind::Send, peer, src, Span{}});
+  add_transfer(rank, step, Op{.kind = OpKind::Send, .channel = channel_, .peer = peer, .src = src});
 }
 void ScheduleBuilder::recv(int rank, std::size_t step, int peer, const Span& dst) {
-  add_transfer(rank, step, Op{OpKind::Recv, peer, Span{}, dst});
+  add_transfer(rank, step, Op{.kind = OpKind::Recv, .channel = channel_, .peer = peer, .dst = dst});
 }
 void ScheduleBuilder::recv_reduce(int rank, std::size_t step, int peer, const Span& dst) {
-  add_transfer(rank, step, Op{OpKind::RecvReduce, peer, Span{}, dst});
+  add_transfer(rank, step, Op{.kind = OpKind::RecvReduce, .channel = channel_, .peer = peer, .dst = dst});
 }
 void ScheduleBuilder::send(int rank, std::size_t step, int peer, const Piece& src) {
   for (const Span& s : src) send(rank, step, peer, s);
@@ -70,10 +70,24 @@ void ScheduleBuilder::recv(int rank, std::size_t step, int peer, const Piece& ds
   for (const Span& s : dst) recv(rank, step, peer, s);
 }
 void ScheduleBuilder::copy(int rank, std::size_t step, const Span& src, const Span& dst) {
-  add_local(rank, step, Op{OpKind::Copy, -1, src, dst});
+  add_local(rank, step, Op{.kind = OpKind::Copy, .channel = channel_, .src = src, .dst = dst});
 }
 void ScheduleBuilder::reduce(int rank, std::size_t step, const Span& src, const Span& dst) {
-  add_local(rank, step, Op{OpKind::Reduce, -1, src, dst});
+  add_local(rank, step, Op{.kind = OpKind::Reduce, .channel = channel_, .src = src, .dst = dst});
+}
+
+void ScheduleBuilder::run_channels(int channels, const std::function<void(int channel)>& build) {
+  schedule_.channels = channels;
+  const std::vector<std::size_t> start = cursor_;
+  std::vector<std::size_t> latest = cursor_;
+  for (int c = 0; c < channels; ++c) {
+    cursor_ = start;
+    channel_ = static_cast<std::uint8_t>(c);
+    build(c);
+    for (std::size_t r = 0; r < cursor_.size(); ++r) latest[r] = std::max(latest[r], cursor_[r]);
+  }
+  cursor_ = std::move(latest);
+  channel_ = 0;
 }
 
 namespace {

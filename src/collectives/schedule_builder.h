@@ -89,6 +89,12 @@ class ScheduleBuilder {
     for (int r : ranks) cursor_[r] = latest;
   }
 
+  // Channels (Schedule::channels): runs build(c) for c = 0..channels-1, each from the cursors the
+  // ranks have now (so the channels' steps coincide and the model prices them as concurrent), with
+  // every op it adds tagged with channel c; afterwards each rank's cursor is the latest any channel
+  // left it at. `channels` is recorded in the schedule.
+  void run_channels(int channels, const std::function<void(int channel)>& build);
+
   Schedule finish();
 
  private:
@@ -99,6 +105,7 @@ class ScheduleBuilder {
   ScheduleRequest request_;
   Schedule schedule_;
   std::vector<std::size_t> cursor_;
+  std::uint8_t channel_ = 0;  // the channel the ops added now belong to
 };
 
 // Runs a power-of-two algorithm on any m positions: with m2 = 2^floor(lg m) and r = m - m2, each

@@ -34,6 +34,8 @@
 // state of allreduce a rank sends, per step, one chunk up and two down in the tree where it is
 // interior and one up in the tree where it is a leaf (and receives as many): four messages of
 // n/(2k) bytes each way, against two for broadcast or reduce alone.
+#include <algorithm>
+
 #include "collectives/algorithms.h"
 #include "model/double_tree.h"
 
@@ -94,19 +96,27 @@ struct DoubleTree {
   }
 };
 
-DoubleTree double_tree(ScheduleBuilder& b, bool rooted) {
+// Channel c of `channels`: its part of the data and the ranks relabelled by channel_ranks (the
+// root kept at v = 0 for broadcast and reduce).
+DoubleTree double_tree(ScheduleBuilder& b, bool rooted, int channel, int channels) {
   const int p = b.nranks();
-  const std::uint64_t n = b.count(), first = n - n / 2;
+  const std::uint64_t base = chunk_offset(b.count(), channels, channel);
+  const std::uint64_t n = chunk_offset(b.count(), channels, channel + 1) - base, first = n - n / 2;
   DoubleTree d{rotated(iota_ranks(p), rooted ? b.request().root : 0),
-               {{tree_a(p), 0, first}, {tree_b(p, rooted), first, n - first}},
+               {{tree_a(p), base, first}, {tree_b(p, rooted), base + first, n - first}},
                1,
                0};
+  if (channel != 0) {
+    const std::vector<int> relabel = channel_ranks(b.request(), channel);
+    for (int& r : d.g) r = relabel[r];
+    if (rooted) std::swap(d.g[0], *std::find(d.g.begin(), d.g.end(), b.request().root));
+  }
   d.k = std::min(pipeline_chunks(n, b.request().elem_size, b.request().pipeline_chunk_bytes),
                  std::max<std::uint64_t>(first, 1));
   for (const TreeHalf& h : d.halves) {
     d.max_height = std::max(d.max_height, h.tree.height[h.tree.root]);
     for (const auto& kids : h.tree.children)
-      if (kids.size() > 1) b.need_scratch(n);  // second children arrive in Scratch
+      if (kids.size() > 1) b.need_scratch(b.count());  // second children arrive in Scratch
   }
   return d;
 }
@@ -153,29 +163,41 @@ void broadcast_down(ScheduleBuilder& b, const DoubleTree& d, const std::size_t s
 
 }  // namespace
 
+// Channel c of C runs the double tree on part c of the data, with its ranks relabelled
+// (channel_ranks), so the trees' edges between nodes start from other GPUs in every channel.
 void tree_allreduce(ScheduleBuilder& b) {
-  const DoubleTree d = double_tree(b, false);
-  reduce_up(b, d);
-  std::size_t start[2];
-  for (int t = 0; t < 2; ++t) start[t] = d.halves[t].tree.height[d.halves[t].tree.root];
-  broadcast_down(b, d, start, BufferId::Output);
-  b.advance(d.g, d.k + 2 * d.max_height);
+  const int channels = b.request().channels;
+  b.run_channels(channels, [&](int ch) {
+    const DoubleTree d = double_tree(b, false, ch, channels);
+    reduce_up(b, d);
+    std::size_t start[2];
+    for (int t = 0; t < 2; ++t) start[t] = d.halves[t].tree.height[d.halves[t].tree.root];
+    broadcast_down(b, d, start, BufferId::Output);
+    b.advance(d.g, d.k + 2 * d.max_height);
+  });
 }
 
 void tree_broadcast(ScheduleBuilder& b) {
-  const DoubleTree d = double_tree(b, true);
-  const std::size_t start[2] = {0, 0};
-  broadcast_down(b, d, start, BufferId::Input);
-  // The root's own copy after its last send, off the pipeline's path.
-  const std::size_t last = d.k + d.max_height;
-  b.copy(d.g[0], last, span(BufferId::Input, 0, b.count()), span(BufferId::Output, 0, b.count()));
-  b.advance(d.g, last + 1);
+  const int channels = b.request().channels;
+  b.run_channels(channels, [&](int ch) {
+    const DoubleTree d = double_tree(b, true, ch, channels);
+    const std::size_t start[2] = {0, 0};
+    broadcast_down(b, d, start, BufferId::Input);
+    // The root's own copy of the channel's part after its last send, off the pipeline's path.
+    const std::size_t last = d.k + d.max_height;
+    const std::uint64_t base = d.halves[0].base, n = d.halves[0].len + d.halves[1].len;
+    b.copy(d.g[0], last, span(BufferId::Input, base, n), span(BufferId::Output, base, n));
+    b.advance(d.g, last + 1);
+  });
 }
 
 void tree_reduce(ScheduleBuilder& b) {
-  const DoubleTree d = double_tree(b, true);
-  reduce_up(b, d);
-  b.advance(d.g, d.k + d.max_height + 1);
+  const int channels = b.request().channels;
+  b.run_channels(channels, [&](int ch) {
+    const DoubleTree d = double_tree(b, true, ch, channels);
+    reduce_up(b, d);
+    b.advance(d.g, d.k + d.max_height + 1);
+  });
 }
 
 }  // namespace commsim

@@ -13,10 +13,18 @@
 // its schedule does (model/price.h), so a message crossing the network gets
 //   bw_flow(f) = min(nic_bw, node_bw / f)     f = flows leaving the node at once
 // (a NIC serves one flow at nic_bw; the node's NICs, node_bw = nics * nic_bw / oversubscription,
-// are shared). A hand-written ring that crosses each node boundary once therefore gets one NIC;
-// hierarchical runs G rings across the nodes at once (one per local index) and so uses G NICs.
-// Only NCCL's model (NcclRing / NcclTree / Nccl) keeps NCCL's multi-channel assumption: a ring's
-// traffic is spread over all NICs of a node, min(intra_bw, node_bw).
+// are shared). A hand-written ring of one channel crosses each node boundary once and so gets one
+// NIC; hierarchical runs G rings across the nodes at once (one per local index) and so uses G NICs.
+//
+// Channels (CostQuery::channels, the schedules' ScheduleRequest::channels): ring, tree and
+// hierarchical allreduce/allgather split the data over C channels, each its own ring (or double
+// tree, or set of rings) whose traffic leaves every node from a different GPU, all in the same
+// steps. A step of C channels moves C messages of 1/C of a
+// channel-less step's bytes: across nodes C times the flows, each at bw_flow(C f) (so C <= nics
+// channels use C NICs at once, more share them); inside a node each GPU carries every channel but
+// those it sends across the network. C = 1 is the formulas above unchanged. NCCL's model
+// (NcclRing / NcclTree / Nccl) keeps NCCL's own assumption: a ring's traffic is spread over all
+// NICs of a node, min(intra_bw, node_bw).
 //
 // Local copies (the "local copies" section below): the copies each schedule makes on its slowest
 // rank's critical path, at device.memory_bandwidth, in Cost::copy_s.
@@ -56,6 +64,7 @@
 
 #include "model/double_tree.h"
 #include "model/error.h"
+#include "model/schedule.h"
 
 namespace commsim {
 namespace {
@@ -109,6 +118,7 @@ struct Env {
   double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
   double node_intra_b = 0;                       // 1 / node_intra_bw (0 when unlimited)
   double eager_i = INFINITY, eager_n = INFINITY;  // eager limits (B)
+  double C = 1;  // channels (ring and tree; 1 for the others)
 
   // Precomputed for the common flow counts (only when nodes > 1).
   double b_flow_1 = 0, b_flow_G = 0;
@@ -524,7 +534,7 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
     const double d = static_cast<double>(e.p - 2), dq = std::min(q, d);
     tail = d * (fill_i[0].lat + fill_i[0].red) + per_b * (sum_to(dq) + (d - dq) * e.b_in(q));
   }
-  if (P.root_copy && e.c > 0) t.copy += std::max(0.0, e.cp(n) - tail);
+  if (P.root_copy && e.c > 0) t.copy += std::max(0.0, e.C * e.cp(n) - tail);  // each channel's part
   auto latency = [&](const Stage& s) { return s.latency(x); };
   if (P.one_way == Pipe::OneWay::None) {
     // Every step an exchange (the double tree's allreduce on two ranks, one tier): each pays its
@@ -696,6 +706,9 @@ double pipe_senders(const Env& e) {
 // Every edge between two nodes carries one half-chunk (n/(2k)) a step, each its own flow: a step
 // across the network takes n/(2k) bw_flow(f), f the messages out of (or into) the busiest node (one
 // or two while the pipeline fills).
+// With C > 1 channels the pipeline is one channel's, on n / C bytes (run_pipe's n), its C copies
+// running in the same steps: a step moves C times a channel's bytes through each GPU (b and g times
+// C, C times the copies) and C f flows out of the busiest node (bw_flow(C f)).
 Pipe tree_pipe(const Env& e, Collective c) {
   Pipe P;
   const bool pow2 = (e.p & (e.p - 1)) == 0;
@@ -709,16 +722,18 @@ Pipe tree_pipe(const Env& e, Collective c) {
     flows = cut.flows;
   }
   // s/B across the network per byte of pipeline chunk, in the steady state and while filling.
-  const double b_n = e.N > 1 ? 0.5 * e.b_flow(flows) : 0;
+  const double C = e.C;
+  const double b_n = e.N > 1 ? 0.5 * e.b_flow(C * flows) : 0;
   const double fG = pipe_senders(e);
   if (c == Collective::AllReduce) {
     const double fill = e.p == 2 ? 0.5 : 1, steady = e.p == 2 ? 1 : 2;
-    const double b_fill = e.N > 1 ? 0.5 * e.b_flow(e.p == 2 ? 1 : std::min(flows, 2.0)) : 0;
+    const double b_fill = e.N > 1 ? 0.5 * e.b_flow(C * (e.p == 2 ? 1 : std::min(flows, 2.0))) : 0;
     P.nph = 2;
-    P.ph[0] = {S_i, S_n, intra_stage(e, fill, e.g * fill, 0.5, fG), net_stage(e, b_fill, e.g * fill, 0.5)};
-    P.ph[1] = {S_i, S_n, intra_stage(e, fill, 0, 0.5, fG), net_stage(e, b_fill, 0, 0.5)};
-    P.ss_i = intra_stage(e, steady, e.g * steady / 2, 0.5, fG);
-    P.ss_n = net_stage(e, b_n, e.g * steady / 2, 0.5);
+    P.ph[0] = {S_i, S_n, intra_stage(e, C * fill, C * e.g * fill, 0.5, fG),
+               net_stage(e, b_fill, C * e.g * fill, 0.5)};
+    P.ph[1] = {S_i, S_n, intra_stage(e, C * fill, 0, 0.5, fG), net_stage(e, b_fill, 0, 0.5)};
+    P.ss_i = intra_stage(e, C * steady, C * e.g * steady / 2, 0.5, fG);
+    P.ss_n = net_stage(e, b_n, C * e.g * steady / 2, 0.5);
     // Going down, the first chunk passes from parents to children that take in only it: one to
     // many (Topology::fan_out_scale). In the steady state a rank takes in a chunk while it sends.
     P.ph[1].si.fan_out = !e.topo->fan_out_scale.empty();
@@ -740,12 +755,12 @@ Pipe tree_pipe(const Env& e, Collective c) {
     P.single_sends = P.single_recvs = 1.0 / 3;
     if (e.p == 2) P.one_way = Pipe::OneWay::None;
     // Going up, a rank interior in one tree copies its own half-chunk before it combines.
-    P.copy_ops = 1;
+    P.copy_ops = C;
     P.copy_frac = 0.5;
   } else {
-    const double g = c == Collective::Reduce ? e.g : 0;
-    const double b_fill = e.N > 1 ? 0.5 * e.b_flow(std::min(flows, 2.0)) : 0;
-    P.ph[0] = {S_i, S_n, intra_stage(e, 1, g, 0.5, fG), net_stage(e, b_fill, g, 0.5)};
+    const double g = c == Collective::Reduce ? C * e.g : 0;
+    const double b_fill = e.N > 1 ? 0.5 * e.b_flow(C * std::min(flows, 2.0)) : 0;
+    P.ph[0] = {S_i, S_n, intra_stage(e, C, g, 0.5, fG), net_stage(e, b_fill, g, 0.5)};
     // Posting overheads: an interior rank sends to its two children (reduce: takes in from them),
     // one message before its last each way (p = 2: both half-chunks to the one other rank).
     P.ph[0].si.sends_before = P.ph[0].si.recvs_before = 1;
@@ -761,7 +776,7 @@ Pipe tree_pipe(const Env& e, Collective c) {
     P.ph[0].si.fan_out = c == Collective::Broadcast && !e.topo->fan_out_scale.empty();
     // Reduce: the root, which has a child in each tree, copies both half-chunks before it
     // combines; broadcast: the root copies its Input to Output after its last send.
-    P.copy_ops = c == Collective::Reduce ? 2 : 0;
+    P.copy_ops = c == Collective::Reduce ? 2 * C : 0;
     P.copy_frac = 0.5;
     P.root_copy = c == Collective::Broadcast;
   }
@@ -810,7 +825,45 @@ Pipe chain_pipe(const Env& e, bool reduces) {
 // (bw_flow(1)) while its other G - 1 ranks send inside it; every step waits for the slower. The
 // first step sends untouched data (a rank's own block, from Input); every later one forwards what
 // the rank received or combined in the step before.
+//
+// With C > 1 channels each step moves C messages of x = m/C per rank. Channel c leaves each node
+// from local rank c - 1 (mod G), so a GPU sends across the network in floor(C/G) or ceil(C/G)
+// channels and inside the node in the others: the busiest GPU moves (C - floor(C/G)) x on its
+// link, the node C (G - 1) x inside it (intra_node.node_bandwidth) and C x across the network in
+// C flows (bw_flow(C)). Each channel's messages pay the tier's latency once, the rounds' extra
+// messages their posting overheads (C - 1 before the last, on both sides).
+Parts ring_channels(const Env& e, double steps, double bytes_total, double reduced_total) {
+  const double C = e.C, m = bytes_total / steps, x = m / C, G = static_cast<double>(e.G);
+  const double before = C - 1;
+  auto lat_i = [&](Way w) { return e.lat_i(x, w) + e.topo->intra.msg.queued_overhead_s(x, before, before); };
+  auto lat_n = [&](Way w) { return e.lat_n(x, w) + e.topo->network.msg.queued_overhead_s(x, before, before); };
+  // With two ranks per node the rotated rings run the other way round inside the node: local rank 0
+  // sends to 1 in channel 0 while 1 sends to 0 in channel 1, an exchange; on two nodes the same
+  // holds for the messages between them.
+  const bool pairs = e.G == 2;
+  const Way w_in = pairs ? Way::Exchange : Way::Shift;
+  const Way w_out = e.G == 1 ? ring_way(e.p) : pairs && e.N == 2 ? Way::Exchange : Way::Shift;
+  auto step = [&](bool written) {
+    const double moved = e.moved_i(x, written);
+    if (e.N == 1) return Parts{lat_i(ring_way(e.p)), C * moved * e.b_in(G), 0};
+    const Parts out{lat_n(w_out), e.moved_n(x) * e.b_flow(C), 0};
+    if (e.G == 1) return out;
+    const double busiest = (C - std::floor(C / G)) * moved;
+    const Parts in{lat_i(w_in), std::max(busiest * e.b_i, C * (G - 1) * moved * e.node_intra_b), 0};
+    return slower(in, out);
+  };
+  Parts t = step(false) + (steps - 1) * step(true);
+  if (reduced_total > 0) {
+    // A rank combines the C messages of a step together, each piece as it arrives.
+    const double piece = static_cast<double>(e.topo->piece());
+    const double at_once = piece > 0 ? std::min(m, piece * C) : m;
+    t.red = reduced_total * e.g / e.topo->local_op_scale_at(at_once);
+  }
+  return t;
+}
+
 Parts ring(const Env& e, double steps, double bytes_total, double reduced_total) {
+  if (e.C > 1) return ring_channels(e, steps, bytes_total, reduced_total);
   const double m = bytes_total / steps;
   auto step = [&](bool written) {
     if (e.N == 1) return intra(e, m, ring_way(e.p), written);
@@ -873,22 +926,42 @@ Parts allreduce_rabenseifner(const Env& e, double n) {
   return t;
 }
 
+// The steps of the hierarchical algorithms with C channels (C = 1: intra() and net() with one
+// message): C messages of x bytes each per rank and step, inside the node (all G ranks of it) or
+// across the network along the columns (G C flows per node), the rounds' extra messages paying
+// their posting overheads; and the combining of m bytes a step that arrive in C messages.
+Parts hier_intra(const Env& e, double x, Way w, bool written = false) {
+  const double before = e.C - 1;
+  return {e.lat_i(x, w) + e.topo->intra.msg.queued_overhead_s(x, before, before),
+          e.C * e.moved_i(x, written) * e.b_in(static_cast<double>(e.G)), 0};
+}
+Parts hier_net(const Env& e, double x, Way w) {
+  const double before = e.C - 1;
+  return {e.lat_n(x, w) + e.topo->network.msg.queued_overhead_s(x, before, before),
+          e.moved_n(x) * (e.C == 1 ? e.b_flow_G : e.b_flow(static_cast<double>(e.G) * e.C)), 0};
+}
+double hier_comb(const Env& e, double m) {
+  const double piece = static_cast<double>(e.topo->piece());
+  return m > 0 ? m * e.g / e.topo->local_op_scale_at(piece > 0 ? std::min(m, piece * e.C) : m) : 0.0;
+}
+
 // Hierarchical allreduce: intra-node ring reduce-scatter (G ranks, n), inter-node ring allreduce
 // among the ranks with the same local index (nodes ranks, n/G each, G rings at once, one flow per
 // ring: bw_flow(G)), intra-node ring allgather:
 //   2(G-1) a_i + 2n(G-1)/G b_i + n(G-1)/G g
 //   + 2(N-1) (a_n + (n/(GN)) / bw_flow(G)) + (n/G)(N-1)/N g.
-// One tier: equals ring.
+// One tier: equals ring. With C channels every message is C messages of 1/C of it, and G C flows
+// leave a node (hier_intra, hier_net).
 Parts allreduce_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N);
+  const double x = n / G / e.C;  // one channel's chunk
   Parts t;
   // The first intra-node step sends Input; the others forward what was combined or received.
-  if (e.G > 1) t = intra(e, n / G, ring_way(e.G)) + (2 * G - 3) * intra(e, n / G, ring_way(e.G), true);
-  t.red = (G - 1) * e.comb(n / G);
+  if (e.G > 1) t = hier_intra(e, x, ring_way(e.G)) + (2 * G - 3) * hier_intra(e, x, ring_way(e.G), true);
+  t.red = (G - 1) * hier_comb(e, n / G);
   if (e.N > 1) {
-    double chunk = n / G;
-    t += 2 * (N - 1) * net(e, chunk / N, e.b_flow_G, ring_way(e.N));
-    t.red += (N - 1) * e.comb(chunk / N);
+    t += 2 * (N - 1) * hier_net(e, x / N, ring_way(e.N));
+    t.red += (N - 1) * hier_comb(e, n / G / N);
   }
   return t;
 }
@@ -955,9 +1028,11 @@ Parts allgather_hier(const Env& e, double n) {
   double G = static_cast<double>(e.G), N = static_cast<double>(e.N), p = static_cast<double>(e.p);
   Parts t;
   // Inside the node, the first step sends a rank's own block (from Input) on one node, and the
-  // blocks gathered across the network otherwise; every later step forwards.
-  if (e.G > 1) t = intra(e, n / G, ring_way(e.G), e.N > 1) + (G - 2) * intra(e, n / G, ring_way(e.G), true);
-  if (e.N > 1) t += (N - 1) * net(e, n / p, e.b_flow_G, ring_way(e.N));
+  // blocks gathered across the network otherwise; every later step forwards. With C channels, a
+  // channel's part of each (hier_intra, hier_net).
+  if (e.G > 1)
+    t = hier_intra(e, n / G / e.C, ring_way(e.G), e.N > 1) + (G - 2) * hier_intra(e, n / G / e.C, ring_way(e.G), true);
+  if (e.N > 1) t += (N - 1) * hier_net(e, n / p / e.C, ring_way(e.N));
   return t;
 }
 
@@ -1206,11 +1281,13 @@ double copies(const Env& e, Collective c, Algorithm a, double n) {
   const bool pow2 = (e.p & (e.p - 1)) == 0;
   switch (a) {
     case A::Ring:
-      if (c == C::AllReduce || c == C::ReduceScatter) return static_cast<double>(e.p - 1) * e.cp(block);
+      // With channels, each channel's part of the chunk (e.C copies of block / C).
+      if (c == C::AllReduce || c == C::ReduceScatter) return static_cast<double>(e.p - 1) * e.C * e.cp(block / e.C);
       return c == C::AllGather ? e.cp(block) : 0.0;
     case A::Hierarchical:
-      if (c == C::AllReduce)
-        return e.G == 1 ? e.cp(n) : static_cast<double>(e.G - 1) * e.cp(n / static_cast<double>(e.G));
+      if (c == C::AllReduce)  // with channels, each channel's part
+        return e.G == 1 ? e.C * e.cp(n / e.C)
+                        : static_cast<double>(e.G - 1) * e.C * e.cp(n / static_cast<double>(e.G) / e.C);
       return c == C::AllGather ? e.cp(block) : e.cp(n);  // broadcast, reduce: binomial's
     case A::RecursiveDoubling:
       return c == C::AllReduce ? e.cp(n) : e.cp(block);  // allgather; broadcast: the root's block
@@ -1245,7 +1322,7 @@ Parts communication(const Env& e, Collective c, Algorithm a, Bytes bytes) {
     case Collective::AllReduce:
       switch (a) {
         case A::Ring: return allreduce_ring(e, n);
-        case A::Tree: return run_pipe(e, tree_pipe(e, c), n);
+        case A::Tree: return run_pipe(e, tree_pipe(e, c), n / e.C);
         case A::RecursiveDoubling: return allreduce_rd(e, n);
         case A::Rabenseifner: return allreduce_rabenseifner(e, n);
         case A::Hierarchical: return allreduce_hier(e, n);
@@ -1274,7 +1351,7 @@ Parts communication(const Env& e, Collective c, Algorithm a, Bytes bytes) {
     case Collective::Broadcast:
       switch (a) {
         case A::Ring: return run_pipe(e, chain_pipe(e, false), n);
-        case A::Tree: return run_pipe(e, tree_pipe(e, c), n);
+        case A::Tree: return run_pipe(e, tree_pipe(e, c), n / e.C);
         case A::Binomial: return broadcast_binomial(e, n);
         case A::RecursiveDoubling: return broadcast_rd(e, n);
         case A::Hierarchical: return broadcast_hier(e, n);
@@ -1285,7 +1362,7 @@ Parts communication(const Env& e, Collective c, Algorithm a, Bytes bytes) {
     case Collective::Reduce:
       switch (a) {
         case A::Ring: return run_pipe(e, chain_pipe(e, true), n);
-        case A::Tree: return run_pipe(e, tree_pipe(e, c), n);
+        case A::Tree: return run_pipe(e, tree_pipe(e, c), n / e.C);
         case A::Binomial: return reduce_binomial(e, n);
         case A::Rabenseifner: return reduce_rabenseifner(e, n);
         case A::Hierarchical: return reduce_hier(e, n);
@@ -1440,9 +1517,23 @@ bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p
   return why_no_model(topo, c, a, p) == nullptr;
 }
 
+int default_channels(const Topology& topo, int nodes) {
+  if (!topo.gpu || nodes <= 1 || !topo.network.present()) return 1;
+  return std::min(kMaxChannels, 2 * topo.network.nics_per_node);
+}
+
+int channels_for(const Topology& topo, const CostQuery& q) {
+  if (q.channels < 0 || q.channels > kMaxChannels)
+    throw Error("channels must be 0 (the topology's default) or 1 to " + std::to_string(kMaxChannels) + ", got " +
+                std::to_string(q.channels));
+  if (!takes_channels(q.collective, q.algorithm)) return 1;
+  return q.channels > 0 ? q.channels : default_channels(topo, q.nodes);
+}
+
 Cost closed_form(const Topology& topo, const CostQuery& q) {
   check_query(topo, q);
-  const Env e = make_env(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes);
+  Env e = make_env(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes);
+  e.C = channels_for(topo, q);
   const bool nccl_model = is_nccl_algorithm(q.algorithm) || q.protocol != Protocol::None;
   if (e.p == 1) {
     // One rank: nothing to communicate.
@@ -1481,12 +1572,14 @@ Cost closed_form(const Topology& topo, const CostQuery& q) {
   return to_cost(best, best_a, best_p, call_s);
 }
 
-int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
+int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes, int channels) {
   if (c != Collective::AllReduce && c != Collective::Broadcast && c != Collective::Reduce) return 1;
-  check_query(topo, CostQuery{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes});
+  const CostQuery q{c, Algorithm::Tree, Protocol::None, nodes, ranks_per_node, bytes, channels};
+  check_query(topo, q);
   Env e = make_env(topo, c, nodes, ranks_per_node, bytes);
   if (e.p == 1) return 1;
-  return best_pipe(e, tree_pipe(e, c), static_cast<double>(bytes)).k;
+  e.C = channels_for(topo, q);
+  return best_pipe(e, tree_pipe(e, c), static_cast<double>(bytes) / e.C).k;
 }
 
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes) {
@@ -1507,9 +1600,11 @@ Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q) {
   if (q.protocol != Protocol::None || !is_pipelined(q.collective, q.algorithm)) return 0;
   auto ceil_div = [](Bytes a, Bytes b) { return b == 0 ? a : (a + b - 1) / b; };
   const int k = q.algorithm == Algorithm::Tree
-                    ? tree_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes)
+                    ? tree_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes, q.channels)
                     : ring_pipeline_chunks(topo, q.collective, q.nodes, q.ranks_per_node, q.bytes);
-  return ceil_div(q.bytes, static_cast<Bytes>(k));
+  // A channel's part of the data, in k chunks.
+  const Bytes part = ceil_div(q.bytes, static_cast<Bytes>(channels_for(topo, q)));
+  return ceil_div(part, static_cast<Bytes>(k));
 }
 
 }  // namespace commsim

@@ -19,7 +19,24 @@ struct CostQuery {
   int nodes = 1;
   int ranks_per_node = 1;
   Bytes bytes = 0;
+  // Channels of ring, tree and hierarchical allreduce/allgather (ScheduleRequest::channels in
+  // collectives/generators.h), 1 to kMaxChannels; 0: the topology's default (default_channels).
+  // Other algorithms have one.
+  int channels = 0;
 };
+
+// The channels NCCL runs a ring or tree with on `nodes` nodes of this topology, which
+// CostQuery::channels = 0 stands for: on a GPU topology across nodes, two per NIC of a node. NCCL's
+// topology search finds as many concurrent rings as the node has NICs on an NVLink node (each
+// entering and leaving the node through a NIC; NVIDIA/nccl issue #412), then doubles the channel
+// count (ncclTopoPostset; NVIDIA/nccl issue #524): 16 on a DGX A100 or H100 with 8 NICs. One
+// channel on one node (every channel's ring is then a rotation of the same ring, over the same
+// NVLink links, and prices the same), and on host topologies (MPI and the host executor run one
+// ring).
+int default_channels(const Topology& topo, int nodes);
+// The channels a query prices: 1 for the algorithms that take no channel count (takes_channels in
+// model/schedule.h), q.channels, or the default. Throws Error when q.channels is out of range.
+int channels_for(const Topology& topo, const CostQuery& q);
 
 // The predicted time and its parts (time_s = latency_s + bandwidth_s + reduction_s + copy_s).
 struct Cost {
@@ -61,15 +78,18 @@ TreeCut tree_cut(long long nodes, long long ranks_per_node, bool rooted);
 
 // Pipeline depth k (number of chunks) that the closed form of Algorithm::Tree uses: the k in [1,
 // max(1, bytes / 4 KiB)] that minimises the closed form (allreduce, broadcast, reduce; 1 otherwise).
-int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
+// With channels (0: the default), the pipeline of one channel's part of the bytes.
+int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes,
+                         int channels = 1);
 // The same for the pipelined chain of Algorithm::Ring broadcast and reduce (1 for other collectives).
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
 // True for the pipelined algorithms (Tree for allreduce, broadcast and reduce; Ring for broadcast
 // and reduce), whose schedules move the data in chunks (pipeline_chunk_bytes).
 bool is_pipelined(Collective c, Algorithm a);
 // What to pass as ScheduleRequest::pipeline_chunk_bytes so that the schedule priced is the one the
-// closed form assumes: Tree and Ring broadcast/reduce ceil(bytes / k); 0 (not pipelined) for
-// everything else (Hierarchical broadcast/reduce are binomial trees, not pipelined).
+// closed form assumes: Tree and Ring broadcast/reduce ceil(ceil(bytes / channels) / k) (channels:
+// channels_for(topo, q)); 0 (not pipelined) for everything else (Hierarchical broadcast/reduce are
+// binomial trees, not pipelined).
 Bytes pipeline_chunk_bytes(const Topology& topo, const CostQuery& q);
 
 }  // namespace commsim

@@ -55,6 +55,9 @@ enum class OpKind : std::uint8_t {
 
 struct Op {
   OpKind kind = OpKind::Copy;
+  // The channel the op belongs to (Schedule::channels): 0 in a one-channel schedule. Executors may
+  // give each channel its own resources (the CUDA executor: its own group of blocks).
+  std::uint8_t channel = 0;
   int peer = -1;  // for transfers
   Span src{};     // Send, Copy, Reduce
   Span dst{};     // Recv, RecvReduce, Copy, Reduce
@@ -83,6 +86,11 @@ struct Schedule {
   std::uint64_t input_count = 0;   // elements of each rank's Input
   std::uint64_t output_count = 0;  // elements of each rank's Output
   std::uint64_t scratch_count = 0; // elements of each rank's Scratch
+  // Channels: the data split into this many parts, each moved by its own copy of the algorithm
+  // (its own ring or trees, in the same rounds as the others), whose traffic between nodes
+  // leaves each node from a different GPU and so through a different NIC. 1 for the algorithms
+  // that take no channel count (takes_channels).
+  int channels = 1;
   std::vector<RankProgram> ranks;  // [rank]
 
   std::uint64_t bytes(const Span& s) const { return s.count * elem_size; }
@@ -96,6 +104,21 @@ struct Schedule {
     return 0;
   }
 };
+
+// Most channels a schedule may have (Op::channel holds the index).
+inline constexpr int kMaxChannels = 64;
+
+// True for the (collective, algorithm) pairs whose schedules take a channel count: ring allreduce,
+// allgather and reducescatter, the double binary tree (allreduce, broadcast, reduce), and
+// hierarchical allreduce and allgather (made of rings). The others are built with one channel:
+// hierarchical broadcast and reduce are binomial trees, and the rest are patterns of one message
+// per peer and step.
+constexpr bool takes_channels(Collective c, Algorithm a) {
+  if (a == Algorithm::Ring)
+    return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
+  if (a == Algorithm::Hierarchical) return c == Collective::AllReduce || c == Collective::AllGather;
+  return a == Algorithm::Tree && (c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce);
+}
 
 // Where an op sits: ranks[rank].rounds[round].ops[op].
 struct OpRef {

@@ -14,8 +14,9 @@ bool usable(const Topology& topo, Collective c, const Candidate& cand) {
   return has_closed_form(topo, c, cand.algorithm, cand.protocol);
 }
 
-Seconds time_of(const Topology& topo, Collective c, int nodes, int ranks_per_node, const Candidate& cand, Bytes bytes) {
-  return closed_form(topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, ranks_per_node, bytes}).time_s;
+Seconds time_of(const Topology& topo, Collective c, int nodes, int ranks_per_node, const Candidate& cand, Bytes bytes,
+                int channels) {
+  return closed_form(topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, ranks_per_node, bytes, channels}).time_s;
 }
 
 // The sign of t(a) - t(b), with differences within a relative 1e-12 counted as a tie (0): two
@@ -33,12 +34,12 @@ constexpr double kGridStep = 1.189207115002721;  // 2^(1/4)
 }  // namespace
 
 Choice best_candidate(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes,
-                      const std::vector<Candidate>& candidates) {
+                      const std::vector<Candidate>& candidates, int channels) {
   Choice best;
   bool found = false;
   for (const Candidate& cand : candidates) {
     if (!usable(topo, c, cand)) continue;
-    Cost cost = closed_form(topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, ranks_per_node, bytes});
+    Cost cost = closed_form(topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, ranks_per_node, bytes, channels});
     if (!found || cost.time_s < best.cost.time_s) {
       best.candidate = cand;
       best.cost = cost;
@@ -56,14 +57,15 @@ Choice best_candidate(const Topology& topo, Collective c, int nodes, int ranks_p
 // grid sizes where the faster of a and b differs, bisects (geometrically) until the bracket is
 // within 1% (or 1 byte) and reports the upper end: the smallest size found at which `above` wins.
 std::vector<Crossover> crossovers(const Topology& topo, Collective c, int nodes, int ranks_per_node, const Candidate& a,
-                                  const Candidate& b, Bytes lo, Bytes hi) {
+                                  const Candidate& b, Bytes lo, Bytes hi, int channels) {
   std::vector<Crossover> out;
   if (!usable(topo, c, a) || !usable(topo, c, b)) return out;
   if (hi < lo) std::swap(lo, hi);
   lo = std::max<Bytes>(lo, 1);
   if (hi < lo) return out;
   auto sign_at = [&](Bytes n) {
-    return sign_of(time_of(topo, c, nodes, ranks_per_node, a, n), time_of(topo, c, nodes, ranks_per_node, b, n));
+    return sign_of(time_of(topo, c, nodes, ranks_per_node, a, n, channels),
+                   time_of(topo, c, nodes, ranks_per_node, b, n, channels));
   };
   Bytes prev = lo;
   int prev_sign = sign_at(lo);

@@ -18,8 +18,9 @@ struct Choice {
   Candidate candidate;
   Cost cost;
 };
+// `channels`: CostQuery::channels (0: the topology's default).
 Choice best_candidate(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes,
-                      const std::vector<Candidate>& candidates);
+                      const std::vector<Candidate>& candidates, int channels = 0);
 
 // Sizes where the faster of a and b changes, between lo and hi bytes, found by bisection to within
 // 1% (or 1 byte). `below` is the winner just below the crossover.
@@ -29,6 +30,6 @@ struct Crossover {
   Candidate above;
 };
 std::vector<Crossover> crossovers(const Topology& topo, Collective c, int nodes, int ranks_per_node,
-                                  const Candidate& a, const Candidate& b, Bytes lo, Bytes hi);
+                                  const Candidate& a, const Candidate& b, Bytes lo, Bytes hi, int channels = 0);
 
 }  // namespace commsim

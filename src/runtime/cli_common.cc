@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "model/error.h"
+#include "model/schedule.h"
 
 namespace commsim {
 namespace {
@@ -133,6 +134,15 @@ void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with
   desc.add_options()("protocols", po::value(&o.protocols)->default_value(o.protocols)->value_name("LIST"),
                      "NCCL-style protocols to price: 'none' (plain alpha-beta-gamma), a list of LL, LL128, "
                      "Simple, or 'all' (needs a topology with NCCL constants)");
+  desc.add_options()("channels",
+                     po::value(&o.channels)->value_name("N")->notifier([](int n) {
+                       if (n < 1 || n > kMaxChannels)
+                         throw Error("--channels " + std::to_string(n) + ": give 1 to " +
+                                     std::to_string(kMaxChannels) + " channels");
+                     }),
+                     "channels of the ring, tree and hierarchical allreduce/allgather algorithms, 1 to 64: the "
+                     "data split over N rings (or trees), each leaving every node through its own NIC (default: "
+                     "NCCL's count, two per NIC across nodes on a GPU topology, else 1)");
 }
 
 void add_output_options(po::options_description& desc, OutputOptions& o, bool with_resume) {

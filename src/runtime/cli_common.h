@@ -54,9 +54,10 @@ struct SweepOptions {
   std::string sizes = "8B:128MiB";
   std::string nodes = "1";
   std::string protocols = "none";
+  int channels = 0;  // --channels; 0: the topology's default (default_channels in model/cost.h)
 };
-// --collectives, --algorithms, --sizes, --protocols; --nodes only when with_nodes. Defaults are
-// the current values of `o`.
+// --collectives, --algorithms, --sizes, --protocols, --channels; --nodes only when with_nodes.
+// Defaults are the current values of `o`.
 void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with_nodes);
 
 // Where points go, as typed.

@@ -54,6 +54,7 @@ struct Settings {
   std::vector<std::pair<Collective, std::vector<Algorithm>>> plan;
   std::vector<Protocol> protocols;
   DType dtype = DType::Float32;
+  int channels = 0;  // --channels (CostQuery::channels)
 };
 
 void validate(const Settings& s) {
@@ -83,7 +84,7 @@ std::vector<Candidate> priceable_candidates(const Settings& s, Collective c, con
   std::string first_error;
   for (Algorithm a : algs)
     for (Protocol p : s.protocols) {
-      CostQuery q{c, a, p, s.nodes.front(), s.gpus_per_node, s.sizes.front()};
+      CostQuery q{c, a, p, s.nodes.front(), s.gpus_per_node, s.sizes.front(), s.channels};
       try {
         (void)closed_form(s.topo, q);
         out.push_back({a, p});
@@ -130,7 +131,7 @@ std::vector<std::string> crossover_lines(const Settings& s, Collective c, int no
     const Candidate& lo = winners[i];
     const Candidate& hi = winners[i + 1];
     if (lo.algorithm == hi.algorithm && lo.protocol == hi.protocol) continue;
-    auto found = crossovers(s.topo, c, nodes, s.gpus_per_node, lo, hi, s.sizes[i], s.sizes[i + 1]);
+    auto found = crossovers(s.topo, c, nodes, s.gpus_per_node, lo, hi, s.sizes[i], s.sizes[i + 1], s.channels);
     if (found.empty()) {
       lines.push_back(where + candidate_name(lo) + " wins at " + format_bytes(s.sizes[i]) + ", " + candidate_name(hi) +
                       " at " + format_bytes(s.sizes[i + 1]));
@@ -253,7 +254,7 @@ void print_summary(std::ostream& os, const Settings& s, const std::vector<Priced
        << head((versus ? pad("ring vs tree", 24) + "  " : "") + "fastest, by size");
     for (int nodes : s.nodes) {
       auto best_of = [&](const std::vector<Candidate>& cands, Bytes b) {
-        return best_candidate(t, c, nodes, s.gpus_per_node, b, cands);
+        return best_candidate(t, c, nodes, s.gpus_per_node, b, cands, s.channels);
       };
       std::string rest;
       if (versus) {
@@ -271,7 +272,7 @@ void print_summary(std::ostream& os, const Settings& s, const std::vector<Priced
          << head("NCCL picks, by size");
       for (int nodes : s.nodes) {
         auto pick = [&](Bytes b) {
-          return closed_form(t, CostQuery{c, Algorithm::Nccl, Protocol::None, nodes, s.gpus_per_node, b});
+          return closed_form(t, CostQuery{c, Algorithm::Nccl, Protocol::None, nodes, s.gpus_per_node, b, s.channels});
         };
         os << row(nodes, pick(small).time_s, pick(large).time_s, c,
                   band_text(bands(s.sizes, [&](Bytes b) { return nccl_pick_name(pick(b)); })));
@@ -326,6 +327,7 @@ int cmd_predict(int argc, char** argv) {
   s.nodes = parse_nodes(sweep.nodes);
   s.sizes = parse_sizes(sweep.sizes);
   s.protocols = parse_protocols(sweep.protocols);
+  s.channels = sweep.channels;
   auto dt = parse_dtype(dtype_name);
   if (!dt) throw Error("--dtype: unknown type '" + dtype_name + "'; valid: float32, float64, int32, bfloat16, float16");
   s.dtype = *dt;
@@ -389,11 +391,12 @@ int cmd_predict(int argc, char** argv) {
       std::vector<Candidate> winners;
       winners.reserve(s.sizes.size());
       for (Bytes bytes : s.sizes) {
-        Choice best = best_candidate(s.topo, c, nodes, s.gpus_per_node, bytes, pr.contenders());
+        Choice best = best_candidate(s.topo, c, nodes, s.gpus_per_node, bytes, pr.contenders(), s.channels);
         winners.push_back(best.candidate);
         const std::string winner = candidate_name(best.candidate);
         for (const Candidate& cand : cands) {
-          Cost cost = closed_form(s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes});
+          Cost cost = closed_form(
+              s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes, s.channels});
           Point p = make_point(s, c, cand, nodes, bytes, cost);
           p.predicted_winner = winner;
           out.point(p);

@@ -347,6 +347,7 @@ int cmd_run(int argc, char** argv) {
         settings.check = check;
         settings.inject_error_rank = inject_error;
         settings.inject_hang_rank = inject_hang;
+        settings.channels = sweep.channels;
         if (!pipeline_chunk.empty()) {
           settings.pipeline_chunk_bytes = parse_bytes(pipeline_chunk);
           if (settings.pipeline_chunk_bytes == 0) throw Error("--pipeline-chunk must be positive");

@@ -47,18 +47,19 @@ struct PricedChoice {
   Seconds time_s = 0;
 };
 std::optional<PricedChoice> fastest(const Topology& topology, Collective c, const Placement& placement,
-                                    std::uint64_t count, std::uint32_t elem, int root, const std::vector<Algorithm>& algs,
-                                    std::uint64_t chunk_override = 0) {
+                                    std::uint64_t count, std::uint32_t elem, int root,
+                                    const std::vector<Algorithm>& algs, std::uint64_t chunk_override = 0,
+                                    int channels = 0) {
   std::optional<PricedChoice> best;
   const Bytes bytes = count * elem;
   for (Algorithm a : algs) {
     if (!is_hand_written(a) || !applies(c, a)) continue;
     try {
-      const std::uint64_t chunk =
-          chunk_override > 0 ? chunk_override
-                             : pipeline_chunk_bytes(topology, {c, a, Protocol::None, placement.nnodes,
-                                                               placement.max_ranks_per_node(), bytes});
-      const Schedule s = make_schedule({c, a, placement.nranks, count, elem, root, &placement, chunk});
+      const CostQuery q{c, a, Protocol::None, placement.nnodes, placement.max_ranks_per_node(), bytes, channels};
+      const std::uint64_t chunk = chunk_override > 0 ? chunk_override : pipeline_chunk_bytes(topology, q);
+      ScheduleRequest request{c, a, placement.nranks, count, elem, root, &placement, chunk};
+      request.channels = channels_for(topology, q);
+      const Schedule s = make_schedule(request);
       const Seconds t = price_schedule(s, topology, placement).time_s;
       if (!best || t < best->time_s) best = PricedChoice{a, t};
     } catch (const Error&) {
@@ -77,14 +78,14 @@ std::uint32_t elem_size_of(const std::string& dtype) {
 
 bool predict_row(Point& row, const Topology& base_topology, const Placement& placement,
                  std::uint64_t pipeline_chunk_bytes_override, const MpiLibrary& mpi_library,
-                 ScheduleRequest* request, Schedule* schedule) {
+                 ScheduleRequest* request, Schedule* schedule, int channels) {
   // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
   // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
   const Topology topology = with_transport(base_topology, row.transport);
   const Collective c = row.collective;
   const Algorithm a = row.algorithm;
   const int nranks = placement.nranks;
-  const CostQuery query{c, a, row.protocol, placement.nnodes, placement.max_ranks_per_node(), row.bytes};
+  const CostQuery query{c, a, row.protocol, placement.nnodes, placement.max_ranks_per_node(), row.bytes, channels};
   row.predicted_us = kNaN;
   row.predicted_busbw_gbps = kNaN;
   if (is_hand_written(a)) {
@@ -93,6 +94,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
                                                                   : pipeline_chunk_bytes(topology, query);
     row.pipeline_chunk_bytes = is_pipelined(c, a) ? chunk : 0;
     ScheduleRequest req{c, a, nranks, row.count, elem, row.root, &placement, chunk};
+    req.channels = channels_for(topology, query);
     Schedule built = make_schedule(req);
     const double t_s = price_schedule(built, topology, placement).time_s;
     row.predicted_us = t_s * 1e6;
@@ -199,7 +201,8 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
       const std::uint64_t count = element_count(c, requested, elem, nranks);
       if (!seen_counts.insert(count).second) continue;
       const Bytes bytes = count * elem;
-      const auto winner = fastest(topology, c, placement, count, elem, settings.root, algs, settings.pipeline_chunk_bytes);
+      const auto winner = fastest(topology, c, placement, count, elem, settings.root, algs,
+                                  settings.pipeline_chunk_bytes, settings.channels);
       for (Algorithm a : algs) {
         const bool nccl = a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
         for (Protocol protocol : nccl ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
@@ -224,8 +227,8 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
           Schedule schedule;
           try {
-            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library, &pp.request,
-                            &schedule))
+            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library,
+                            &pp.request, &schedule, settings.channels))
               setup.schedule = &schedule;
           } catch (const Error& e) {
             row.note = e.what();

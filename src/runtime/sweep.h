@@ -43,6 +43,9 @@ struct SweepSettings {
   // Chunk of the pipelined algorithms, bytes; 0: the one the model's closed form assumes
   // (pipeline_chunk_bytes in model/cost.h), so the schedule run is the one predicted.
   std::uint64_t pipeline_chunk_bytes = 0;
+  // Channels of ring and tree (ScheduleRequest::channels); 0: the topology's default
+  // (default_channels in model/cost.h), as the model prices them.
+  int channels = 0;
   // Forced protocols of the NCCL baselines (one point per protocol; None = NCCL's choice). The other
   // algorithms run once, with Protocol::None.
   std::vector<Protocol> protocols{Protocol::None};
@@ -78,9 +81,10 @@ std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, 
 // request and schedule (either may be null), and true.
 // The MPI baseline: the schedules of `mpi_library`'s own choice priced one after another when it
 // is known (library_choice), the model's fastest hand-written schedule otherwise.
+// Ring and tree are built with `channels` (0: the topology's default, channels_for in model/cost.h).
 // Throws Error when the schedule cannot be built.
 bool predict_row(Point& row, const Topology& topology, const Placement& placement, std::uint64_t pipeline_chunk_bytes,
-                 const MpiLibrary& mpi_library, ScheduleRequest* request, Schedule* schedule);
+                 const MpiLibrary& mpi_library, ScheduleRequest* request, Schedule* schedule, int channels = 0);
 
 // The chunk a pipelined hand-written point ran with: the one its file records, or in a file written
 // before commsim recorded it, the one the closed form chooses on its run's topology (`run_topology`;

@@ -1,9 +1,11 @@
 // Every hand-written schedule, run by the reference executor, gives exactly the expected result on
 // every rank: every (collective, algorithm) x ranks 1..64 x counts {0, 1, p-1, p, p+1, 3p+2, 300},
 // float32 everywhere, other dtypes and min/max on a subset, pipelined algorithms with small chunks,
-// hierarchical on 1..8 nodes x 1..8 ranks.
+// hierarchical on 1..8 nodes x 1..8 ranks, the multi-channel ring and tree on 1..64 ranks x 1..16
+// channels, multi-channel hierarchical on 1..8 nodes x 1..8 ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,7 +25,8 @@ std::string describe(const ScheduleRequest& r, DType t, RedOp op) {
          " p=" + std::to_string(r.nranks) + " count=" + std::to_string(r.count) + " root=" + std::to_string(r.root) +
          " " + std::string(to_string(t)) + " " + std::string(to_string(op)) +
          (r.pipeline_chunk_bytes ? " chunk=" + std::to_string(r.pipeline_chunk_bytes) + "B" : "") +
-         (r.placement ? " nodes=" + std::to_string(r.placement->nnodes) : "");
+         (r.placement ? " nodes=" + std::to_string(r.placement->nnodes) : "") +
+         (r.channels != 1 ? " channels=" + std::to_string(r.channels) : "");
 }
 
 // Runs one request; returns "" when every rank's output is right, else what went wrong.
@@ -147,6 +150,122 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelinedAlgorithm,
                                            Pair{Collective::Broadcast, Algorithm::Ring},
                                            Pair{Collective::Reduce, Algorithm::Ring}),
                          pair_name);
+
+// Ring and tree with 1..16 channels on 1..64 ranks (every count up to 16 ranks, 1, 2, 3, 7, 8 and
+// 16 beyond), on one node and on nodes of 8 ranks (the last one partly filled), with counts that leave a channel less
+// than one element per rank, and a tree chunk of 16 elements.
+class MultiChannel : public ::testing::TestWithParam<Pair> {};
+
+TEST_P(MultiChannel, RanksOneTo64ChannelsOneTo16) {
+  const Pair pair = GetParam();
+  Failures f;
+  for (int p = 1; p <= 64; ++p) {
+    const int nodes = (p + 7) / 8;
+    Placement spread;
+    spread.nranks = p;
+    spread.nnodes = nodes;
+    spread.node_size.assign(nodes, 0);
+    for (int r = 0; r < p; ++r) {
+      spread.node_of_rank.push_back(r / 8);
+      spread.local_rank.push_back(spread.node_size[r / 8]++);
+    }
+    // Every channel count up to 16 ranks, a spread of them beyond (a run takes time in p^2 C).
+    std::vector<int> channel_counts{1, 2, 3, 7, 8, 16};
+    if (p <= 16)
+      for (int c : {4, 5, 6, 9, 10, 11, 12, 13, 14, 15}) channel_counts.push_back(c);
+    for (int channels : channel_counts)
+      for (const Placement* pl : std::vector<const Placement*>{nullptr, &spread})
+        for (std::uint64_t count : {std::uint64_t{1}, static_cast<std::uint64_t>(2 * p + 3)}) {
+          ScheduleRequest r{pair.c, pair.a, p, count, 4, (p - 1) * 2 / 3, pl, 64};
+          r.channels = channels;
+          f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+        }
+  }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, MultiChannel,
+    ::testing::Values(Pair{Collective::AllReduce, Algorithm::Ring}, Pair{Collective::AllGather, Algorithm::Ring},
+                      Pair{Collective::ReduceScatter, Algorithm::Ring}, Pair{Collective::AllReduce, Algorithm::Tree},
+                      Pair{Collective::Broadcast, Algorithm::Tree}, Pair{Collective::Reduce, Algorithm::Tree}),
+    pair_name);
+
+// Hierarchical allreduce and allgather with 1..16 channels on 1..8 nodes of 1..8 ranks.
+TEST(MultiChannel, HierarchicalOnOneToEightNodesOfOneToEightRanks) {
+  Failures f;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather})
+    for (int nodes = 1; nodes <= 8; ++nodes)
+      for (int per_node = 1; per_node <= 8; ++per_node) {
+        const Placement pl = Placement::uniform(nodes, per_node);
+        for (int channels : {1, 2, 3, 5, 8, 16})
+          for (std::uint64_t count : {std::uint64_t{1}, static_cast<std::uint64_t>(2 * pl.nranks + 3)}) {
+            ScheduleRequest r{c, Algorithm::Hierarchical, pl.nranks, count, 4, 0, &pl, 0};
+            r.channels = channels;
+            f.add(describe(r, DType::Float32, RedOp::Sum), check(r, DType::Float32, RedOp::Sum));
+          }
+      }
+  EXPECT_EQ(f.n, 0) << "failing cases";
+}
+
+// Channel c of a ring leaves every node from local rank c - 1 (mod 8): with 8 channels on nodes of
+// 8 ranks each GPU sends one channel's traffic across the network, every op carries its channel,
+// and the channels split the data evenly.
+TEST(MultiChannel, RailAlignedRingsLeaveEachNodeFromADifferentGpu) {
+  const Placement pl = Placement::uniform(4, 8);
+  ScheduleRequest r{Collective::AllReduce, Algorithm::Ring, 32, 32 * 8 * 100, 4, 0, &pl, 0};
+  r.channels = 8;
+  const Schedule s = make_schedule(r);
+  EXPECT_EQ(s.channels, 8);
+  std::vector<std::vector<int>> leaving(8);  // [channel]: local ranks of node 0 sending to node 1
+  std::vector<std::uint64_t> sent(8, 0);     // [channel]: elements node 0's ranks send
+  for (int rank = 0; rank < 8; ++rank)
+    for (const Round& round : s.ranks[rank].rounds)
+      for (const Op& op : round.ops) {
+        if (op.kind != OpKind::Send) continue;
+        ASSERT_LT(op.channel, 8);
+        sent[op.channel] += op.src.count;
+        if (pl.node_of_rank[op.peer] != 0) {
+          if (std::find(leaving[op.channel].begin(), leaving[op.channel].end(), rank) == leaving[op.channel].end())
+            leaving[op.channel].push_back(rank);
+        }
+      }
+  for (int c = 0; c < 8; ++c) {
+    ASSERT_EQ(leaving[c].size(), 1u) << "channel " << c;
+    EXPECT_EQ(leaving[c][0], (c + 7) % 8) << "channel " << c;
+    EXPECT_EQ(sent[c], sent[0]) << "channel " << c;
+  }
+  // One channel is today's ring, unchanged.
+  r.channels = 1;
+  const Schedule one = make_schedule(r);
+  EXPECT_EQ(one.channels, 1);
+  EXPECT_EQ(one.ranks[0].rounds.size(), s.ranks[0].rounds.size());
+  EXPECT_EQ(one.ranks[0].rounds[0].ops.size() * 8, s.ranks[0].rounds[0].ops.size());
+}
+
+TEST(MultiChannel, OtherAlgorithmsAndTinyBuffersGetFewerChannels) {
+  ScheduleRequest r{Collective::AllToAll, Algorithm::Bruck, 8, 800, 4, 0, nullptr, 0};
+  r.channels = 4;
+  EXPECT_EQ(make_schedule(r).channels, 1);
+  const Placement two = Placement::uniform(2, 4);
+  r = {Collective::Broadcast, Algorithm::Hierarchical, 8, 800, 4, 0, &two, 0};
+  r.channels = 4;
+  EXPECT_EQ(make_schedule(r).channels, 1);  // binomial trees
+  r.collective = Collective::AllReduce;
+  EXPECT_EQ(make_schedule(r).channels, 4);
+  r = {Collective::AllReduce, Algorithm::Ring, 8, 3, 4, 0, nullptr, 0};
+  r.channels = 16;
+  EXPECT_EQ(make_schedule(r).channels, 3);
+  r.channels = 0;
+  EXPECT_THROW(make_schedule(r), Error);
+  r.channels = kMaxChannels + 1;
+  try {
+    make_schedule(r);
+    ADD_FAILURE() << "65 channels accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("channels must be 1 to 64"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Hierarchical, OneToEightNodesOfOneToEightRanks) {
   Failures f;

@@ -14,10 +14,10 @@ namespace commsim {
 namespace {
 
 Op send(int peer, std::uint64_t off, std::uint64_t n) {
-  return {OpKind::Send, peer, {BufferId::Input, off, n}, {}};
+  return {.kind = OpKind::Send, .peer = peer, .src = {BufferId::Input, off, n}};
 }
 Op recv(int peer, std::uint64_t off, std::uint64_t n) {
-  return {OpKind::Recv, peer, {}, {BufferId::Output, off, n}};
+  return {.kind = OpKind::Recv, .peer = peer, .dst = {BufferId::Output, off, n}};
 }
 
 // Two ranks, 4 elements in and out; rank 0 sends its input to rank 1.
@@ -97,14 +97,15 @@ TEST(Validate, WritesToInput) {
 
 TEST(Validate, ReceiveOverlappingAnotherTransferOfItsRound) {
   Schedule s = two_ranks();
-  s.ranks[1].rounds[0].ops.push_back(Op{OpKind::Send, 0, {BufferId::Output, 2, 2}, {}});
+  s.ranks[1].rounds[0].ops.push_back(Op{.kind = OpKind::Send, .peer = 0, .src = {BufferId::Output, 2, 2}});
   s.ranks[0].rounds[0].ops.push_back(recv(1, 0, 2));
   expect_error(s, "overlap");
 }
 
 TEST(Validate, LocalOpOverlappingItself) {
   Schedule s = two_ranks();
-  s.ranks[1].rounds.push_back(Round{{Op{OpKind::Copy, -1, {BufferId::Output, 0, 3}, {BufferId::Output, 1, 3}}}});
+  s.ranks[1].rounds.push_back(
+      Round{{Op{.kind = OpKind::Copy, .src = {BufferId::Output, 0, 3}, .dst = {BufferId::Output, 1, 3}}}});
   expect_error(s, "overlapping");
 }
 

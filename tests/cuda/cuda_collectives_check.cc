@@ -5,9 +5,14 @@
 //      counts (odd ones included), checked exactly with count_wrong (reduce.h); each case runs
 //      twice so the second run exercises the sequence numbers carried between launches;
 //   3. with --nccl: the NCCL baselines of all seven collectives, unforced and with the algorithm
-//      and protocol forced, checked the same way.
+//      and protocol forced, checked the same way;
+//   with --channels LIST, step 2 runs only the algorithms that take a channel count (ring
+//   allreduce, allgather, reducescatter; tree allreduce, broadcast, reduce; hierarchical allreduce,
+//   allgather across nodes), once per channel count of LIST: multi-channel schedules, one block
+//   group per channel.
 //
 //   mpiexec -np 4 cuda_collectives_check --share-gpu          (4 ranks on one GPU)
+//   mpiexec -np 4 cuda_collectives_check --share-gpu --channels 2,5,16
 //   mpiexec -np 1 cuda_collectives_check --nccl --no-executor  (NCCL needs one GPU per rank)
 //
 // Prints one line per case and a summary; exits 1 when anything is wrong. Without a GPU it prints
@@ -46,8 +51,20 @@ struct Options {
   bool nccl = false;
   bool executor = true;
   std::vector<std::uint64_t> counts = {1, 7, 1000, 65536 + 3, 1u << 20};
+  std::vector<std::uint64_t> channels;  // --channels: the multi-channel cases only, at these counts
   std::string csv;
 };
+
+// "a,b,c" as numbers.
+std::vector<std::uint64_t> parse_list(const std::string& list) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t at = 0; at < list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    out.push_back(std::strtoull(list.substr(at, comma - at).c_str(), nullptr, 10));
+    at = comma + 1;
+  }
+  return out;
+}
 
 int g_rank = 0, g_size = 1;
 int g_cases = 0, g_failed = 0;
@@ -134,6 +151,8 @@ void check_executor(const Options& o, const Placement& placement) {
   for (Collective c : kAllCollectives) {
     for (Algorithm a : hand_written_algorithms(c)) {
       if (a == Algorithm::Hierarchical && placement.nnodes < 2) continue;
+      if (!o.channels.empty() && !takes_channels(c, a)) continue;
+      const std::vector<std::uint64_t> channel_counts = o.channels.empty() ? std::vector<std::uint64_t>{1} : o.channels;
       std::vector<Variant> variants = {{DType::Float32, RedOp::Sum}};
       if (c == Collective::AllReduce && a == Algorithm::Ring)
         variants = {{DType::Float32, RedOp::Sum},
@@ -142,12 +161,15 @@ void check_executor(const Options& o, const Placement& placement) {
                     {DType::BFloat16, RedOp::Sum},
                     {DType::Float16, RedOp::Min}};
       for (const Variant& v : variants) {
-        for (std::uint64_t count : o.counts) {
+        for (std::size_t at = 0; at < o.counts.size() * channel_counts.size(); ++at) {
+          const std::uint64_t count = o.counts[at / channel_counts.size()];
+          const std::uint64_t channels = channel_counts[at % channel_counts.size()];
           const std::uint32_t es = dtype_size(v.dt);
           const int root = (c == Collective::Broadcast || c == Collective::Reduce) ? 1 % g_size : 0;
           const std::string what = std::string(to_string(c)) + " " + std::string(to_string(a)) + " " +
                                    std::string(to_string(v.dt)) + " " + std::string(to_string(v.op)) +
-                                   " count=" + std::to_string(count);
+                                   " count=" + std::to_string(count) +
+                                   (o.channels.empty() ? "" : " schedule-channels=" + std::to_string(channels));
           const double t0 = now_s();
           long long wrong = 0;
           std::string extra;
@@ -161,9 +183,11 @@ void check_executor(const Options& o, const Placement& placement) {
             req.elem_size = es;
             req.root = root;
             req.placement = &placement;
+            req.channels = static_cast<int>(channels);
             const Schedule s = make_schedule(req);
             const int h = ex.prepare(s);
             extra = " channels=" + std::to_string(ex.channels(h));
+            if (!o.channels.empty()) extra += " (" + std::to_string(s.channels) + " in the schedule)";
             std::vector<unsigned char> in(s.input_count * es);
             fill_input(in.data(), s.input_count, v.dt, c, g_rank, g_size);
             CUDA_CHECK(cudaMemcpy(ex.input(), in.data(), in.size(), cudaMemcpyHostToDevice));
@@ -259,18 +283,20 @@ int main(int argc, char** argv) {
     } else if (a == "--csv" && i + 1 < argc) {
       o.csv = argv[++i];
     } else if (a == "--counts" && i + 1 < argc) {
-      o.counts.clear();
-      std::string list = argv[++i];
-      for (std::size_t at = 0; at < list.size();) {
-        const std::size_t comma = std::min(list.find(',', at), list.size());
-        o.counts.push_back(std::strtoull(list.substr(at, comma - at).c_str(), nullptr, 10));
-        at = comma + 1;
-      }
+      o.counts = parse_list(argv[++i]);
+    } else if (a == "--channels" && i + 1 < argc) {
+      o.channels = parse_list(argv[++i]);
+      for (std::uint64_t n : o.channels)
+        if (n < 1 || n > static_cast<std::uint64_t>(kMaxChannels)) {
+          if (g_rank == 0) std::fprintf(stderr, "--channels: give channel counts of 1 to %d\n", kMaxChannels);
+          MPI_Finalize();
+          return 2;
+        }
     } else {
       if (g_rank == 0)
         std::fprintf(stderr,
                      "usage: cuda_collectives_check [--share-gpu] [--nccl] [--no-executor] [--counts a,b] "
-                     "[--csv FILE]\n");
+                     "[--channels a,b] [--csv FILE]\n");
       MPI_Finalize();
       return 2;
     }

@@ -12,6 +12,8 @@
 #         1. kernels     test_cuda_kernels: copy/reduce/fill against the host, every dtype and op
 #         2. collectives 4 ranks sharing the GPU (--share-gpu): CUDA IPC between the ranks, and
 #                        every hand-written algorithm of every collective through the executor
+#            channels    the same 4 ranks: the multi-channel ring and tree schedules (2, 5 and 16
+#                        channels), one block group per channel
 #         3. nccl        1 rank (NCCL refuses two ranks on one GPU): the seven NCCL collectives,
 #                        unforced and with algorithm/protocol forced
 #         4. bench       reduce kernel vs device-to-device copy bandwidth (goal: >= 85%)
@@ -81,6 +83,8 @@ step bench 45 "$out/bench.log" "$carry/bench_reduce_copy" --bytes 2147483648 --r
 step nccl 60 "$out/collectives.log" "${mpirun_[@]}" -np 1 "$carry/cuda_collectives_check" --nccl --no-executor
 step collectives 120 "$out/collectives.log" "${mpirun_[@]}" -np 4 "$carry/cuda_collectives_check" --share-gpu \
   --counts 7,1000,65539,1048576 --csv "$out/collectives.csv"
+step channels 120 "$out/channels.log" "${mpirun_[@]}" -np 4 "$carry/cuda_collectives_check" --share-gpu \
+  --counts 7,1000,65539,1048576 --channels 2,5,16 --csv "$out/channels.csv"
 
 # One rank: hand-written ring (a local copy through the executor) beside NCCL unforced and forced.
 step sweep1 90 "$out/sweep.log" "${mpirun_[@]}" -np 1 "$carry/commsim" run --backend cuda --topology h200-node \
@@ -130,7 +134,7 @@ fi
   head -2 "$out/environment.log" | tail -1
   echo "== correctness"
   grep -hE "^cuda_collectives_check: [0-9]+ cases|^\[  (PASSED|FAILED)  \]|SKIPPED|^FAIL " \
-    "$out/kernels.log" "$out/collectives.log" | head -20
+    "$out/kernels.log" "$out/collectives.log" "$out/channels.log" | head -20
   echo "== reduce vs copy (bytes read + written)"
   grep -A12 "^variant" "$out/bench.log" || tail -3 "$out/bench.log"
   echo "== sweep (busbw GB/s; see sweep.log)"

@@ -52,8 +52,11 @@ void set_nccl_nvlink(Topology& t) {
   t.nccl.present = true;
 }
 
-Cost cost(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n, Protocol p = Protocol::None) {
-  return closed_form(t, CostQuery{c, a, p, nodes, per_node, n});
+// One channel: the formulas these tests derive are the one-channel ones (the topology's default
+// channel count is tested on its own, ClosedFormChannels).
+Cost cost(const Topology& t, Collective c, Algorithm a, int nodes, int per_node, Bytes n, Protocol p = Protocol::None,
+          int channels = 1) {
+  return closed_form(t, CostQuery{c, a, p, nodes, per_node, n, channels});
 }
 
 void expect_rel(double got, double want, const std::string& what) {
@@ -539,6 +542,103 @@ TEST(ClosedFormLimits, RingBusbwTendsToTheBottleneck) {
   double busbw = static_cast<double>(huge) / cost(r, Collective::AllReduce, Algorithm::Ring, 1, 8, huge).time_s *
                  busbw_factor(Collective::AllReduce, 8);
   EXPECT_NEAR(busbw, 1 / (1 / 100e9 + 0.5 / 200e9), 1e-4 * busbw);
+}
+
+// ---- channels -----------------------------------------------------------------------------------
+
+// NCCL's channel count on a GPU topology across nodes, two per NIC; one on one node and on host
+// topologies; algorithms without channels get one; out-of-range counts are an error.
+TEST(ClosedFormChannels, DefaultIsTwoPerNicAcrossNodes) {
+  Topology t = h100_like();
+  EXPECT_EQ(default_channels(t, 4), 16);
+  EXPECT_EQ(default_channels(t, 1), 1);
+  Topology two = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 2, 33.5e12);
+  EXPECT_EQ(default_channels(two, 16), 4);
+  Topology host = t;
+  host.gpu = false;
+  EXPECT_EQ(default_channels(host, 4), 1);
+  EXPECT_EQ(channels_for(t, CostQuery{Collective::AllReduce, Algorithm::Ring, Protocol::None, 4, 8, 1 << 20}), 16);
+  EXPECT_EQ(channels_for(t, CostQuery{Collective::AllReduce, Algorithm::Ring, Protocol::None, 4, 8, 1 << 20, 3}), 3);
+  EXPECT_EQ(channels_for(t, CostQuery{Collective::AllReduce, Algorithm::Rabenseifner, Protocol::None, 4, 8, 1 << 20}),
+            1);
+  EXPECT_EQ(channels_for(t, CostQuery{Collective::Broadcast, Algorithm::Ring, Protocol::None, 4, 8, 1 << 20, 8}), 1);
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 4, 8, 1 << 20, Protocol::None, 65), Error);
+  EXPECT_THROW(cost(t, Collective::AllReduce, Algorithm::Ring, 4, 8, 1 << 20, Protocol::None, -1), Error);
+  // The default is what a query without a channel count prices.
+  EXPECT_EQ(closed_form(t, CostQuery{Collective::AllReduce, Algorithm::Ring, Protocol::None, 4, 8, 1 << 30}).time_s,
+            cost(t, Collective::AllReduce, Algorithm::Ring, 4, 8, 1 << 30, Protocol::None, 16).time_s);
+}
+
+// Documented in cost.cc: C channels leave each node from C different GPUs, so a step moves m / C per
+// channel across the network in C flows (bw_flow(C)) while the busiest GPU moves (C - floor(C/G)) m/C
+// inside the node.
+TEST(ClosedFormChannels, RingStepsShareTheNicsAndTheGpusLinks) {
+  Topology t = h100_like();
+  const int N = 4, G = 8, p = N * G;
+  const double n = 1 << 30, a_n = 5e-6, a_i = 2e-6, g = 1 / 33.5e12, m = n / p;  // a step's bytes per rank
+  // 8 channels: one per NIC, every NIC at 47 GB/s, slower than the 7/8 m each GPU moves on NVLink.
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, N, G, 1 << 30, Protocol::None, 8).time_s,
+             2.0 * (p - 1) * (a_n + m / 8 / 47e9) + n * (p - 1) / p * g, "8 channels");
+  // 2 channels: two NICs.
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, N, G, 1 << 30, Protocol::None, 2).time_s,
+             2.0 * (p - 1) * (a_n + m / 2 / 47e9) + n * (p - 1) / p * g, "2 channels");
+  // 16 channels share the 8 NICs: no faster than 8.
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, N, G, 1 << 30, Protocol::None, 16).time_s,
+             2.0 * (p - 1) * (a_n + m / 8 / 47e9) + n * (p - 1) / p * g, "16 channels");
+  // NICs faster than NVLink's share: the busiest GPU's 7/8 of m inside the node sets the step.
+  Topology fast = make_topo(2e-6, 370.8e9, 5e-6, 200e9, 8, 33.5e12);
+  const double in = a_i + 7.0 / 8 * m / 370.8e9, out = a_n + m / 8 / 200e9;
+  expect_rel(cost(fast, Collective::AllReduce, Algorithm::Ring, N, G, 1 << 30, Protocol::None, 8).time_s,
+             2.0 * (p - 1) * std::max(in, out) + n * (p - 1) / p * g, "8 channels, fast NICs");
+  // Allgather: (p - 1) steps of n/p.
+  expect_rel(cost(t, Collective::AllGather, Algorithm::Ring, N, G, 1 << 30, Protocol::None, 8).time_s,
+             (p - 1.0) * (a_n + n / p / 8 / 47e9), "allgather, 8 channels");
+  // On one node every channel's ring is the same ring: the same bandwidth as one channel.
+  expect_rel(cost(t, Collective::AllReduce, Algorithm::Ring, 1, G, 1 << 30, Protocol::None, 8).time_s,
+             cost(t, Collective::AllReduce, Algorithm::Ring, 1, G, 1 << 30).time_s, "one node");
+  // Large sizes: busbw tends to the node's NICs (8 x 47 = 376 GB/s), against one NIC's 47 GB/s
+  // for one channel.
+  const Bytes huge = 1ull << 42;
+  Topology free_reduce = make_topo(2e-6, 370.8e9, 5e-6, 47e9, 8, 1e18);
+  for (int C : {1, 2, 4, 8, 16}) {
+    const double busbw =
+        static_cast<double>(huge) /
+        cost(free_reduce, Collective::AllReduce, Algorithm::Ring, 16, 8, huge, Protocol::None, C).time_s *
+        busbw_factor(Collective::AllReduce, 128);
+    EXPECT_NEAR(busbw / (std::min(C, 8) * 47e9), 1.0, 1e-3) << C << " channels";
+  }
+}
+
+// Hierarchical allreduce already runs one column ring per local GPU across the nodes; channels
+// help where the node has more NICs than GPUs in use (4 of 8 here): two channels use all 8.
+TEST(ClosedFormChannels, HierarchicalUsesTheNicsItsColumnsLeaveIdle) {
+  Topology t = h100_like();
+  const Bytes n = Bytes{1} << 34;
+  auto hier = [&](int G, int C) {
+    return cost(t, Collective::AllReduce, Algorithm::Hierarchical, 4, G, n, Protocol::None, C).time_s;
+  };
+  EXPECT_LT(hier(4, 2), 0.75 * hier(4, 1));
+  EXPECT_NEAR(hier(4, 16), hier(4, 2), 0.01 * hier(4, 2));
+  // Eight GPUs: the eight columns use every NIC with one channel.
+  EXPECT_NEAR(hier(8, 16), hier(8, 1), 0.01 * hier(8, 1));
+}
+
+// The tree's channels: each a pipeline on n/C bytes whose steps carry C times its flows out of a
+// node. More channels spread the tree's flows over more NICs: faster across nodes, never slower
+// than one channel by more than its latency, and no change on one rank.
+TEST(ClosedFormChannels, TreeSpreadsOverTheNics) {
+  Topology t = h100_like();
+  const Bytes n = 1ull << 30;
+  const double one = cost(t, Collective::AllReduce, Algorithm::Tree, 16, 8, n).time_s;
+  const double eight = cost(t, Collective::AllReduce, Algorithm::Tree, 16, 8, n, Protocol::None, 8).time_s;
+  EXPECT_LT(eight, 0.9 * one);
+  // Channels beyond what the node's bandwidth can serve do not help.
+  const double many = cost(t, Collective::AllReduce, Algorithm::Tree, 16, 8, n, Protocol::None, 64).time_s;
+  EXPECT_GT(many, 0.95 * eight);
+  // The pipeline chunk is one channel's: its part of the bytes in k chunks.
+  const CostQuery q{Collective::AllReduce, Algorithm::Tree, Protocol::None, 16, 8, n, 8};
+  const int k = tree_pipeline_chunks(t, Collective::AllReduce, 16, 8, n, 8);
+  EXPECT_EQ(pipeline_chunk_bytes(t, q), (n / 8 + k - 1) / k);
 }
 
 TEST(ClosedFormLimits, TinyMessagesAtManyRanksTreeBeatsRing) {

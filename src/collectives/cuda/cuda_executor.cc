@@ -31,6 +31,7 @@ using detail::DevRound;
 struct CudaExecutor::Program {
   std::uint32_t elem_size = 0;
   int blocks = 1;
+  int groups = 1;  // block groups, one per channel of the schedule (ExecParams::groups)
   std::uint64_t staging_bytes = 0;
   std::vector<DevRound> rounds;
   std::vector<DevOp> ops;
@@ -182,7 +183,7 @@ void CudaExecutor::map_all() {
 
 int CudaExecutor::prepare(const Schedule& s) {
   const auto key = std::make_tuple(static_cast<int>(s.collective), static_cast<int>(s.algorithm), s.nranks, s.root,
-                                   s.elem_size, s.count);
+                                   s.elem_size, s.count, s.channels);
   if (auto it = program_index_.find(key); it != program_index_.end()) return it->second;
   if (s.nranks != nranks_)
     throw Error("schedule " + std::string(to_string(s.algorithm)) + " " + std::string(to_string(s.collective)) +
@@ -230,6 +231,7 @@ int CudaExecutor::prepare(const Schedule& s) {
     for (std::size_t i = 0; i < mine.rounds[r].ops.size(); ++i) {
       const Op& op = mine.rounds[r].ops[i];
       DevOp d;
+      d.channel = op.channel;
       const bool transfer = op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce;
       if (transfer && (op.peer < 0 || op.peer >= nranks_ || op.peer == rank_))
         throw Error(where_op(rank_, r, i) + ": peer " + std::to_string(op.peer) + " is not another rank");
@@ -298,6 +300,10 @@ int CudaExecutor::prepare(const Schedule& s) {
   const std::uint64_t request_bytes = s.count * es;
   prog->blocks = static_cast<int>(std::clamp<std::uint64_t>((request_bytes + kBytesPerChannel - 1) / kBytesPerChannel,
                                                             1, static_cast<std::uint64_t>(max_blocks_)));
+  // A multi-channel schedule: at least one block per channel where the device has them, each
+  // group of blocks serving its own channels' receives.
+  prog->blocks = std::max(prog->blocks, std::min(std::max(s.channels, 1), max_blocks_));
+  prog->groups = std::clamp(s.channels, 1, prog->blocks);
   prog->d_rounds = upload(prog->rounds);
   prog->d_ops = upload(prog->ops);
   std::vector<std::uint64_t> totals = prog->send_total;
@@ -348,6 +354,7 @@ void CudaExecutor::enqueue(int handle, DType dtype, RedOp op, Stream stream) {
     void* dev_error = nullptr;
     CUDA_CHECK(cudaHostGetDevicePointer(&dev_error, error_record_, 0));
     p.error = static_cast<detail::ErrorRecord*>(dev_error);
+    p.groups = prog.groups;
     detail::launch_executor(p, dtype, op, prog.blocks, stream);
     return;
   }

@@ -15,6 +15,7 @@ namespace {
 
 // Receives a block watches at once in one round; larger rounds are taken in windows of this size.
 constexpr unsigned kRecvWindow = 256;
+static_assert(kRecvWindow <= kExecutorThreads, "one thread marks each receive of a window");
 
 __device__ __forceinline__ void fail(const ExecParams& p, int code, int round, int peer, std::uint64_t waited) {
   p.error->waited_ns = waited;
@@ -34,10 +35,13 @@ __device__ __forceinline__ char* own_buffer(const ExecParams& p, unsigned b) {
 // Runs rank p.me's rounds in order. Per round:
 //   1. local Copy/Reduce ops, each split over all blocks; a grid barrier when there were any;
 //   2. block 0 publishes each Send (ready flag in the receiver's memory = cumulative send count);
-//   3. every block pulls its slice of each Receive from the sender's buffer once the sender's
-//      ready flag shows the matching send (receives of one round are served in whatever order
-//      their data becomes ready, so no receive order can deadlock), combining for RecvReduce,
-//      then adds 1 to the sender's ack word;
+//   3. every block of the receive's group (p.groups: one group per channel of a multi-channel
+//      schedule, one group of all blocks otherwise) pulls its slice of the Receive from the
+//      sender's buffer once the sender's ready flag shows the matching send (receives of one round
+//      are served in whatever order their data becomes ready, so no receive order can deadlock),
+//      combining for RecvReduce, then acknowledges it: the group's blocks add gridDim.x to the
+//      sender's ack word together (its first block the share of the blocks outside the group), so
+//      every receive counts gridDim.x whatever its group's size;
 //   4. block 0 waits until every block of each receiver has acknowledged this rank's sends (the
 //      send buffers may be reused), then a grid barrier ends the round.
 // At the end, block 0 adds this launch's transfers to the counts the next launch starts from.
@@ -55,6 +59,11 @@ __global__ void __launch_bounds__(kExecutorThreads) execute_kernel(const ExecPar
   const std::uint64_t* acked = p.flags + kAcked * nranks;
   __shared__ unsigned char done[kRecvWindow];
   __shared__ int go;
+  // This block's group and its place in it (ExecParams::groups).
+  const unsigned groups = static_cast<unsigned>(p.groups);
+  const unsigned group = blockIdx.x % groups, member = blockIdx.x / groups;
+  const unsigned members = (gridDim.x - group + groups - 1) / groups;
+  const std::uint64_t ack_share = member == 0 ? gridDim.x - members + 1 : 1;
 
   for (std::uint32_t r = 0; r < p.nrounds; ++r) {
     const DevRound rd = p.rounds[r];
@@ -83,9 +92,10 @@ __global__ void __launch_bounds__(kExecutorThreads) execute_kernel(const ExecPar
     const DevOp* recvs = sends + rd.n_send;
     for (std::uint32_t w = 0; w < rd.n_recv; w += kRecvWindow) {
       const std::uint32_t nw = min(kRecvWindow, rd.n_recv - w);
-      for (std::uint32_t j = threadIdx.x; j < nw; j += blockDim.x) done[j] = 0;
-      __syncthreads();
-      std::uint32_t left = nw;
+      // The window's receives of this block's group are left to do; the others are another's.
+      const bool mine = threadIdx.x < nw && recvs[w + threadIdx.x].channel % groups == group;
+      if (threadIdx.x < nw) done[threadIdx.x] = mine ? 0 : 1;
+      std::uint32_t left = static_cast<std::uint32_t>(__syncthreads_count(mine));
       std::uint64_t since = 0;
       while (left > 0) {
         const std::uint32_t before = left;
@@ -100,14 +110,14 @@ __global__ void __launch_bounds__(kExecutorThreads) execute_kernel(const ExecPar
           T* dst = reinterpret_cast<T*>(own_buffer(p, op.dst_buf) + op.dst_off);
           const T* src = reinterpret_cast<const T*>(p.peer_buf[op.peer * kBuffers + op.src_buf] + op.src_off);
           if (op.code == kRecv)
-            dev::block_pass<T, Op, false>(dst, src, op.count, blockIdx.x, gridDim.x);
+            dev::block_pass<T, Op, false>(dst, src, op.count, member, members);
           else
-            dev::block_pass<T, Op, true>(dst, src, op.count, blockIdx.x, gridDim.x);
+            dev::block_pass<T, Op, true>(dst, src, op.count, member, members);
           __syncthreads();
           if (threadIdx.x == 0) {
             done[j] = 1;
             __threadfence_system();
-            dev::add_release_sys(p.peer_flags[op.peer] + kAck * nranks + p.me, 1);
+            dev::add_release_sys(p.peer_flags[op.peer] + kAck * nranks + p.me, ack_share);
           }
           __syncthreads();
           --left;

@@ -7,7 +7,8 @@
 // kernel per rank runs the whole schedule: a receiver pulls the matching Send's data straight from
 // the sender's buffer (combining for RecvReduce), and ranks synchronise through flags in device
 // memory, never through the host. The kernel's blocks are the channels: each moves its own slice
-// of every transfer.
+// of every transfer, or, for a schedule of several channels, of every transfer of its group's
+// channels (one group of blocks per schedule channel).
 //
 // Across nodes the transport is NCCL point-to-point: each round's transfers go as ncclSend /
 // ncclRecv in one group, RecvReduce receives into a staging area and our reduce kernel combines it.
@@ -59,7 +60,9 @@ class CudaExecutor {
 
   // Collective the first time (it may reserve): checks the schedule against this communicator,
   // matches every receive to its send, uploads this rank's program and returns its handle.
-  // Schedules are cached by (collective, algorithm, nranks, root, elem_size, count).
+  // Schedules are cached by (collective, algorithm, nranks, root, elem_size, count, channels). A
+  // schedule of several channels (Schedule::channels) gets one group of blocks per channel, each
+  // moving its channel's receives (at least one block per channel, as the device allows).
   int prepare(const Schedule& schedule);
 
   // Enqueues one run of a prepared schedule on `stream`; all ranks must enqueue the same
@@ -101,7 +104,7 @@ class CudaExecutor {
   std::unique_ptr<IpcMap> ipc_;
   std::unique_ptr<NcclComm> nccl_;
   std::vector<std::unique_ptr<Program>> programs_;
-  std::map<std::tuple<int, int, int, int, std::uint32_t, std::uint64_t>, int> program_index_;
+  std::map<std::tuple<int, int, int, int, std::uint32_t, std::uint64_t, int>, int> program_index_;
 };
 
 }  // namespace commsim::cuda

@@ -23,7 +23,7 @@ struct DevOp {
   std::uint8_t code = kCopy;
   std::uint8_t src_buf = 0;  // BufferId: Input 0, Output 1, Scratch 2 (of the sender for Recv*)
   std::uint8_t dst_buf = 0;
-  std::uint8_t pad = 0;
+  std::uint8_t channel = 0;  // the schedule's channel (Op::channel): served by block group channel % groups
 };
 
 // Ops of a round are stored local ops first, then sends, then receives.
@@ -69,6 +69,10 @@ struct ExecParams {
   std::uint64_t* const* peer_flags = nullptr;         // [nranks], mapped with IPC
   std::uint64_t timeout_ns = 0;
   ErrorRecord* error = nullptr;
+  // Block groups: block b is member b / groups of group b % groups, and group g moves the receives
+  // of the schedule's channels c with c % groups == g, split over its members; 1: every block moves
+  // a slice of every receive.
+  std::int32_t groups = 1;
 };
 
 inline constexpr int kExecutorThreads = 512;
