@@ -166,7 +166,7 @@ TEST(CalibrateNccl, FitsNcclsConstantsAndReportsItsChoice) {
 // fields empty, the report says there is nothing to choose at one rank, and the fit refuses it
 // with a message saying what to measure.
 TEST(CalibrateNccl, StoredOneRankRun) {
-  const std::string path = std::string(COMMSIM_SOURCE_DIR) + "/results/h200x1-2026-12-01/sweep_1rank.h5";
+  const std::string path = std::string(COMMSIM_SOURCE_DIR) + "/results/gpu-h200x1/sweep_1rank.h5";
   const ResultsContents r = read_results(path);
   std::vector<NcclSample> forced;
   std::size_t nccl_rows = 0;

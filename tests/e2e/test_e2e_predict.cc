@@ -150,7 +150,7 @@ TEST(PredictE2E, DefaultIsAOneScreenSummaryNamingRingVsTreePerNodeCount) {
     if (!line.empty() && line[0] != '#') rows.push_back(line);
   }
   EXPECT_LE(n, 40u) << "one screen:\n" << r.out;
-  EXPECT_LE(widest, 130u) << r.out;
+  EXPECT_LE(widest, 150u) << r.out;  // a terminal of 150 columns
   // One row of ours and one of NCCL's choice per node count, 1 to 64 nodes.
   ASSERT_EQ(rows.size(), 2u * 7u) << r.out;
   for (int i = 0; i < 7; ++i) {
