@@ -1410,14 +1410,32 @@ int proto_index(Protocol p) {
   return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
 }
 
+// NCCL's correction of its tree allreduce bandwidth by size, per protocol (LL, LL128, Simple), for
+// the powers of two from 64 B to 256 MiB (src/graph/tuning.cc of NCCL 2.28, treeCorrectionFactor:
+// "Trees are not perfectly sticking to the model for medium sizes"); 1 outside that range.
+constexpr double kNcclTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+double nccl_tree_correction(int proto, Bytes bytes) {
+  const Bytes units = bytes >> 6;
+  if (units == 0) return 1.0;
+  const int lg = floor_lg(static_cast<int>(std::min<Bytes>(units, Bytes{1} << 30)));
+  return lg < 23 ? kNcclTreeCorrection[proto][lg] : 1.0;
+}
+
 Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protocol proto, Bytes bytes) {
   const NcclConstants& k = t.nccl;
   const int pr = proto_index(proto);
   const double n = static_cast<double>(bytes), p = static_cast<double>(e.p), N = static_cast<double>(e.N);
   const double frac = k.bw_fraction[pr];
   const int bw_algo = algo == kTree && c == Collective::AllReduce ? kTree : kRing;
-  const double intra_busbw = k.bus_bw_Bps[bw_algo][pr] > 0 ? k.bus_bw_Bps[bw_algo][pr] : e.intra_bw * frac;
-  const double busbw = e.N == 1 ? intra_busbw : std::min(intra_busbw, e.node_bw * frac);
+  const bool fitted = k.bus_bw_Bps[bw_algo][pr] > 0;
+  const double intra_busbw = fitted ? k.bus_bw_Bps[bw_algo][pr] : e.intra_bw * frac;
+  // NCCL's tree allreduce gets 0.92 of the channels' rate (tuning.cc); a fitted value holds it.
+  const double tree_share = bw_algo == kTree && !fitted ? 0.92 : 1.0;
+  const double busbw = (e.N == 1 ? intra_busbw : std::min(intra_busbw, e.node_bw * frac)) * tree_share;
   if (c == Collective::SendRecv || c == Collective::AllToAll) {
     Parts d = c == Collective::SendRecv ? sendrecv_direct(e, n) : direct(e, n / p, false);
     double hop = e.N > 1 ? k.inter_hop_latency_s[kRing][pr] : k.intra_hop_latency_s[kRing][pr];
@@ -1426,7 +1444,7 @@ Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protoc
   if (algo == kTree) {
     double lat = k.base_latency_s[kTree][pr] + 2 * ((static_cast<double>(e.G) - 1) * k.intra_hop_latency_s[kTree][pr] +
                                                     floor_lg(e.N) * k.inter_hop_latency_s[kTree][pr]);
-    return {lat, n / (busbw / 2), 0};
+    return {lat, n / (busbw / 2 * nccl_tree_correction(pr, bytes)), 0};
   }
   double steps, inter_steps, ratio;
   if (c == Collective::AllReduce) {
