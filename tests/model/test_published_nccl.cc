@@ -114,5 +114,23 @@ TEST(PublishedNccl, RingBeatsTreeAtLargeSizesOnManyNodes) {
   }
 }
 
+// The same choice by NCCL's own tuning model (what `commsim predict` prints as NCCL's pick): the
+// ring at 1 GiB and more on 2-8 nodes and at 4 GiB on 16, as NCCL runs it where the forced tree is
+// slower (NVIDIA/nccl issue #1368: 5 nodes of 8 H100, 1 GiB, ring 190 GB/s, tree 150 GB/s).
+TEST(PublishedNccl, NcclsOwnModelPicksTheRingAtLargeSizes) {
+  for (const char* name : {"dgx-h100", "dgx-a100"}) {
+    const Topology t = preset(name);
+    for (int nodes : {2, 4, 8, 16})
+      for (Bytes bytes : {kGiB, 4 * kGiB}) {
+        if (nodes == 16 && bytes == kGiB) continue;
+        const Cost pick = predicted(t, Algorithm::Nccl, nodes, bytes);
+        EXPECT_EQ(pick.algorithm, Algorithm::NcclRing) << name << " " << nodes << " nodes, " << bytes << " B";
+        EXPECT_EQ(pick.protocol, Protocol::Simple) << name << " " << nodes << " nodes, " << bytes << " B";
+      }
+    // and the tree (LL) for small messages across nodes, where its lg(nodes) latency wins.
+    EXPECT_EQ(predicted(t, Algorithm::Nccl, 16, 8).algorithm, Algorithm::NcclTree) << name;
+  }
+}
+
 }  // namespace
 }  // namespace commsim
