@@ -402,12 +402,48 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
 
 }  // namespace
 
+// The answer first: how far off, where worst, whether the picks were right, NCCL's slow picks.
+void print_verdict(std::ostream& out, const Report& r) {
+  if (r.compared == 0) return;
+  out << "\n## Verdict\n";
+  out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared << " points: "
+      << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs) << " from 64 KiB\n";
+  std::vector<const ErrorGroup*> worst;
+  for (const ErrorGroup& g : r.groups)
+    if (g.stats.n > 0 && g.stats.median_abs > kVerdictWithin) worst.push_back(&g);
+  std::stable_sort(worst.begin(), worst.end(),
+                   [](const ErrorGroup* a, const ErrorGroup* b) { return a->stats.median_abs > b->stats.median_abs; });
+  out << "  " << r.groups.size() - worst.size() << " of " << r.groups.size()
+      << " (collective, algorithm, size band) groups within " << pct(kVerdictWithin) << " at the median";
+  if (worst.empty()) {
+    out << "\n";
+  } else {
+    out << "; worst:";
+    for (std::size_t i = 0; i < worst.size() && i < 3; ++i)
+      out << (i ? "," : "") << " " << worst[i]->collective << " " << worst[i]->algorithm << " "
+          << to_string(worst[i]->band) << " " << pct(worst[i]->stats.median_abs);
+    out << "\n";
+  }
+  if (!r.winners.empty()) {
+    std::size_t agree = 0, slower = 0;
+    for (const WinnerCase& w : r.winners) agree += w.agree, slower += w.pick_slower;
+    out << "  it picked the measured fastest algorithm in " << agree << " of " << r.winners.size()
+        << " cases; its pick was slower beyond the noise in " << slower << "\n";
+  }
+  std::size_t nccl_slow = 0;
+  for (const NcclChoiceCase& c : r.nccl_choices) nccl_slow += c.slower;
+  if (!r.nccl_choices.empty())
+    out << "  NCCL's own choice was slower than a variant it could have been forced to in " << nccl_slow << " of "
+        << r.nccl_choices.size() << " sizes (## NCCL's choice)\n";
+}
+
 void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
   char buf[400];
   out << "# commsim report: " << r.points << " points read, " << r.measured << " measured, " << r.compared
       << " with a prediction to compare\n";
   for (const auto& f : r.files) out << "#   " << f << "\n";
   for (const auto& n : r.run_notes) out << "# " << n << "\n";
+  print_verdict(out, r);
   out << "\n## Accuracy (|error| = |predicted - measured| / measured)\n";
   stats_line(out, "all sizes", r.all);
   stats_line(out, "below 64 KiB", r.below_64KiB);

@@ -113,6 +113,8 @@ struct NcclChoiceCase {
   bool nccl_fastest = false;  // nccl_pick == fastest (both known)
 };
 inline constexpr double kNcclLossNoise = 0.05;
+// A group whose median |error| is at most this counts as right in the report's verdict.
+inline constexpr double kVerdictWithin = 0.10;
 
 struct FailedPoint {
   Point point;

@@ -142,6 +142,11 @@ TEST(ReportTables, WinnerJudgedByTheSamples) {
   EXPECT_NE(table.str().find("in 1 cases: the model picked it in 1 (100.0%)"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("beyond the noise (p < 0.05) in 1 of 3 cases"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("<- differs (within the noise)"), std::string::npos);
+  EXPECT_NE(table.str().find("## Verdict\n  the model is "), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("it picked the measured fastest algorithm in " + std::to_string(r.winner_agree) + " of 3 cases; "
+                             "its pick was slower beyond the noise in 1\n"),
+            std::string::npos)
+      << table.str();
   EXPECT_NE(csv.str().find(",winner_p,clear,pick_p,pick_slower\n"), std::string::npos) << csv.str();
 }
 
@@ -275,6 +280,11 @@ TEST(ReportTables, NcclChoiceInEveryFormat) {
   print_report_csv(csv, r, "nccl", pts);
   const std::string t = table.str();
   EXPECT_NE(t.find("## NCCL's choice"), std::string::npos) << t;
+  // The verdict comes first and names NCCL's slow pick.
+  EXPECT_LT(t.find("## Verdict"), t.find("## Accuracy")) << t;
+  EXPECT_NE(t.find("NCCL's own choice was slower than a variant it could have been forced to in 1 of 2 sizes"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("NCCL's collectives (nccl, nccl-ring, nccl-tree"), std::string::npos) << t;
   EXPECT_NE(t.find("Ring/LL, 8 ch"), std::string::npos) << t;
   EXPECT_NE(t.find("<- NCCL slower"), std::string::npos) << t;
