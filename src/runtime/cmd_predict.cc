@@ -239,8 +239,8 @@ void print_summary(std::ostream& os, const Settings& s, const std::vector<Priced
   bool any_nccl = false, any_versus = false;
   for (const Priced& p : priced) {
     const Collective c = p.collective;
-    os << "# " << to_string(c) << " on " << t.name << ": " << s.gpus_per_node << " x "
-       << (t.gpu ? t.device_name : std::string("ranks")) << " per node, " << to_string(s.dtype) << ", "
+    os << "# " << to_string(c) << " on " << t.name << ": " << s.gpus_per_node
+       << (t.gpu ? " x " + t.device_name : std::string(" ranks")) << " per node, " << to_string(s.dtype) << ", "
        << short_bytes(small) << " to " << short_bytes(large) << " (closed-form model)\n#\n";
     std::vector<Candidate> ring, tree;
     for (const Candidate& cand : p.ours) {
@@ -250,22 +250,30 @@ void print_summary(std::ostream& os, const Settings& s, const std::vector<Priced
     const bool versus = !ring.empty() && !tree.empty();
     any_versus = any_versus || versus;
     const std::vector<Candidate>& mine = p.contenders();
-    os << (p.ours.empty() ? "# NCCL's algorithms named\n" : "# our schedules (what `commsim run` executes)\n")
-       << head((versus ? pad("ring vs tree", 24) + "  " : "") + "fastest, by size");
+    // Per node count: ring vs tree (when both are there) and the fastest, by size.
+    std::vector<std::string> versus_text, fastest_text;
+    std::vector<Seconds> t_small, t_large;
+    std::size_t versus_width = std::string("ring vs tree").size();
     for (int nodes : s.nodes) {
       auto best_of = [&](const std::vector<Candidate>& cands, Bytes b) {
         return best_candidate(t, c, nodes, s.gpus_per_node, b, cands, s.channels);
       };
-      std::string rest;
       if (versus) {
         auto rb = bands(s.sizes, [&](Bytes b) {
           return best_of(ring, b).cost.time_s <= best_of(tree, b).cost.time_s ? "ring" : "tree";
         });
-        rest = pad(rb.size() == 1 ? rb.front().label + " at every size" : band_text(rb), 24) + "  ";
+        versus_text.push_back(rb.size() == 1 ? rb.front().label + " at every size" : band_text(rb));
+        versus_width = std::max(versus_width, versus_text.back().size());
       }
-      rest += band_text(bands(s.sizes, [&](Bytes b) { return candidate_name(best_of(mine, b).candidate); }));
-      os << row(nodes, best_of(mine, small).cost.time_s, best_of(mine, large).cost.time_s, c, rest);
+      fastest_text.push_back(band_text(bands(s.sizes, [&](Bytes b) { return candidate_name(best_of(mine, b).candidate); })));
+      t_small.push_back(best_of(mine, small).cost.time_s);
+      t_large.push_back(best_of(mine, large).cost.time_s);
     }
+    os << (p.ours.empty() ? "# NCCL's algorithms named\n" : "# our schedules (what `commsim run` executes)\n")
+       << head((versus ? pad("ring vs tree", versus_width) + "  " : "") + "fastest, by size");
+    for (std::size_t i = 0; i < s.nodes.size(); ++i)
+      os << row(s.nodes[i], t_small[i], t_large[i], c,
+                (versus ? pad(versus_text[i], versus_width) + "  " : std::string()) + fastest_text[i]);
     if (!p.ours.empty() && !p.nccl.empty()) {
       any_nccl = true;
       os << "#\n# NCCL's own choice (NCCL's tuning model, priced with the topology's nccl: constants)\n"
