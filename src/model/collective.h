@@ -44,6 +44,10 @@ inline constexpr std::array kAllAlgorithms = {
 
 // NCCL-style protocols, priced as latency/bandwidth variants. None = plain alpha-beta-gamma.
 enum class Protocol : std::uint8_t { None, LL, LL128, Simple };
+// NCCL's own collectives (the baselines run by NCCL, priced by NCCL's model): nccl, nccl-ring, nccl-tree.
+inline constexpr bool is_nccl_algorithm(Algorithm a) {
+  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+}
 inline constexpr std::array kNcclProtocols = {Protocol::LL, Protocol::LL128, Protocol::Simple};
 
 std::string_view to_string(Collective c);

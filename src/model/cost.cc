@@ -1465,10 +1465,6 @@ Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protoc
   return {lat, n / (busbw * ratio), 0};
 }
 
-bool is_nccl_algorithm(Algorithm a) {
-  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
-}
-
 // applies(), as a table: closed_form() checks it on every call.
 struct AppliesTable {
   bool v[kAllCollectives.size()][kAllAlgorithms.size()] = {};

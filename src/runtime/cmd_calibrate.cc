@@ -394,7 +394,7 @@ std::vector<NcclSample> calibrate_nccl(std::ostream& out, const std::vector<Poin
                                        Topology& topo, std::vector<std::pair<std::string, std::string>>& comments) {
   const std::vector<NcclSample> samples = nccl_samples(points);
   const bool any_nccl = std::ranges::any_of(points, [](const Point& p) {
-    return p.algorithm == Algorithm::Nccl || p.algorithm == Algorithm::NcclRing || p.algorithm == Algorithm::NcclTree;
+    return is_nccl_algorithm(p.algorithm);
   });
   if (!any_nccl) return {};
   out << "## NCCL's constants (per algorithm x protocol: t - call_overhead = base + hops x intra_hop + bus bytes / "

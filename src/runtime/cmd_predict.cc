@@ -148,8 +148,6 @@ std::vector<std::string> crossover_lines(const Settings& s, Collective c, int no
 }
 
 
-bool is_nccl(Algorithm a) { return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree; }
-
 // One collective's candidates: ours (the hand-written schedules, which compete for the winner) and
 // NCCL's own model (priced beside them, never the winner while ours are there).
 struct Priced {
@@ -365,7 +363,7 @@ int cmd_predict(int argc, char** argv) {
   for (const auto& [c, algs] : s.plan) {
     Priced p{c, {}, {}};
     for (const Candidate& cand : priceable_candidates(s, c, algs, skipped))
-      (is_nccl(cand.algorithm) ? p.nccl : p.ours).push_back(cand);
+      (is_nccl_algorithm(cand.algorithm) ? p.nccl : p.ours).push_back(cand);
     rows += (p.ours.size() + p.nccl.size()) * s.sizes.size() * s.nodes.size();
     priced.push_back(std::move(p));
   }

@@ -128,10 +128,6 @@ void judge_by_samples(WinnerCase& w, const std::map<std::string, const Point*>& 
   w.pick_slower = w.pick_p < kWinnerAlpha;
 }
 
-bool is_nccl(Algorithm a) {
-  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
-}
-
 // "Ring/LL128" for a forced row.
 std::string variant_of(const Point& p) {
   return std::string(p.algorithm == Algorithm::NcclTree ? "Tree" : "Ring") + "/" + std::string(to_string(p.protocol));
@@ -149,7 +145,7 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
   };
   std::map<Where, Cell> cells;
   for (const Point& p : points) {
-    if (!is_nccl(p.algorithm) || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || p.ranks < 2)
+    if (!is_nccl_algorithm(p.algorithm) || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || p.ranks < 2)
       continue;
     Cell& c = cells[{std::string(to_string(p.collective)), p.backend, p.nodes, p.ranks, p.bytes, p.dtype}];
     if (p.algorithm == Algorithm::Nccl && p.protocol == Protocol::None) {
@@ -213,7 +209,7 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
       (p.bytes < kSmallBandLimit ? sched_small : sched_large).push_back(e);
     else
       (p.bytes < kSmallBandLimit ? lib_small : lib_large).push_back(e);
-    if (is_nccl(p.algorithm))
+    if (is_nccl_algorithm(p.algorithm))
       (p.bytes < kSmallBandLimit ? nccl_small : nccl_large).push_back(e);
     else if (!is_hand_written(p.algorithm))
       (p.bytes < kSmallBandLimit ? mpi_small : mpi_large).push_back(e);
@@ -316,7 +312,7 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
   r.winner_agreement = r.winners.empty() ? 0.0 : static_cast<double>(r.winner_agree) / static_cast<double>(r.winners.size());
   r.nccl_choices = nccl_choices(points);
   for (const NcclChoiceCase& c : r.nccl_choices) r.nccl_slower += c.slower ? 1 : 0;
-  for (const Point& p : points) r.nccl_one_rank += is_nccl(p.algorithm) && p.measured() && p.ranks == 1 ? 1 : 0;
+  for (const Point& p : points) r.nccl_one_rank += is_nccl_algorithm(p.algorithm) && p.measured() && p.ranks == 1 ? 1 : 0;
 
   std::vector<const Point*> sorted = cmp;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Point* a, const Point* b) {

@@ -204,7 +204,7 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
       const auto winner = fastest(topology, c, placement, count, elem, settings.root, algs,
                                   settings.pipeline_chunk_bytes, settings.channels);
       for (Algorithm a : algs) {
-        const bool nccl = a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+        const bool nccl = is_nccl_algorithm(a);
         for (Protocol protocol : nccl ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
           PlannedPoint pp;
           Point& row = pp.row;
