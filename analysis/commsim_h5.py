@@ -1,4 +1,4 @@
-"""Read commsim HDF5 results files (schema version 1, src/runtime/HDF5_SCHEMA.md) into pandas.
+"""Read commsim HDF5 results files (schema version 1, src/runtime/h5/HDF5_SCHEMA.md) into pandas.
 
 Plain h5py, numpy and pandas: no commsim code is needed to read the files.
 

@@ -12,7 +12,7 @@ writes into report/:
     report.md                       the tables of `commsim report` and the figures
     report.json                     the same numbers as `commsim report --format json`
 
-The numbers follow the definitions of `commsim report` exactly (src/runtime/report_tables.h):
+The numbers follow the definitions of `commsim report` exactly (src/runtime/output/report_tables.h):
 relative error = (predicted - measured median) / measured median over points with status "ok";
 geometric mean of max(|error|, 1e-6); winners among hand-written algorithms measured at the same
 (collective, backend, dtype, nodes, ranks, bytes), ties in the model within 1e-6 relative; the

@@ -19,6 +19,11 @@ if(COMMSIM_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 find_package(Threads REQUIRED)
+# Well-kept libraries in place of code of our own: {fmt} for numbers and tables, Eigen for the
+# least squares of calibration (the model); nlohmann/json for JSON output and hwloc for CPU, NUMA,
+# GPU and NIC locality (the runtime).
+find_package(fmt REQUIRED)
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 
 set(COMMSIM_HAVE_MPI OFF)
 set(COMMSIM_HAVE_CUDA OFF)
@@ -27,6 +32,9 @@ set(COMMSIM_HAVE_UCX OFF)
 if(NOT COMMSIM_MODEL_ONLY)
   find_package(HDF5 REQUIRED COMPONENTS C)
   find_package(Boost REQUIRED COMPONENTS program_options)
+  find_package(nlohmann_json 3.2 REQUIRED)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 
   if(NOT COMMSIM_WITH_MPI STREQUAL "OFF")
     find_package(MPI COMPONENTS C)

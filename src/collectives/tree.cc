@@ -21,7 +21,7 @@
 // The data is split in two halves, [0, ceil(n/2)) moves along tree A and the rest along tree B,
 // each in k chunks; chunk c of both halves moves in the same steps, so a pipeline chunk is a pair
 // of half-chunks: k = pipeline_chunks(count, ..., pipeline_chunk_bytes) (512 KiB pairs by default,
-// the chunk of model/cost.h's closed form, whose tree moves n/k bytes per step). With h(v) the
+// the chunk of model/cost/cost.h's closed form, whose tree moves n/k bytes per step). With h(v) the
 // height of v (leaves 0), d(v) its depth and H the height of the tree's root, in each tree:
 //   up     v sends its partial sum of chunk c to its parent in step c + h(v) (leaves send their
 //          input); a parent combines the chunk from its first child on arrival and receives the
@@ -37,7 +37,7 @@
 #include <algorithm>
 
 #include "collectives/algorithms.h"
-#include "model/double_tree.h"
+#include "model/cost/double_tree.h"
 
 namespace commsim {
 namespace {

@@ -3,10 +3,10 @@
 // (same node or network), transfers that share a rank's link or a node's NICs share their
 // bandwidth, reductions cost bytes * gamma, local copies bytes / memory bandwidth. Ranks advance
 // round by round and wait only for their own transfers (a discrete-event simulation of the
-// schedule). On a uniform topology this equals the closed form of model/cost.h.
+// schedule). On a uniform topology this equals the closed form of model/cost/cost.h.
 #include "model/placement.h"
 #include "model/schedule.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 #include "model/units.h"
 
 namespace commsim {

@@ -3,7 +3,7 @@
 #include <optional>
 #include <vector>
 
-#include "model/cost.h"
+#include "model/cost/cost.h"
 
 namespace commsim {
 

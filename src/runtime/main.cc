@@ -6,7 +6,7 @@
 
 #include "model/error.h"
 #include "runtime/command.h"
-#include "runtime/mpi_env.h"
+#include "runtime/job/mpi_env.h"
 
 namespace {
 

@@ -29,7 +29,7 @@
 
 #include "collectives/generators.h"
 #include "model/collective.h"
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/price.h"
 #include "model/select.h"
 #include "model/units.h"

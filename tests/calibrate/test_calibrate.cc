@@ -8,11 +8,11 @@
 #include <random>
 
 #include "collectives/generators.h"
-#include "model/calibrate.h"
-#include "model/cost.h"
+#include "model/calibrate/calibrate.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/price.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

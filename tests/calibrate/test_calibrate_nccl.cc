@@ -10,14 +10,14 @@
 #include <sstream>
 
 #include "../runtime/test_util.h"
-#include "model/calibrate.h"
-#include "model/cost.h"
+#include "model/calibrate/calibrate.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 #include "runtime/command.h"
-#include "runtime/probe_file.h"
-#include "runtime/report_tables.h"
-#include "runtime/results_file.h"
+#include "runtime/h5/probe_file.h"
+#include "runtime/output/report_tables.h"
+#include "runtime/h5/results_file.h"
 
 namespace commsim {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "runtime/report_tables.h"
-#include "runtime/stats.h"
+#include "runtime/output/report_tables.h"
+#include "runtime/sweep/stats.h"
 
 namespace commsim {
 namespace {

@@ -1,4 +1,4 @@
-// The MPI library's own choice of algorithm (collectives/mpi_library.h). The expected choices are
+// The MPI library's own choice of algorithm (collectives/libraries/mpi_library.h). The expected choices are
 // those Open MPI 4.1.4 ran (its coll/base functions traced under a debugger on 4, 8 and 16 ranks,
 // float sums); they check that the tables and the size each collective looks them up by are read
 // as the library reads them.
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/mpi_library.h"
+#include "collectives/libraries/mpi_library.h"
 #include "model/price.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

@@ -1,11 +1,11 @@
-// The parser of NCCL's TUNING log (collectives/nccl_tuning_log.h), on a log in NCCL 2.28.3's format
+// The parser of NCCL's TUNING log (collectives/libraries/nccl_tuning_log.h), on a log in NCCL 2.28.3's format
 // (tests/collectives/data/nccl-2.28.3-tuning.log) and on single lines of every format variant.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "collectives/nccl_tuning_log.h"
+#include "collectives/libraries/nccl_tuning_log.h"
 
 namespace commsim {
 namespace {

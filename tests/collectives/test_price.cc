@@ -1,4 +1,4 @@
-// Pricing schedules (model/price.h) against the closed forms (model/cost.h) on a uniform one-tier
+// Pricing schedules (model/price.h) against the closed forms (model/cost/cost.h) on a uniform one-tier
 // topology, where both describe the same algorithm: equal to 1e-9 for the unpipelined algorithms;
 // within stated bounds where the schedule and the closed form are known to differ (pipelines,
 // the fold of Rabenseifner, pairwise alltoall). Copies are free here (huge memory bandwidth), as
@@ -12,10 +12,10 @@
 
 #include "collectives/generators.h"
 #include "model/collective.h"
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/price.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {
@@ -235,7 +235,7 @@ TEST(PriceOfPipelines, RingChain) {
       }
 }
 
-// The double binary tree against the closed form of model/cost.h, which follows the schedule's
+// The double binary tree against the closed form of model/cost/cost.h, which follows the schedule's
 // structure: k + 2H - 1 steps for allreduce (reduction and broadcast overlap, four half-chunks per
 // step each way in the steady state), k + H - 1 for broadcast/reduce. The closed form charges
 // every fill and drain step a full chunk where the schedule's edges of the pipeline move less, so

@@ -13,7 +13,7 @@
 #include "collectives/generators.h"
 #include "collectives/reduce.h"
 #include "collectives/reference_executor.h"
-#include "model/double_tree.h"
+#include "model/cost/double_tree.h"
 #include "model/error.h"
 #include "model/placement.h"
 

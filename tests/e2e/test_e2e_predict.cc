@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "model/collective.h"
-#include "model/topology.h"
-#include "runtime/results_file.h"
+#include "model/topology/topology.h"
+#include "runtime/h5/results_file.h"
 #include "test_util.h"
 #include "text_formats.h"
 

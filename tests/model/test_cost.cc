@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
 
 namespace commsim {

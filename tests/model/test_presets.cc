@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "model/cost.h"
-#include "model/topology.h"
+#include "model/cost/cost.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

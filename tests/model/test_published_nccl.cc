@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <string>
 
-#include "model/cost.h"
-#include "model/topology.h"
+#include "model/cost/cost.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "model/error.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
-#include "model/topology.h"
+#include "model/topology/topology.h"
 #include "model/units.h"
 
 namespace commsim {

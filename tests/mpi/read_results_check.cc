@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "runtime/cpu_binding.h"
-#include "runtime/results_file.h"
+#include "runtime/job/cpu_binding.h"
+#include "runtime/h5/results_file.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

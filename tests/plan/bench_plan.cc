@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "model/error.h"
-#include "model/llm_model.h"
-#include "model/plan.h"
-#include "model/topology.h"
+#include "model/plan/llm_model.h"
+#include "model/plan/plan.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/hdf5.h"
-#include "runtime/results_file.h"
+#include "runtime/h5/hdf5.h"
+#include "runtime/h5/results_file.h"
 #include "test_util.h"
 #include "text_formats.h"
 

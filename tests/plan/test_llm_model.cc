@@ -5,7 +5,7 @@
 #include <string>
 
 #include "model/error.h"
-#include "model/llm_model.h"
+#include "model/plan/llm_model.h"
 
 namespace commsim {
 namespace {

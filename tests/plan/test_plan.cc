@@ -9,11 +9,11 @@
 #include <string>
 #include <tuple>
 
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
-#include "model/llm_model.h"
-#include "model/plan.h"
-#include "model/topology.h"
+#include "model/plan/llm_model.h"
+#include "model/plan/plan.h"
+#include "model/topology/topology.h"
 
 namespace commsim {
 namespace {

@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "model/error.h"
-#include "runtime/cli_common.h"
+#include "runtime/commands/cli.h"
 #include "test_util.h"
 
 namespace commsim {

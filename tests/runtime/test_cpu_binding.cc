@@ -1,5 +1,5 @@
 // CPU lists and the words a run's header uses for how its ranks were bound.
-#include "runtime/cpu_binding.h"
+#include "runtime/job/cpu_binding.h"
 
 #include <gtest/gtest.h>
 

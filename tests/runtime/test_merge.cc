@@ -10,8 +10,8 @@
 
 #include "model/error.h"
 #include "runtime/command.h"
-#include "runtime/hdf5.h"
-#include "runtime/results_file.h"
+#include "runtime/h5/hdf5.h"
+#include "runtime/h5/results_file.h"
 #include "test_util.h"
 
 namespace commsim {

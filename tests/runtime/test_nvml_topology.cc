@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model/topology.h"
+#include "model/topology/topology.h"
 #include "runtime/command.h"
-#include "runtime/nvml_topology.h"
-#include "runtime/probe_file.h"
-#include "runtime/results_file.h"
+#include "runtime/probe/nvml_topology.h"
+#include "runtime/h5/probe_file.h"
+#include "runtime/h5/results_file.h"
 #include "test_util.h"
 
 namespace commsim {

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <variant>
 
-#include "runtime/reporter.h"
-#include "runtime/results_file.h"
+#include "runtime/output/reporter.h"
+#include "runtime/h5/results_file.h"
 #include "test_util.h"
 #include "text_formats.h"
 

@@ -2,10 +2,10 @@
 // with the chunk they ran with, which the results file records.
 #include <gtest/gtest.h>
 
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/price.h"
 #include "model/schedule.h"
-#include "runtime/sweep.h"
+#include "runtime/sweep/sweep.h"
 
 namespace commsim {
 namespace {

@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "model/error.h"
-#include "runtime/hdf5.h"
-#include "runtime/results_file.h"
+#include "runtime/h5/hdf5.h"
+#include "runtime/h5/results_file.h"
 #include "test_util.h"
 
 namespace commsim {

@@ -9,9 +9,9 @@
 #include <csignal>
 #include <filesystem>
 
-#include "runtime/probe_file.h"
-#include "runtime/results_file.h"
-#include "runtime/storage_probe.h"
+#include "runtime/h5/probe_file.h"
+#include "runtime/h5/results_file.h"
+#include "runtime/probe/storage.h"
 #include "test_util.h"
 
 namespace commsim {

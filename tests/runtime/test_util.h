@@ -13,8 +13,8 @@
 #include <string>
 
 #include "model/error.h"
-#include "runtime/point.h"
-#include "runtime/run_context.h"
+#include "runtime/sweep/point.h"
+#include "runtime/output/run_context.h"
 
 namespace commsim::test {
 

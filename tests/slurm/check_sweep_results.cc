@@ -29,12 +29,12 @@
 
 #include "collectives/generators.h"
 #include "model/collective.h"
-#include "model/cost.h"
+#include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/placement.h"
 #include "model/price.h"
-#include "model/topology.h"
-#include "runtime/results_file.h"
+#include "model/topology/topology.h"
+#include "runtime/h5/results_file.h"
 
 namespace {
 

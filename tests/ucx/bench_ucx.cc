@@ -24,7 +24,7 @@
 #include "collectives/ucx/ucx_transport.h"
 #include "model/error.h"
 #include "model/units.h"
-#include "runtime/mpi_carrier.h"
+#include "runtime/job/mpi_carrier.h"
 
 namespace commsim {
 namespace {

@@ -8,7 +8,7 @@
 // unless the user set NCCL_DEBUG, the constructor turns on NCCL_DEBUG=INFO
 // NCCL_DEBUG_SUBSYS=TUNING into a private file (NCCL_DEBUG_FILE; in $COMMSIM_NCCL_LOG_DIR and
 // kept when that is set, else in $TMPDIR and removed) and picked() parses the lines written since
-// mark() (collectives/nccl_tuning_log.h). NCCL writes them on rank 0 only and not for one rank or
+// mark() (collectives/libraries/nccl_tuning_log.h). NCCL writes them on rank 0 only and not for one rank or
 // point-to-point operations; closest_forced() is the fallback that matches an unforced time
 // against the forced runs.
 #include <mpi.h>
@@ -23,7 +23,7 @@
 #include "collectives/cuda/kernels.h"
 #include "collectives/cuda/nccl_comm.h"
 #include "collectives/dtype.h"
-#include "collectives/nccl_tuning_log.h"
+#include "collectives/libraries/nccl_tuning_log.h"
 #include "model/collective.h"
 
 namespace commsim::cuda {

@@ -1,0 +1,671 @@
+// Topology files: strict reading of the YAML schema documented in configs/topologies/README.md.
+// Every error names the file, the line and the field (as a dotted path, e.g. network.nic_bandwidth)
+// so that a person can fix the file without reading this code.
+#include "model/topology/topology.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "model/error.h"
+
+namespace commsim {
+namespace {
+
+// Where we are in the file, for messages.
+struct Ctx {
+  std::string origin;  // file name (or what the text came from)
+};
+
+[[noreturn]] void fail(const Ctx& ctx, const YAML::Mark& mark, const std::string& field, const std::string& what) {
+  int line = mark.is_null() ? 1 : mark.line + 1;
+  throw Error(ctx.origin + ":" + std::to_string(line) + ": " + (field.empty() ? std::string("(top level)") : field) +
+              ": " + what);
+}
+
+std::string join(std::initializer_list<const char*> names) {
+  std::string s;
+  for (const char* n : names) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string node_kind(const YAML::Node& n) {
+  if (n.IsMap()) return "a map";
+  if (n.IsSequence()) return "a list";
+  if (n.IsNull()) return "empty";
+  return "'" + n.Scalar() + "'";
+}
+
+// A YAML map at a dotted path: rejects unknown and duplicate keys on construction, then hands out
+// its values by key.
+class MapReader {
+ public:
+  MapReader(const Ctx& ctx, const YAML::Node& node, std::string path, std::initializer_list<const char*> allowed)
+      : ctx_(ctx), node_(node), path_(std::move(path)) {
+    if (!node.IsMap())
+      fail(ctx, node.Mark(), path_, "expected a map of keys (" + join(allowed) + "), got " + node_kind(node));
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node key = it->first;  // a copy: the iterator hands out a temporary pair
+      if (!key.IsScalar()) fail(ctx, key.Mark(), path_, "keys must be plain names");
+      const std::string& name = key.Scalar();
+      bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; });
+      if (!known) fail(ctx, key.Mark(), child_path(path_, name), "unknown key (allowed here: " + join(allowed) + ")");
+      if (!seen.insert(name).second) fail(ctx, key.Mark(), child_path(path_, name), "key given twice");
+      entries_.push_back({name, key.Mark(), YAML::Node(it->second)});
+    }
+  }
+
+  const std::string& path() const { return path_; }
+  const Ctx& ctx() const { return ctx_; }
+
+  bool has(const char* key) const { return find(key) != nullptr; }
+
+  // The value of `key`, or fails with "missing required field".
+  YAML::Node require(const char* key, const char* hint = nullptr) const {
+    const Entry* e = find(key);
+    if (!e)
+      fail(ctx_, node_.Mark(), child_path(path_, key),
+           std::string("missing required field") + (hint ? std::string(" (") + hint + ")" : std::string()));
+    if (e->value.IsNull()) fail(ctx_, e->mark, child_path(path_, key), "has no value");
+    return e->value;
+  }
+  // The value of `key`, or an undefined node when absent.
+  std::optional<YAML::Node> optional(const char* key) const {
+    const Entry* e = find(key);
+    if (!e) return std::nullopt;
+    if (e->value.IsNull()) fail(ctx_, e->mark, child_path(path_, key), "has no value");
+    return e->value;
+  }
+  YAML::Mark mark() const { return node_.Mark(); }
+
+ private:
+  struct Entry {
+    std::string name;
+    YAML::Mark mark;
+    YAML::Node value;
+  };
+  const Entry* find(const char* key) const {
+    for (const Entry& e : entries_)
+      if (e.name == key) return &e;
+    return nullptr;
+  }
+  const Ctx& ctx_;
+  YAML::Node node_;
+  std::string path_;
+  std::vector<Entry> entries_;
+};
+
+// Scalar readers. `field` is the dotted path of the value.
+std::string scalar(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  if (!n.IsScalar()) fail(ctx, n.Mark(), field, "expected a single value, got " + node_kind(n));
+  return n.Scalar();
+}
+
+long long read_int(const Ctx& ctx, const YAML::Node& n, const std::string& field, long long lo, long long hi) {
+  std::string s = scalar(ctx, n, field);
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+    fail(ctx, n.Mark(), field, "'" + s + "' is not a whole number");
+  if (v < lo || v > hi)
+    fail(ctx, n.Mark(), field,
+         std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return v;
+}
+
+double read_number(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  std::string s = scalar(ctx, n, field);
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v))
+    fail(ctx, n.Mark(), field, "'" + s + "' is not a number");
+  return v;
+}
+
+// Unit-carrying values go through units.h; its message (unknown unit, not positive, ...) is kept.
+template <class Parse>
+auto read_unit(const Ctx& ctx, const YAML::Node& n, const std::string& field, Parse parse) {
+  std::string s = scalar(ctx, n, field);
+  try {
+    return parse(s);
+  } catch (const Error& e) {
+    fail(ctx, n.Mark(), field, e.what());
+  }
+}
+
+BytesPerSecond read_bandwidth(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  return read_unit(ctx, n, field, [](const std::string& s) { return parse_bandwidth(s); });
+}
+Seconds read_time(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  return read_unit(ctx, n, field, [](const std::string& s) { return parse_time(s); });
+}
+Bytes read_bytes(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  return read_unit(ctx, n, field, [](const std::string& s) { return parse_bytes(s); });
+}
+
+std::string read_choice(const Ctx& ctx, const YAML::Node& n, const std::string& field,
+                        std::initializer_list<const char*> choices) {
+  std::string s = scalar(ctx, n, field);
+  for (const char* c : choices)
+    if (s == c) return s;
+  fail(ctx, n.Mark(), field, "'" + s + "' is not one of: " + join(choices));
+}
+
+constexpr std::initializer_list<const char*> kIntraFabrics = {"nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge",
+                                                              "shared-memory"};
+constexpr std::initializer_list<const char*> kNetworkKinds = {"infiniband", "roce", "ethernet", "tcp", "none"};
+constexpr std::initializer_list<const char*> kNetworkShapes = {"fat-tree",  "rail-optimized", "single-switch",
+                                                               "dragonfly", "torus",          "none"};
+
+// ring/tree x LL/LL128/Simple latencies, e.g. nccl.base_latency.
+void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][3]) {
+  const Ctx& ctx = parent.ctx();
+  std::string path = child_path(parent.path(), key);
+  MapReader table(ctx, parent.require(key), path, {"ring", "tree"});
+  const char* algos[2] = {"ring", "tree"};
+  for (int a = 0; a < 2; ++a) {
+    std::string apath = child_path(path, algos[a]);
+    MapReader protos(ctx, table.require(algos[a]), apath, {"LL", "LL128", "Simple"});
+    const char* names[3] = {"LL", "LL128", "Simple"};
+    for (int p = 0; p < 3; ++p) out[a][p] = read_time(ctx, protos.require(names[p]), child_path(apath, names[p]));
+  }
+}
+
+// nccl.bus_bandwidth: ring/tree x LL/LL128/Simple bandwidths, every one optional (0: from the tiers).
+void read_nccl_bandwidths(const MapReader& parent, const YAML::Node& node, BytesPerSecond (&out)[2][3]) {
+  const Ctx& ctx = parent.ctx();
+  const std::string path = child_path(parent.path(), "bus_bandwidth");
+  MapReader table(ctx, node, path, {"ring", "tree"});
+  const char* algos[2] = {"ring", "tree"};
+  const char* names[3] = {"LL", "LL128", "Simple"};
+  for (int a = 0; a < 2; ++a) {
+    auto row = table.optional(algos[a]);
+    if (!row) continue;
+    const std::string apath = child_path(path, algos[a]);
+    MapReader protos(ctx, *row, apath, {"LL", "LL128", "Simple"});
+    for (int p = 0; p < 3; ++p)
+      if (auto v = protos.optional(names[p])) out[a][p] = read_bandwidth(ctx, *v, child_path(apath, names[p]));
+  }
+}
+
+// A list given as text ("8B:256MiB", "1:4", "1,2,4") or as a YAML list of values.
+std::vector<Bytes> read_size_list(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  std::vector<Bytes> out;
+  if (n.IsSequence()) {
+    for (const auto& v : n) out.push_back(read_bytes(ctx, v, field));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  } else {
+    out = read_unit(ctx, n, field, [](const std::string& s) { return parse_size_list(s); });
+  }
+  if (out.empty()) fail(ctx, n.Mark(), field, "must list at least one size");
+  return out;
+}
+std::vector<int> read_int_list(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
+  std::vector<int> out;
+  if (n.IsSequence()) {
+    for (const auto& v : n) out.push_back(static_cast<int>(read_int(ctx, v, field, 1, 1 << 24)));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  } else {
+    out = read_unit(ctx, n, field, [](const std::string& s) { return parse_int_list(s); });
+  }
+  if (out.empty()) fail(ctx, n.Mark(), field, "must list at least one value");
+  return out;
+}
+
+// calibrated: { created, sources, sizes, nodes, ranks } (see CalibrationInfo).
+void read_calibrated(const MapReader& c, CalibrationInfo& out) {
+  const Ctx& ctx = c.ctx();
+  out.present = true;
+  if (auto v = c.optional("created")) out.created = scalar(ctx, *v, "calibrated.created");
+  if (auto v = c.optional("sources")) {
+    if (v->IsSequence()) {
+      for (const auto& s : *v) out.sources.push_back(scalar(ctx, s, "calibrated.sources"));
+    } else {
+      out.sources.push_back(scalar(ctx, *v, "calibrated.sources"));
+    }
+  }
+  out.sizes = read_size_list(ctx, c.require("sizes", "message sizes measured, e.g. \"8B:256MiB\""), "calibrated.sizes");
+  out.nodes = read_int_list(ctx, c.require("nodes", "node counts measured, e.g. \"1:4\""), "calibrated.nodes");
+  if (auto v = c.optional("ranks")) out.ranks = read_int_list(ctx, *v, "calibrated.ranks");
+}
+
+constexpr std::initializer_list<const char*> kTransportNames = {"mpi", "ucx", "nccl", "ipc"};
+
+// One protocol regime of a tier: `limit_key` (bytes, more than 0) and `latency_key` come together,
+// `overhead_key` needs them; `messages` names the messages of the regime in the errors. Returns
+// whether the regime is set.
+bool read_regime(const Ctx& ctx, const MapReader& r, const std::string& path, const char* limit_key,
+                 const char* latency_key, const char* overhead_key, const std::string& messages, Bytes& limit,
+                 Seconds& latency, std::optional<Seconds>& overhead) {
+  auto lim = r.optional(limit_key), lat = r.optional(latency_key);
+  if (lim.has_value() != lat.has_value())
+    fail(ctx, (lim ? *lim : *lat).Mark(), child_path(path, lim ? latency_key : limit_key),
+         std::string(limit_key) + " and " + latency_key + " go together (" + messages + " pay " + latency_key + ")");
+  if (lim) {
+    limit = read_bytes(ctx, *lim, child_path(path, limit_key));
+    if (limit == 0) fail(ctx, lim->Mark(), child_path(path, limit_key), "must be more than 0 bytes (omit it for none)");
+    latency = read_time(ctx, *lat, child_path(path, latency_key));
+  }
+  if (auto v = r.optional(overhead_key)) {
+    if (!lim)
+      fail(ctx, v->Mark(), child_path(path, overhead_key),
+           std::string("needs ") + limit_key + " and " + latency_key + " (it is the overhead of " + messages + ")");
+    overhead = read_time(ctx, *v, child_path(path, overhead_key));
+  }
+  return lim.has_value();
+}
+
+// An optional number of a tier in (lo, hi], or [lo, hi] when `lo_included`; `what` ends the error.
+void read_in_range(const Ctx& ctx, const MapReader& r, const std::string& path, const char* key, double lo,
+                   bool lo_included, double hi, const std::string& what, double& out) {
+  auto v = r.optional(key);
+  if (!v) return;
+  const double x = read_number(ctx, *v, child_path(path, key));
+  if (!(lo_included ? x >= lo : x > lo) || !(x <= hi))
+    fail(ctx, v->Mark(), child_path(path, key), what);
+  out = x;
+}
+
+// The optional message-protocol fields of a tier (MessageCosts): the rendezvous regime above the
+// eager limit, the inline regime up to the inline limit (below the eager limit), and
+// message_overhead.
+void read_message_costs(const Ctx& ctx, const MapReader& r, const std::string& path, MessageCosts& out) {
+  const bool eager = read_regime(ctx, r, path, "eager_limit", "rendezvous_latency", "rendezvous_overhead",
+                                 "messages above the eager limit", out.eager_limit_bytes,
+                                 out.rendezvous_latency_s, out.rendezvous_overhead_s);
+  if (auto v = r.optional("message_overhead"))
+    out.message_overhead_s = read_time(ctx, *v, child_path(path, "message_overhead"));
+  if (read_regime(ctx, r, path, "inline_limit", "inline_latency", "inline_overhead",
+                  "messages up to the inline limit", out.inline_limit_bytes,
+                  out.inline_latency_s, out.inline_overhead_s) &&
+      eager && out.inline_limit_bytes >= out.eager_limit_bytes)
+    fail(ctx, r.optional("inline_limit")->Mark(), child_path(path, "inline_limit"),
+         "must be below eager_limit (" + format_bytes(out.eager_limit_bytes) + ")");
+  read_in_range(ctx, r, path, "one_way_factor", 0, false, 10,
+                "must be more than 0 and at most 10 (a factor on the latency of one-way messages; 1 = none)",
+                out.one_way_factor);
+  read_in_range(ctx, r, path, "exchange_factor", 0, false, 10,
+                "must be more than 0 and at most 10 (a factor on the latency of messages answered in the same "
+                "round; 1 = none)",
+                out.exchange_factor);
+  read_in_range(ctx, r, path, "overhead_receive_share", 0, true, 1,
+                "must be from 0 to 1 (the part of each message overhead that the receiving rank pays; 0 = all by "
+                "the sender)",
+                out.overhead_receive_share);
+}
+
+// transports: { ucx: { intra_node: { latency, bandwidth }, network: { latency, nic_bandwidth } }, ... }
+// Every value is optional, but each map must set at least one.
+void read_transports(const MapReader& section, const Topology& t, std::vector<TransportOverride>& out) {
+  const Ctx& ctx = section.ctx();
+  for (const char* name : kTransportNames) {
+    auto node = section.optional(name);
+    if (!node) continue;
+    const std::string path = child_path(section.path(), name);
+    MapReader tr(ctx, *node, path, {"intra_node", "network"});
+    if (!tr.has("intra_node") && !tr.has("network"))
+      fail(ctx, tr.mark(), path, "give intra_node and/or network values for this transport");
+    TransportOverride o;
+    o.transport = name;
+    if (auto intra = tr.optional("intra_node")) {
+      const std::string ipath = child_path(path, "intra_node");
+      MapReader r(ctx, *intra, ipath, {"bandwidth", "latency"});
+      if (!r.has("bandwidth") && !r.has("latency")) fail(ctx, r.mark(), ipath, "give bandwidth and/or latency");
+      if (auto v = r.optional("bandwidth")) o.intra_bw_Bps = read_bandwidth(ctx, *v, child_path(ipath, "bandwidth"));
+      if (auto v = r.optional("latency")) o.intra_latency_s = read_time(ctx, *v, child_path(ipath, "latency"));
+    }
+    if (auto net = tr.optional("network")) {
+      const std::string npath = child_path(path, "network");
+      if (!t.network.present())
+        fail(ctx, net->Mark(), npath,
+             "this topology has no network (network.kind none), so there is nothing to override");
+      MapReader r(ctx, *net, npath, {"nic_bandwidth", "latency"});
+      if (!r.has("nic_bandwidth") && !r.has("latency")) fail(ctx, r.mark(), npath, "give nic_bandwidth and/or latency");
+      if (auto v = r.optional("nic_bandwidth"))
+        o.nic_bw_Bps = read_bandwidth(ctx, *v, child_path(npath, "nic_bandwidth"));
+      if (auto v = r.optional("latency")) o.network_latency_s = read_time(ctx, *v, child_path(npath, "latency"));
+    }
+    out.push_back(std::move(o));
+  }
+}
+
+// storage: a list of { name, kind: local|shared, read_bandwidth, write_bandwidth, latency,
+// aggregate_read_bandwidth?, aggregate_write_bandwidth? } (see StorageTier).
+void read_storage(const Ctx& ctx, const YAML::Node& list, std::vector<StorageTier>& out) {
+  if (!list.IsSequence())
+    fail(ctx, list.Mark(), "storage",
+         "expected a list of tiers ({ name, kind: local|shared, read_bandwidth, write_bandwidth, latency }), got " +
+             node_kind(list));
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = "storage[" + std::to_string(i) + "]";
+    MapReader e(ctx, list[i], path,
+                {"name", "kind", "read_bandwidth", "write_bandwidth", "latency", "aggregate_read_bandwidth",
+                 "aggregate_write_bandwidth"});
+    StorageTier s;
+    s.name = scalar(ctx, e.require("name", "e.g. local-nvme"), path + ".name");
+    if (s.name.empty()) fail(ctx, e.mark(), path + ".name", "must not be empty");
+    for (const StorageTier& o : out)
+      if (o.name == s.name) fail(ctx, e.require("name").Mark(), path + ".name", "'" + s.name + "' is given twice");
+    s.shared = read_choice(ctx, e.require("kind", "local (each node its own) or shared (one for all nodes)"),
+                           path + ".kind", {"local", "shared"}) == "shared";
+    s.read_bw_Bps = read_bandwidth(ctx, e.require("read_bandwidth", "sequential read of one node, e.g. 6 GB/s"),
+                                   path + ".read_bandwidth");
+    s.write_bw_Bps = read_bandwidth(ctx, e.require("write_bandwidth", "sequential write of one node, e.g. 3 GB/s"),
+                                    path + ".write_bandwidth");
+    s.latency_s = read_time(ctx, e.require("latency", "one 4 KiB random read, e.g. 80 us"), path + ".latency");
+    for (auto [key, member] : {std::pair{"aggregate_read_bandwidth", &StorageTier::aggregate_read_bw_Bps},
+                               std::pair{"aggregate_write_bandwidth", &StorageTier::aggregate_write_bw_Bps}}) {
+      auto v = e.optional(key);
+      if (!v) continue;
+      if (!s.shared)
+        fail(ctx, v->Mark(), path + "." + key, "applies to kind shared only (a local tier has no cluster-wide cap)");
+      s.*member = read_bandwidth(ctx, *v, path + "." + key);
+    }
+    out.push_back(std::move(s));
+  }
+}
+
+// A curve of bandwidth factors: a list of { KEY: BYTES, scale: FACTOR } in ascending KEY.
+template <typename Point>
+void read_curve(const Ctx& ctx, const MapReader& top, const std::string& field, const std::string& key,
+                std::vector<Point>& out, Bytes Point::*member) {
+  const auto list = top.optional(field.c_str());
+  if (!list) return;
+  if (!list->IsSequence())
+    fail(ctx, list->Mark(), field,
+         "expected a list of { " + key + ": BYTES, scale: FACTOR } in ascending " + key + ", got " + node_kind(*list));
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string path = field + "[" + std::to_string(i) + "]";
+    MapReader e(ctx, (*list)[i], path, {key.c_str(), "scale"});
+    Point point;
+    point.*member = read_bytes(ctx, e.require(key.c_str()), path + "." + key);
+    const YAML::Node sv = e.require("scale");
+    point.scale = read_number(ctx, sv, path + ".scale");
+    if (!(point.scale > 0)) fail(ctx, sv.Mark(), path + ".scale", "must be more than 0 (a factor on bandwidth)");
+    if (point.*member == 0 || (!out.empty() && point.*member <= out.back().*member))
+      fail(ctx, e.require(key.c_str()).Mark(), path + "." + key, key + " must be more than 0 bytes and ascending");
+    out.push_back(point);
+  }
+}
+
+Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
+  Topology t;
+  MapReader top(ctx, root, "",
+                {"name", "description", "gpus_per_node", "ranks_per_node", "device", "intra_node", "host_link",
+                 "network", "reduction", "max_nodes", "nccl", "calibrated", "transports", "call_overhead",
+                 "working_set_scale", "node_working_set_scale", "local_op_scale", "message_scale", "written_scale",
+                 "network_message_scale", "fan_out_scale", "storage"});
+
+  t.name = scalar(ctx, top.require("name"), "name");
+  if (t.name.empty()) fail(ctx, top.mark(), "name", "must not be empty");
+  if (auto d = top.optional("description")) t.description = scalar(ctx, *d, "description");
+
+  // Exactly one of gpus_per_node (GPU nodes) and ranks_per_node (host-only nodes).
+  bool has_gpus = top.has("gpus_per_node"), has_ranks = top.has("ranks_per_node");
+  if (has_gpus && has_ranks)
+    fail(ctx, top.require("ranks_per_node").Mark(), "ranks_per_node",
+         "give either gpus_per_node (GPU nodes) or ranks_per_node (host-only nodes), not both");
+  if (!has_gpus && !has_ranks)
+    fail(ctx, top.mark(), "gpus_per_node",
+         "missing required field (gpus_per_node for GPU nodes, or ranks_per_node for host-only nodes)");
+  t.gpu = has_gpus;
+  const char* per_node_key = has_gpus ? "gpus_per_node" : "ranks_per_node";
+  t.ranks_per_node = static_cast<int>(read_int(ctx, top.require(per_node_key), per_node_key, 1, 1 << 20));
+
+  {
+    MapReader dev(ctx, top.require("device"), "device", {"name", "memory", "memory_bandwidth", "peak_tflops"});
+    t.device_name = scalar(ctx, dev.require("name"), "device.name");
+    read_in_range(ctx, dev, "device", "peak_tflops", 0, false, 1e6,
+                  "must be more than 0 (dense BF16 TFLOP/s of one device, e.g. 989 for an H100 SXM)", t.peak_tflops);
+    if (auto m = dev.optional("memory")) t.device_memory_bytes = read_bytes(ctx, *m, "device.memory");
+    t.memory_bw_Bps = read_bandwidth(ctx, dev.require("memory_bandwidth"), "device.memory_bandwidth");
+  }
+  {
+    MapReader intra(ctx, top.require("intra_node"), "intra_node",
+                    {"fabric", "bandwidth", "latency", "node_bandwidth", "eager_limit", "rendezvous_latency",
+                     "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency", "inline_overhead",
+                     "one_way_factor", "exchange_factor", "overhead_receive_share", "send_share"});
+    t.intra.fabric = read_choice(ctx, intra.require("fabric"), "intra_node.fabric", kIntraFabrics);
+    t.intra.bw_Bps = read_bandwidth(ctx, intra.require("bandwidth", "per rank, per direction, e.g. 370.8 GB/s"),
+                                    "intra_node.bandwidth");
+    t.intra.latency_s = read_time(ctx, intra.require("latency", "per message, e.g. 2 us"), "intra_node.latency");
+    if (auto v = intra.optional("node_bandwidth"))
+      t.intra.node_bw_Bps = read_bandwidth(ctx, *v, "intra_node.node_bandwidth");
+    read_in_range(ctx, intra, "intra_node", "send_share", 0, true, 1,
+                  "must be from 0 to 1 (the part of a round's outgoing bytes that count against the sending "
+                  "rank's bandwidth; 1 = all)",
+                  t.intra.send_share);
+    read_message_costs(ctx, intra, "intra_node", t.intra.msg);
+  }
+  if (t.gpu || top.has("host_link")) {
+    MapReader host(ctx, top.require("host_link", "the GPU <-> host link, e.g. { bandwidth: 64 GB/s, latency: 1 us }"),
+                   "host_link", {"bandwidth", "latency"});
+    t.host_link.fabric = t.gpu ? "pcie" : "host";
+    t.host_link.bw_Bps = read_bandwidth(ctx, host.require("bandwidth"), "host_link.bandwidth");
+    t.host_link.latency_s = read_time(ctx, host.require("latency"), "host_link.latency");
+  }
+  if (auto mn = top.optional("max_nodes")) t.max_nodes = static_cast<int>(read_int(ctx, *mn, "max_nodes", 1, 1 << 24));
+  {
+    YAML::Node net_node = top.require("network", "use { kind: none } for a single-node topology");
+    MapReader net(ctx, net_node, "network",
+                  {"kind", "fabric", "nics_per_node", "nic_bandwidth", "latency", "oversubscription", "eager_limit",
+                   "rendezvous_latency", "message_overhead", "rendezvous_overhead", "inline_limit", "inline_latency",
+                   "inline_overhead", "one_way_factor", "exchange_factor", "overhead_receive_share"});
+    YAML::Node kind_node = net.require("kind");
+    t.network.kind = read_choice(ctx, kind_node, "network.kind", kNetworkKinds);
+    if (auto f = net.optional("fabric"))
+      t.network.fabric_shape = read_choice(ctx, *f, "network.fabric", kNetworkShapes);
+    if (t.network.kind == "none") {
+      if (auto nics = net.optional("nics_per_node")) {
+        if (read_int(ctx, *nics, "network.nics_per_node", 0, 4096) != 0)
+          fail(ctx, nics->Mark(), "network.nics_per_node", "must be 0 when kind is none");
+      }
+      if (t.max_nodes > 1)
+        fail(ctx, kind_node.Mark(), "network.kind",
+             "kind none (no network) is only allowed for single-node topologies, but max_nodes is " +
+                 std::to_string(t.max_nodes));
+      t.max_nodes = 1;
+      t.network.nics_per_node = 0;
+      if (t.network.fabric_shape.empty()) t.network.fabric_shape = "none";
+    } else {
+      t.network.nics_per_node =
+          static_cast<int>(read_int(ctx, net.require("nics_per_node"), "network.nics_per_node", 1, 4096));
+      t.network.nic_bw_Bps = read_bandwidth(
+          ctx, net.require("nic_bandwidth", "usable per NIC per direction, e.g. 47 GB/s"), "network.nic_bandwidth");
+      t.network.latency_s = read_time(ctx, net.require("latency"), "network.latency");
+      if (auto os = net.optional("oversubscription")) {
+        t.network.oversubscription = read_number(ctx, *os, "network.oversubscription");
+        if (!(t.network.oversubscription >= 1.0))
+          fail(ctx, os->Mark(), "network.oversubscription", "must be at least 1 (1 = non-blocking fabric)");
+      }
+      if (t.network.fabric_shape.empty()) t.network.fabric_shape = "fat-tree";
+      read_message_costs(ctx, net, "network", t.network.msg);
+    }
+  }
+  if (auto red = top.optional("reduction")) {
+    MapReader r(ctx, *red, "reduction", {"bandwidth"});
+    t.reduce_bw_Bps = read_bandwidth(ctx, r.require("bandwidth"), "reduction.bandwidth");
+  } else {
+    // A plain reduction reads two operands and writes one: three passes over memory per byte reduced.
+    t.reduce_bw_Bps = t.memory_bw_Bps / 3.0;
+  }
+  if (auto nccl_node = top.optional("nccl")) {
+    MapReader nccl(ctx, *nccl_node, "nccl",
+                   {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth"});
+    read_nccl_table(nccl, "base_latency", t.nccl.base_latency_s);
+    read_nccl_table(nccl, "intra_hop_latency", t.nccl.intra_hop_latency_s);
+    read_nccl_table(nccl, "inter_hop_latency", t.nccl.inter_hop_latency_s);
+    if (auto frac = nccl.optional("bandwidth_fraction")) {
+      MapReader f(ctx, *frac, "nccl.bandwidth_fraction", {"LL", "LL128", "Simple"});
+      const char* names[3] = {"LL", "LL128", "Simple"};
+      for (int p = 0; p < 3; ++p) {
+        if (auto v = f.optional(names[p])) {
+          std::string field = std::string("nccl.bandwidth_fraction.") + names[p];
+          double x = read_number(ctx, *v, field);
+          if (!(x > 0 && x <= 1)) fail(ctx, v->Mark(), field, "must be in (0, 1] (a fraction of Simple's bandwidth)");
+          t.nccl.bw_fraction[p] = x;
+        }
+      }
+    }
+    if (auto bw = nccl.optional("bus_bandwidth")) read_nccl_bandwidths(nccl, *bw, t.nccl.bus_bw_Bps);
+    t.nccl.present = true;
+  }
+  if (auto v = top.optional("call_overhead")) t.call_overhead_s = read_time(ctx, *v, "call_overhead");
+  read_curve(ctx, top, "working_set_scale", "working_set", t.working_set_scale, &WorkingSetScale::working_set);
+  read_curve(ctx, top, "node_working_set_scale", "working_set", t.node_working_set_scale,
+             &WorkingSetScale::working_set);
+  if (!t.node_working_set_scale.empty() && !(t.intra.node_bw_Bps > 0))
+    fail(ctx, top.mark(), "node_working_set_scale", "needs intra_node.node_bandwidth (the rate it scales)");
+  read_curve(ctx, top, "local_op_scale", "bytes", t.local_op_scale, &LocalOpScale::bytes);
+  read_curve(ctx, top, "message_scale", "bytes", t.message_scale, &MessageScale::bytes);
+  read_curve(ctx, top, "written_scale", "bytes", t.written_scale, &MessageScale::bytes);
+  read_curve(ctx, top, "network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
+  read_curve(ctx, top, "fan_out_scale", "bytes", t.fan_out_scale, &MessageScale::bytes);
+  if (!t.network_message_scale.empty() && !t.network.present())
+    fail(ctx, top.mark(), "network_message_scale", "needs a network (nics_per_node > 0)");
+  if (auto cal = top.optional("calibrated")) {
+    MapReader c(ctx, *cal, "calibrated", {"created", "sources", "sizes", "nodes", "ranks"});
+    read_calibrated(c, t.calibrated);
+  }
+  if (auto st = top.optional("storage")) read_storage(ctx, *st, t.storage);
+  if (auto tr = top.optional("transports")) {
+    MapReader section(ctx, *tr, "transports", kTransportNames);
+    read_transports(section, t, t.transports);
+  }
+  return t;
+}
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open topology file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read topology file");
+  return ss.str();
+}
+
+bool is_blank_yaml(const std::string& text) {
+  // Only whitespace and comments.
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto pos = line.find_first_not_of(" \t\r");
+    if (pos == std::string::npos) continue;
+    if (line[pos] == '#') continue;
+    if (line.compare(pos, 3, "---") == 0 && line.find_first_not_of(" \t\r", pos + 3) == std::string::npos) continue;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Topology parse_topology(const std::string& yaml_text, const std::string& origin) {
+  Ctx ctx{origin.empty() ? std::string("<topology>") : origin};
+  if (is_blank_yaml(yaml_text))
+    throw Error(ctx.origin + ":1: (top level): the topology file is empty (see configs/topologies/README.md)");
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail(ctx, e.mark, "(yaml)", "not valid YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    fail(ctx, e.mark, "(yaml)", "not valid YAML: " + e.msg);
+  }
+  Topology t;
+  try {
+    t = parse_document(root, ctx);
+  } catch (const YAML::Exception& e) {
+    // Anything yaml-cpp itself rejects while walking the document (should be rare).
+    fail(ctx, e.mark, "(yaml)", e.msg);
+  }
+  t.text = yaml_text;
+  return t;
+}
+
+Topology load_topology(const std::string& path) {
+  Topology t = parse_topology(read_file_text(path), path);
+  t.source_path = path;
+  return t;
+}
+
+Topology with_transport(const Topology& topology, std::string_view transport) {
+  Topology t = topology;
+  for (const TransportOverride& o : topology.transports) {
+    if (o.transport != transport) continue;
+    if (o.intra_latency_s) t.intra.latency_s = *o.intra_latency_s;
+    if (o.intra_bw_Bps) t.intra.bw_Bps = *o.intra_bw_Bps;
+    if (o.network_latency_s) t.network.latency_s = *o.network_latency_s;
+    if (o.nic_bw_Bps) t.network.nic_bw_Bps = *o.nic_bw_Bps;
+  }
+  return t;
+}
+
+namespace {
+
+std::vector<std::filesystem::path> preset_dirs() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("COMMSIM_CONFIG_DIR"); env && *env) dirs.push_back(fs::path(env) / "topologies");
+#ifdef COMMSIM_SOURCE_CONFIG_DIR
+  dirs.push_back(fs::path(COMMSIM_SOURCE_CONFIG_DIR) / "topologies");
+#endif
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "commsim" / "configs" / "topologies");
+  return dirs;
+}
+
+}  // namespace
+
+std::string resolve_topology_path(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (name_or_path.empty()) throw Error("no topology given (a preset name like dgx-h100, or a path to a .yaml file)");
+  if (fs::exists(name_or_path, ec)) return name_or_path;
+  bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                         (name_or_path.size() > 5 && name_or_path.ends_with(".yaml")) ||
+                         (name_or_path.size() > 4 && name_or_path.ends_with(".yml"));
+  if (looks_like_path) throw Error(name_or_path + ": no such topology file");
+  std::vector<fs::path> dirs = preset_dirs();
+  for (const fs::path& d : dirs) {
+    fs::path candidate = d / (name_or_path + ".yaml");
+    if (fs::exists(candidate, ec)) return candidate.string();
+  }
+  std::set<std::string> presets;
+  std::string searched;
+  for (const fs::path& d : dirs) {
+    if (!searched.empty()) searched += ", ";
+    searched += d.string();
+    for (auto it = fs::directory_iterator(d, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (it->path().extension() == ".yaml") presets.insert(it->path().stem().string());
+  }
+  std::string list;
+  for (const std::string& p : presets) list += (list.empty() ? "" : ", ") + p;
+  throw Error("unknown topology '" + name_or_path + "': not a file, and not a preset in " + searched +
+              (list.empty() ? std::string(" (no presets found; set COMMSIM_CONFIG_DIR)") : "; presets: " + list));
+}
+
+}  // namespace commsim

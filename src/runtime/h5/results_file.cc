@@ -1,0 +1,682 @@
+#include "runtime/h5/results_file.h"
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "model/error.h"
+#include "runtime/h5/hdf5.h"
+
+namespace commsim {
+namespace fs = std::filesystem;
+
+namespace {
+
+// One row of /points as it sits in memory. Short names are fixed-length null-padded strings (h5py
+// reads them as bytes of dtype S<n>); the free-form note is a variable-length UTF-8 string.
+constexpr std::size_t kCollectiveLen = 16, kAlgorithmLen = 32, kBackendLen = 16, kTransportLen = 16, kProtocolLen = 8,
+                      kDtypeLen = 16, kRedopLen = 8, kStatusLen = 16, kNcclAlgoLen = 16, kNcclProtoLen = 32;
+struct Row {
+  std::int32_t run;
+  char collective[kCollectiveLen];
+  char algorithm[kAlgorithmLen];
+  char backend[kBackendLen];
+  char transport[kTransportLen];
+  char protocol[kProtocolLen];
+  char dtype[kDtypeLen];
+  char redop[kRedopLen];
+  std::int32_t nodes;
+  std::int32_t ranks;
+  std::uint64_t bytes;
+  std::uint64_t count;
+  std::int32_t root;
+  double predicted_us;
+  double predicted_busbw_gbps;
+  char predicted_winner[kAlgorithmLen];
+  std::int32_t iters;
+  double measured_min_us;
+  double measured_median_us;
+  double measured_mean_us;
+  double measured_p95_us;
+  double measured_max_us;
+  double algbw_gbps;
+  double busbw_gbps;
+  double rel_error;
+  std::int64_t wrong;
+  char status[kStatusLen];
+  char* note;
+  std::uint64_t samples_offset;
+  std::uint64_t samples_count;
+  std::uint64_t pipeline_chunk_bytes;  // not in files written before commsim recorded it
+  char nccl_algo[kNcclAlgoLen];        // these three: not in files written before commsim recorded them
+  char nccl_proto[kNcclProtoLen];
+  std::int32_t nccl_channels;
+};
+
+struct RowTypes {
+  h5::Datatype memory;  // Row, native layout
+  h5::Datatype file;    // the same fields packed (no padding) in the file
+};
+
+constexpr const char* kChunkField = "pipeline_chunk_bytes";
+constexpr const char* kNcclAlgoField = "nccl_algo";
+
+// The row's types. Files written before commsim recorded the pipeline chunk lack that field, and
+// files written before it recorded what NCCL ran lack nccl_algo, nccl_proto and nccl_channels:
+// read and extend them without (with_chunk / with_nccl false), the fields left empty.
+RowTypes row_types(bool with_chunk = true, bool with_nccl = true) {
+  RowTypes t;
+  t.memory = h5::Datatype(H5Tcreate(H5T_COMPOUND, sizeof(Row)), "H5Tcreate(points row)");
+  hid_t m = t.memory.get();
+  auto insert = [&](const char* name, std::size_t offset, hid_t type) {
+    h5::check_status(H5Tinsert(m, name, offset, type), std::string("H5Tinsert(") + name + ")");
+  };
+  std::vector<h5::Datatype> strings;  // kept open until the compound is complete
+  auto fixed = [&](const char* name, std::size_t offset, std::size_t size) {
+    strings.push_back(h5::fixed_string_type(size));
+    insert(name, offset, strings.back().get());
+  };
+  h5::Datatype note = h5::vlen_string_type();
+#define COMMSIM_ROW_OFFSET(field) offsetof(Row, field)
+  insert("run", COMMSIM_ROW_OFFSET(run), H5T_NATIVE_INT32);
+  fixed("collective", COMMSIM_ROW_OFFSET(collective), kCollectiveLen);
+  fixed("algorithm", COMMSIM_ROW_OFFSET(algorithm), kAlgorithmLen);
+  fixed("backend", COMMSIM_ROW_OFFSET(backend), kBackendLen);
+  fixed("transport", COMMSIM_ROW_OFFSET(transport), kTransportLen);
+  fixed("protocol", COMMSIM_ROW_OFFSET(protocol), kProtocolLen);
+  fixed("dtype", COMMSIM_ROW_OFFSET(dtype), kDtypeLen);
+  fixed("redop", COMMSIM_ROW_OFFSET(redop), kRedopLen);
+  insert("nodes", COMMSIM_ROW_OFFSET(nodes), H5T_NATIVE_INT32);
+  insert("ranks", COMMSIM_ROW_OFFSET(ranks), H5T_NATIVE_INT32);
+  insert("bytes", COMMSIM_ROW_OFFSET(bytes), H5T_NATIVE_UINT64);
+  insert("count", COMMSIM_ROW_OFFSET(count), H5T_NATIVE_UINT64);
+  insert("root", COMMSIM_ROW_OFFSET(root), H5T_NATIVE_INT32);
+  insert("predicted_us", COMMSIM_ROW_OFFSET(predicted_us), H5T_NATIVE_DOUBLE);
+  insert("predicted_busbw_gbps", COMMSIM_ROW_OFFSET(predicted_busbw_gbps), H5T_NATIVE_DOUBLE);
+  fixed("predicted_winner", COMMSIM_ROW_OFFSET(predicted_winner), kAlgorithmLen);
+  insert("iters", COMMSIM_ROW_OFFSET(iters), H5T_NATIVE_INT32);
+  insert("measured_min_us", COMMSIM_ROW_OFFSET(measured_min_us), H5T_NATIVE_DOUBLE);
+  insert("measured_median_us", COMMSIM_ROW_OFFSET(measured_median_us), H5T_NATIVE_DOUBLE);
+  insert("measured_mean_us", COMMSIM_ROW_OFFSET(measured_mean_us), H5T_NATIVE_DOUBLE);
+  insert("measured_p95_us", COMMSIM_ROW_OFFSET(measured_p95_us), H5T_NATIVE_DOUBLE);
+  insert("measured_max_us", COMMSIM_ROW_OFFSET(measured_max_us), H5T_NATIVE_DOUBLE);
+  insert("algbw_gbps", COMMSIM_ROW_OFFSET(algbw_gbps), H5T_NATIVE_DOUBLE);
+  insert("busbw_gbps", COMMSIM_ROW_OFFSET(busbw_gbps), H5T_NATIVE_DOUBLE);
+  insert("rel_error", COMMSIM_ROW_OFFSET(rel_error), H5T_NATIVE_DOUBLE);
+  insert("wrong", COMMSIM_ROW_OFFSET(wrong), H5T_NATIVE_INT64);
+  fixed("status", COMMSIM_ROW_OFFSET(status), kStatusLen);
+  insert("note", COMMSIM_ROW_OFFSET(note), note.get());
+  insert("samples_offset", COMMSIM_ROW_OFFSET(samples_offset), H5T_NATIVE_UINT64);
+  insert("samples_count", COMMSIM_ROW_OFFSET(samples_count), H5T_NATIVE_UINT64);
+  if (with_chunk) insert(kChunkField, COMMSIM_ROW_OFFSET(pipeline_chunk_bytes), H5T_NATIVE_UINT64);
+  if (with_nccl) {
+    fixed(kNcclAlgoField, COMMSIM_ROW_OFFSET(nccl_algo), kNcclAlgoLen);
+    fixed("nccl_proto", COMMSIM_ROW_OFFSET(nccl_proto), kNcclProtoLen);
+    insert("nccl_channels", COMMSIM_ROW_OFFSET(nccl_channels), H5T_NATIVE_INT32);
+  }
+#undef COMMSIM_ROW_OFFSET
+  t.file = h5::Datatype(H5Tcopy(m), "H5Tcopy(points row)");
+  h5::check_status(H5Tpack(t.file.get()), "H5Tpack(points row)");
+  return t;
+}
+
+template <std::size_t N>
+void put(char (&dst)[N], std::string_view value, const char* field) {
+  if (value.size() > N)
+    throw Error(std::string("results file: ") + field + " '" + std::string(value) + "' is longer than the " +
+                std::to_string(N) + " characters the points table stores");
+  std::memset(dst, 0, N);
+  std::memcpy(dst, value.data(), value.size());
+}
+
+template <std::size_t N>
+std::string get(const char (&src)[N]) {
+  std::size_t n = 0;
+  while (n < N && src[n] != '\0') ++n;
+  return std::string(src, n);
+}
+
+constexpr hsize_t kPointsChunkRows = 256;    // ~70 KiB per chunk
+constexpr hsize_t kSamplesChunkRows = 4096;  // 32 KiB per chunk
+
+std::string run_group_name(int index) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04d", index);
+  return buf;
+}
+
+void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {
+  h5::set_attribute(g, "index", static_cast<std::int64_t>(index));
+  h5::set_attribute(g, "status", to_string(status));
+  h5::set_attribute(g, "started", c.started.empty() ? iso8601_utc_now() : c.started);
+  h5::set_attribute(g, "finished",
+                    !c.finished.empty() ? c.finished : (status == RunStatus::Running ? "" : iso8601_utc_now()));
+  h5::set_attribute(g, "command_line", c.command_line);
+  h5::set_attribute(g, "commsim_version", c.commsim_version);
+  h5::set_attribute(g, "ranks", static_cast<std::int64_t>(c.ranks));
+  h5::set_attribute(g, "nodes", static_cast<std::int64_t>(c.nodes));
+  h5::set_attribute(g, "backend", c.backend);
+  h5::set_attribute(g, "transport", c.transport);
+  h5::set_attribute(g, "mpi_version", c.mpi_version);
+  h5::set_attribute(g, "nccl_version", c.nccl_version);
+  h5::set_attribute(g, "cuda_version", c.cuda_version);
+  h5::set_attribute(g, "ucx_version", c.ucx_version);
+  h5::set_attribute(g, "slurm_job_id", c.slurm.job_id);
+  h5::set_attribute(g, "slurm_array_job_id", c.slurm.array_job_id);
+  h5::set_attribute(g, "slurm_array_task_id", c.slurm.array_task_id);
+  h5::set_attribute(g, "slurm_node_list", c.slurm.node_list);
+  h5::set_attribute(g, "slurm_partition", c.slurm.partition);
+  h5::set_attribute(g, "slurm_cluster", c.slurm.cluster);
+  h5::set_attribute(g, "topology_name", c.topology_name);
+  h5::set_attribute(g, "topology_path", c.topology_path);
+  h5::set_attribute(g, "topology_text", c.topology_text);
+  if (c.piece_bytes) h5::set_attribute(g, "piece_bytes", static_cast<std::int64_t>(*c.piece_bytes));
+  h5::set_attribute(g, "cpu_binding", c.cpu_binding);
+  h5::write_string_list(g, "hostnames", c.hostnames);
+  h5::write_string_list(g, "cpus", c.cpus);
+  h5::write_string_list(g, "gpu_names", c.gpu_names);
+  h5::write_string_list(g, "environment", c.environment);
+}
+
+std::string attr_or_empty(hid_t g, const char* name) {
+  return h5::has_attribute(g, name) ? h5::get_string_attribute(g, name) : std::string();
+}
+
+RunContext read_context(hid_t g) {
+  RunContext c;
+  c.index = static_cast<int>(h5::get_int_attribute(g, "index"));
+  c.status = h5::get_string_attribute(g, "status");
+  c.started = attr_or_empty(g, "started");
+  c.finished = attr_or_empty(g, "finished");
+  c.command_line = attr_or_empty(g, "command_line");
+  c.commsim_version = attr_or_empty(g, "commsim_version");
+  c.ranks = static_cast<int>(h5::get_int_attribute(g, "ranks"));
+  c.nodes = static_cast<int>(h5::get_int_attribute(g, "nodes"));
+  c.backend = attr_or_empty(g, "backend");
+  c.transport = attr_or_empty(g, "transport");
+  c.mpi_version = attr_or_empty(g, "mpi_version");
+  c.nccl_version = attr_or_empty(g, "nccl_version");
+  c.cuda_version = attr_or_empty(g, "cuda_version");
+  c.ucx_version = attr_or_empty(g, "ucx_version");
+  c.slurm.job_id = attr_or_empty(g, "slurm_job_id");
+  c.slurm.array_job_id = attr_or_empty(g, "slurm_array_job_id");
+  c.slurm.array_task_id = attr_or_empty(g, "slurm_array_task_id");
+  c.slurm.node_list = attr_or_empty(g, "slurm_node_list");
+  c.slurm.partition = attr_or_empty(g, "slurm_partition");
+  c.slurm.cluster = attr_or_empty(g, "slurm_cluster");
+  c.topology_name = attr_or_empty(g, "topology_name");
+  c.topology_path = attr_or_empty(g, "topology_path");
+  c.topology_text = attr_or_empty(g, "topology_text");
+  if (h5::has_attribute(g, "piece_bytes"))
+    c.piece_bytes = static_cast<std::uint64_t>(h5::get_int_attribute(g, "piece_bytes"));
+  c.cpu_binding = attr_or_empty(g, "cpu_binding");
+  c.hostnames = h5::read_string_list(g, "hostnames");
+  if (h5::exists(g, "cpus")) c.cpus = h5::read_string_list(g, "cpus");  // files before commsim recorded it
+  c.gpu_names = h5::read_string_list(g, "gpu_names");
+  c.environment = h5::read_string_list(g, "environment");
+  return c;
+}
+
+Row to_row(const Point& p, int run, std::uint64_t samples_offset) {
+  Row r{};
+  r.run = run;
+  put(r.collective, to_string(p.collective), "collective");
+  put(r.algorithm, to_string(p.algorithm), "algorithm");
+  put(r.backend, p.backend, "backend");
+  put(r.transport, p.transport, "transport");
+  put(r.protocol, to_string(p.protocol), "protocol");
+  put(r.dtype, p.dtype, "dtype");
+  put(r.redop, p.redop, "redop");
+  r.nodes = p.nodes;
+  r.ranks = p.ranks;
+  r.bytes = p.bytes;
+  r.count = p.count;
+  r.root = p.root;
+  r.predicted_us = p.predicted_us;
+  r.predicted_busbw_gbps = p.predicted_busbw_gbps;
+  put(r.predicted_winner, p.predicted_winner, "predicted_winner");
+  r.iters = p.iters;
+  r.measured_min_us = p.measured_min_us;
+  r.measured_median_us = p.measured_median_us;
+  r.measured_mean_us = p.measured_mean_us;
+  r.measured_p95_us = p.measured_p95_us;
+  r.measured_max_us = p.measured_max_us;
+  r.algbw_gbps = p.algbw_gbps;
+  r.busbw_gbps = p.busbw_gbps;
+  r.rel_error = p.rel_error;
+  r.wrong = p.wrong;
+  put(r.status, p.status, "status");
+  r.note = const_cast<char*>(p.note.c_str());  // only read by H5Dwrite
+  r.samples_offset = samples_offset;
+  r.samples_count = p.samples_us.size();
+  r.pipeline_chunk_bytes = p.pipeline_chunk_bytes;
+  // NCCL's names are short; a longer one (a future symmetric kernel's) is cut to fit.
+  put(r.nccl_algo, std::string_view(p.nccl_algo).substr(0, kNcclAlgoLen), "nccl_algo");
+  put(r.nccl_proto, std::string_view(p.nccl_proto).substr(0, kNcclProtoLen), "nccl_proto");
+  r.nccl_channels = p.nccl_channels;
+  return r;
+}
+
+Point from_row(const Row& r, const std::string& path) {
+  Point p;
+  auto bad = [&](const char* field, const std::string& value) {
+    return Error(path + ": points row has unknown " + field + " '" + value + "'");
+  };
+  std::string s = get(r.collective);
+  auto c = parse_collective(s);
+  if (!c) throw bad("collective", s);
+  p.collective = *c;
+  s = get(r.algorithm);
+  auto a = parse_algorithm(s);
+  if (!a) throw bad("algorithm", s);
+  p.algorithm = *a;
+  s = get(r.protocol);
+  auto pr = parse_protocol(s);
+  if (!pr) throw bad("protocol", s);
+  p.protocol = *pr;
+  p.backend = get(r.backend);
+  p.transport = get(r.transport);
+  p.dtype = get(r.dtype);
+  p.redop = get(r.redop);
+  p.nodes = r.nodes;
+  p.ranks = r.ranks;
+  p.bytes = r.bytes;
+  p.count = r.count;
+  p.root = r.root;
+  p.pipeline_chunk_bytes = r.pipeline_chunk_bytes;
+  p.predicted_us = r.predicted_us;
+  p.predicted_busbw_gbps = r.predicted_busbw_gbps;
+  p.predicted_winner = get(r.predicted_winner);
+  p.iters = r.iters;
+  p.measured_min_us = r.measured_min_us;
+  p.measured_median_us = r.measured_median_us;
+  p.measured_mean_us = r.measured_mean_us;
+  p.measured_p95_us = r.measured_p95_us;
+  p.measured_max_us = r.measured_max_us;
+  p.algbw_gbps = r.algbw_gbps;
+  p.busbw_gbps = r.busbw_gbps;
+  p.rel_error = r.rel_error;
+  p.wrong = r.wrong;
+  p.status = get(r.status);
+  p.note = r.note ? r.note : "";
+  p.nccl_algo = get(r.nccl_algo);
+  p.nccl_proto = get(r.nccl_proto);
+  p.nccl_channels = r.nccl_channels;
+  return p;
+}
+
+// All rows of /points, notes copied out and HDF5's strings freed.
+struct RowsRead {
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+};
+// The row types of an existing /points table: with the pipeline chunk and what NCCL ran when the
+// file has them.
+RowTypes row_types_of(const h5::Dataset& points) {
+  h5::Datatype file_type(H5Dget_type(points.get()), "H5Dget_type(points)");
+  return row_types(H5Tget_member_index(file_type.get(), kChunkField) >= 0,
+                   H5Tget_member_index(file_type.get(), kNcclAlgoField) >= 0);
+}
+
+RowsRead read_all_rows(const h5::Dataset& points, const RowTypes& types) {
+  RowsRead out;
+  hsize_t n = h5::rows(points);
+  out.rows.resize(n);  // value-initialized: a field the file lacks reads as 0
+  if (n == 0) return out;
+  h5::read_rows(points, types.memory.get(), out.rows.data(), 0, n);
+  out.notes.reserve(n);
+  for (const Row& r : out.rows) out.notes.emplace_back(r.note ? r.note : "");
+  h5::reclaim(types.memory.get(), out.rows.data(), n);
+  for (Row& r : out.rows) r.note = nullptr;
+  return out;
+}
+
+void check_schema(hid_t file, const std::string& path) {
+  if (!h5::has_attribute(file, "schema_version"))
+    throw Error(path + " is not a commsim results file (it has no schema_version attribute)");
+  std::int64_t v = h5::get_int_attribute(file, "schema_version");
+  if (v != kResultsSchemaVersion)
+    throw Error(path + " has results schema version " + std::to_string(v) + "; this commsim (" COMMSIM_VERSION
+                ") reads and writes schema version " + std::to_string(kResultsSchemaVersion) +
+                " only: use the commsim version that wrote it");
+  for (const char* name : {"runs", "points", "samples"})
+    if (!h5::exists(file, name)) throw Error(path + " is not a complete commsim results file: /" + std::string(name) + " is missing");
+}
+
+void check_readable_hdf5(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    if (fs::exists(path + ".partial", ec))
+      throw Error(path + " does not exist, but " + path +
+                  ".partial does (a run that did not finish): read that name or continue it with --resume");
+    throw Error(path + " does not exist");
+  }
+  if (!h5::is_hdf5(path)) throw Error(path + " is not an HDF5 file");
+}
+
+}  // namespace
+
+std::string_view to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Complete: return "complete";
+    case RunStatus::Interrupted: return "interrupted";
+    case RunStatus::Failed: return "failed";
+  }
+  return "?";
+}
+
+std::optional<RunStatus> parse_run_status(std::string_view text) {
+  for (RunStatus s : {RunStatus::Running, RunStatus::Complete, RunStatus::Interrupted, RunStatus::Failed})
+    if (text == to_string(s)) return s;
+  return std::nullopt;
+}
+
+PointKey key_of(const Point& p) {
+  return PointKey{p.collective, p.algorithm, p.backend, p.transport, p.protocol, p.dtype, p.nodes, p.ranks, p.bytes};
+}
+
+std::string to_string(const PointKey& k) {
+  return std::string(to_string(k.collective)) + "/" + std::string(to_string(k.algorithm)) + "/" + k.backend + "/" +
+         k.transport + "/" + std::string(to_string(k.protocol)) + "/" + k.dtype + "/nodes=" + std::to_string(k.nodes) +
+         "/ranks=" + std::to_string(k.ranks) + "/bytes=" + std::to_string(k.bytes);
+}
+
+struct ResultsFile::Impl {
+  std::string path;
+  bool created_here = false;  // by create/create_empty (not resume)
+  bool finished = false;
+  RowTypes types;
+  h5::File file;
+  h5::Group runs;
+  h5::Dataset points;
+  h5::Dataset samples;
+  h5::Group run_group;
+  int run = -1;
+  std::set<PointKey> keys;
+  hsize_t point_rows = 0;   // rows of /points, including those still pending
+  hsize_t sample_rows = 0;  // rows of /samples, including those still pending
+
+  // Buffered appends (flush_interval_s > 0): rows not yet written, with the notes they point into.
+  double flush_interval_s = 0;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+  std::vector<Row> pending_rows;
+  std::deque<std::string> pending_notes;
+  std::vector<double> pending_samples;
+
+  // Writes the pending rows and samples, then flushes the file to disk.
+  void write_pending() {
+    if (!pending_samples.empty()) h5::append_rows(samples, H5T_NATIVE_DOUBLE, pending_samples.data(), pending_samples.size());
+    if (!pending_rows.empty()) h5::append_rows(points, types.memory.get(), pending_rows.data(), pending_rows.size());
+    pending_samples.clear();
+    pending_rows.clear();
+    pending_notes.clear();
+    h5::flush(file);
+    last_write = std::chrono::steady_clock::now();
+  }
+
+  std::string partial() const { return path + ".partial"; }
+
+  void open_tables() {
+    runs = h5::open_group(file.get(), "runs");
+    points = h5::open_dataset(file.get(), "points");
+    samples = h5::open_dataset(file.get(), "samples");
+    point_rows = h5::rows(points);
+    sample_rows = h5::rows(samples);
+  }
+
+  void close_all() noexcept {
+    run_group.reset();
+    samples.reset();
+    points.reset();
+    runs.reset();
+    file.reset();
+  }
+};
+
+ResultsFile::ResultsFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ResultsFile::ResultsFile(ResultsFile&&) noexcept = default;
+ResultsFile& ResultsFile::operator=(ResultsFile&& o) noexcept {
+  if (this != &o) {
+    ResultsFile dying(std::move(*this));  // closes ours the destructor's way
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+
+ResultsFile::~ResultsFile() {
+  if (!impl_ || impl_->finished || !impl_->file.valid()) return;
+  try {
+    impl_->write_pending();
+    if (impl_->run >= 0) set_status(RunStatus::Failed);
+  } catch (...) {
+    // A destructor never throws; the file keeps its last flushed state.
+  }
+  impl_->close_all();
+  if (impl_->created_here && impl_->point_rows == 0) {
+    std::error_code ec;
+    fs::remove(impl_->partial(), ec);
+  }
+}
+
+ResultsFile ResultsFile::create_empty(const std::string& path, bool force, const std::string& command_line) {
+  if (path.empty()) throw Error("results file: empty file name");
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  std::error_code ec;
+  const std::string partial = impl->partial();
+  if (!force) {
+    if (fs::exists(path, ec)) throw Error(path + " exists; pass --force to overwrite or --resume to continue it");
+    if (fs::exists(partial, ec))
+      throw Error(partial + " exists (a run that did not finish); pass --resume " + path +
+                  " to continue it or --force to start over");
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw Error("cannot create " + path + ": directory " + parent.string() + " does not exist");
+  // With force the old <path> stays until finish() replaces it: a run that fails early does not
+  // destroy the previous results.
+  fs::remove(partial, ec);
+  if (ec) throw Error("cannot remove " + partial + ": " + ec.message());
+
+  impl->types = row_types();
+  impl->file = h5::create_file(partial);
+  impl->created_here = true;
+  hid_t f = impl->file.get();
+  h5::set_attribute(f, "schema_version", static_cast<std::int64_t>(kResultsSchemaVersion));
+  h5::set_attribute(f, "commsim_version", COMMSIM_VERSION);
+  h5::set_attribute(f, "created", iso8601_utc_now());
+  h5::set_attribute(f, "command_line", command_line);
+  impl->runs = h5::create_group(f, "runs");
+  impl->points = h5::create_table(f, "points", impl->types.file.get(), kPointsChunkRows);
+  impl->samples = h5::create_table(f, "samples", H5T_IEEE_F64LE, kSamplesChunkRows);
+  h5::set_attribute(impl->samples.get(), "units", "us");
+  h5::flush(impl->file);
+  return ResultsFile(std::move(impl));
+}
+
+ResultsFile ResultsFile::create(const std::string& path, bool force, const RunContext& ctx) {
+  ResultsFile f = create_empty(path, force, ctx.command_line);
+  f.begin_run(ctx);
+  return f;
+}
+
+ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const std::string partial = impl->partial();
+  std::error_code ec;
+  bool have_partial = fs::exists(partial, ec);
+  bool have_final = fs::exists(path, ec);
+  if (!have_partial && !have_final)
+    throw Error("cannot resume " + path + ": neither it nor " + partial +
+                " exists; drop --resume to start a new file");
+  // When both exist the .partial is newer (a --force run that did not finish): continue it.
+  const std::string source = have_partial ? partial : path;
+  if (!h5::is_hdf5(source)) throw Error("cannot resume " + source + ": not an HDF5 file");
+  {
+    h5::File probe = h5::open_file(source, false);
+    check_schema(probe.get(), source);
+    probe.close("closing " + source);
+  }
+  if (!have_partial) {
+    fs::rename(path, partial, ec);
+    if (ec) throw Error("cannot rename " + path + " to " + partial + ": " + ec.message());
+  }
+  impl->file = h5::open_file(partial, true);
+  impl->open_tables();
+  impl->types = row_types_of(impl->points);  // an older file keeps its layout
+  RowsRead existing = read_all_rows(impl->points, impl->types);
+  for (const Row& r : existing.rows) impl->keys.insert(key_of(from_row(r, partial)));
+  ResultsFile f(std::move(impl));
+  f.begin_run(ctx);
+  return f;
+}
+
+int ResultsFile::begin_run(const RunContext& ctx, RunStatus status) {
+  if (!is_open()) throw Error("results file is closed");
+  Impl& m = *impl_;
+  m.write_pending();
+  int index = static_cast<int>(h5::list_group(m.runs.get()).size());
+  m.run_group = h5::create_group(m.runs.get(), run_group_name(index));
+  write_context(m.run_group.get(), ctx, index, status);
+  m.run = index;
+  h5::flush(m.file);
+  return index;
+}
+
+void ResultsFile::append(const Point& p) {
+  if (!is_open()) throw Error("results file is closed");
+  Impl& m = *impl_;
+  if (m.run < 0) throw Error("results file " + m.path + ": append() before begin_run()");
+  Row row = to_row(p, m.run, m.sample_rows);  // validates string lengths before anything is written
+  if (m.flush_interval_s <= 0) {
+    if (!p.samples_us.empty()) h5::append_rows(m.samples, H5T_NATIVE_DOUBLE, p.samples_us.data(), p.samples_us.size());
+    h5::append_rows(m.points, m.types.memory.get(), &row, 1);
+    h5::flush(m.file);
+  } else {
+    m.pending_samples.insert(m.pending_samples.end(), p.samples_us.begin(), p.samples_us.end());
+    m.pending_notes.push_back(p.note);
+    row.note = m.pending_notes.back().data();
+    m.pending_rows.push_back(row);
+  }
+  m.sample_rows += p.samples_us.size();
+  ++m.point_rows;
+  m.keys.insert(key_of(p));
+  if (m.flush_interval_s > 0 &&
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - m.last_write).count() >= m.flush_interval_s)
+    m.write_pending();
+}
+
+void ResultsFile::set_flush_interval(double seconds) {
+  if (!is_open()) throw Error("results file is closed");
+  impl_->flush_interval_s = seconds;
+  if (seconds <= 0) impl_->write_pending();
+}
+
+int ResultsFile::add_run(const RunContext& ctx, const std::vector<Point>& points, RunStatus status) {
+  int index = begin_run(ctx, status);
+  for (const Point& p : points) append(p);
+  return index;
+}
+
+void ResultsFile::set_status(RunStatus status) {
+  if (!is_open()) throw Error("results file is closed");
+  Impl& m = *impl_;
+  m.write_pending();
+  if (m.run < 0) return;
+  h5::set_attribute(m.run_group.get(), "status", to_string(status));
+  h5::set_attribute(m.run_group.get(), "finished", status == RunStatus::Running ? "" : iso8601_utc_now());
+  h5::flush(m.file);
+}
+
+void ResultsFile::finish(RunStatus status) {
+  set_status(status);
+  finish_as_is();
+}
+
+void ResultsFile::finish_as_is() {
+  if (!is_open()) throw Error("results file is closed");
+  Impl& m = *impl_;
+  m.write_pending();
+  m.run_group.reset();
+  m.samples.reset();
+  m.points.reset();
+  m.runs.reset();
+  m.finished = true;  // from here on the destructor leaves the file alone
+  m.file.close("closing " + m.partial());
+  std::error_code ec;
+  fs::rename(m.partial(), m.path, ec);
+  if (ec) throw Error("cannot rename " + m.partial() + " to " + m.path + ": " + ec.message());
+}
+
+const std::set<PointKey>& ResultsFile::existing_keys() const {
+  static const std::set<PointKey> none;
+  return impl_ ? impl_->keys : none;
+}
+bool ResultsFile::contains(const PointKey& k) const { return impl_ && impl_->keys.count(k) > 0; }
+int ResultsFile::current_run() const { return impl_ ? impl_->run : -1; }
+std::size_t ResultsFile::points_in_file() const { return impl_ ? impl_->point_rows : 0; }
+const std::string& ResultsFile::path() const {
+  static const std::string none;
+  return impl_ ? impl_->path : none;
+}
+std::string ResultsFile::partial_path() const { return path() + ".partial"; }
+bool ResultsFile::is_open() const { return impl_ && !impl_->finished && impl_->file.valid(); }
+
+ResultsContents read_results(const std::string& path, bool with_samples) {
+  check_readable_hdf5(path);
+  h5::File file = h5::open_file(path, false);
+  hid_t f = file.get();
+  check_schema(f, path);
+  ResultsContents out;
+  out.schema_version = static_cast<int>(h5::get_int_attribute(f, "schema_version"));
+  out.commsim_version = attr_or_empty(f, "commsim_version");
+  out.created = attr_or_empty(f, "created");
+  out.command_line = attr_or_empty(f, "command_line");
+
+  h5::Group runs = h5::open_group(f, "runs");
+  for (const std::string& name : h5::list_group(runs.get())) {
+    h5::Group g = h5::open_group(runs.get(), name);
+    RunContext c = read_context(g.get());
+    if (c.index != static_cast<int>(out.runs.size()))
+      throw Error(path + ": run group /runs/" + name + " is out of sequence (index " + std::to_string(c.index) + ")");
+    out.runs.push_back(std::move(c));
+  }
+
+  h5::Dataset points = h5::open_dataset(f, "points");
+  const RowTypes types = row_types_of(points);
+  RowsRead rows = read_all_rows(points, types);
+  std::vector<double> samples;
+  if (with_samples) {
+    h5::Dataset ds = h5::open_dataset(f, "samples");
+    samples.resize(h5::rows(ds));
+    h5::read_rows(ds, H5T_NATIVE_DOUBLE, samples.data(), 0, samples.size());
+  }
+  out.points.reserve(rows.rows.size());
+  out.run_of_point.reserve(rows.rows.size());
+  for (std::size_t i = 0; i < rows.rows.size(); ++i) {
+    const Row& r = rows.rows[i];
+    Point p = from_row(r, path);
+    p.note = rows.notes[i];
+    if (r.run < 0 || r.run >= static_cast<int>(out.runs.size()))
+      throw Error(path + ": points row " + std::to_string(i) + " names run " + std::to_string(r.run) + ", which does not exist");
+    if (with_samples && r.samples_count > 0) {
+      if (r.samples_offset + r.samples_count > samples.size())
+        throw Error(path + ": points row " + std::to_string(i) + " refers to samples beyond the end of /samples");
+      p.samples_us.assign(samples.begin() + static_cast<std::ptrdiff_t>(r.samples_offset),
+                          samples.begin() + static_cast<std::ptrdiff_t>(r.samples_offset + r.samples_count));
+    }
+    out.points.push_back(std::move(p));
+    out.run_of_point.push_back(r.run);
+  }
+  return out;
+}
+
+std::vector<Point> read_points(const std::string& path) { return read_results(path).points; }
+
+}  // namespace commsim

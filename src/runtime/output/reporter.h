@@ -1,0 +1,132 @@
+#pragma once
+// Output formats of points, one Reporter each (as google/benchmark does): context() once before
+// the points, point() per finished point, finalize() at the end. Every reporter writes and flushes
+// each point as it arrives, so a sweep streams its rows and a killed job keeps what was printed.
+//
+//   TableReporter  nccl-tests-like console table (size, count, type, redop, time, algbw, busbw,
+//                  #wrong) plus algorithm, prediction, relative error and the predicted winner
+//   CsvReporter    the CSV every command prints: kCsvColumns, then extra columns
+//   JsonReporter   one JSON document {"context": {...}, "points": [...]}, NaN as null
+//   Hdf5Reporter   rows into a ResultsFile (results_file.h)
+//   MultiReporter  the same calls to several reporters (console + HDF5)
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/sweep/point.h"
+#include "runtime/output/run_context.h"
+
+namespace commsim {
+
+class ResultsFile;
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void context(const RunContext& ctx) { (void)ctx; }
+  virtual void point(const Point& p) = 0;
+  // Lines after the last point (e.g. crossovers in the table; ignored by CSV and HDF5).
+  virtual void note(std::string_view text) { (void)text; }
+  virtual void finalize() {}
+};
+
+enum class OutputFormat { Table, Csv, Json };
+std::string_view to_string(OutputFormat f);  // "table", "csv", "json"
+
+// The first columns of every CSV, in this order; CsvReporter appends kCsvExtraColumns after them.
+inline constexpr std::string_view kCsvColumns[] = {
+    "collective", "algorithm", "backend", "protocol", "dtype", "nodes", "ranks", "bytes", "predicted_us",
+    "predicted_busbw_gbps", "measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error",
+    "wrong", "status"};
+inline constexpr std::string_view kCsvExtraColumns[] = {
+    "transport", "redop", "count", "root", "pipeline_chunk_bytes", "iters", "measured_min_us", "measured_mean_us", "measured_max_us",
+    "predicted_winner", "note", "nccl_algo", "nccl_proto", "nccl_channels"};
+
+// The CSV cells of a point, in kCsvColumns then kCsvExtraColumns order, unquoted; "" for a missing
+// value (NaN, wrong == -1, no protocol).
+std::vector<std::string> csv_cells(const Point& p);
+// A CSV field quoted per RFC 4180 when it holds a comma, quote or newline.
+std::string csv_quote(std::string_view field);
+// A JSON string literal (quotes and escapes) and a JSON number (NaN/inf -> null).
+std::string json_string(std::string_view s);
+std::string json_number(double v);
+// The point / context as one JSON object (all Point fields except samples_us unless asked).
+std::string point_json(const Point& p, bool with_samples = false);
+std::string context_json(const RunContext& ctx);
+
+class TableReporter : public Reporter {
+ public:
+  enum class Columns {
+    Predicted,  // predict: time/algbw/busbw are the model's; no measurement columns
+    Measured,   // run: measured time/algbw/busbw/#wrong, then predicted time, rel. error, winner
+  };
+  TableReporter(std::ostream& out, Columns columns);
+  void context(const RunContext& ctx) override;
+  void point(const Point& p) override;
+  void note(std::string_view text) override;
+  void finalize() override;
+
+ private:
+  void group_header(const Point& p);
+  std::ostream& out_;
+  Columns columns_;
+  std::string group_;  // the (collective, nodes, ranks, backend, dtype) of the rows being printed
+};
+
+class CsvReporter : public Reporter {
+ public:
+  explicit CsvReporter(std::ostream& out);  // writes the header line at once
+  void point(const Point& p) override;
+
+ private:
+  std::ostream& out_;
+};
+
+class JsonReporter : public Reporter {
+ public:
+  explicit JsonReporter(std::ostream& out, bool with_samples = false);
+  void context(const RunContext& ctx) override;  // the first context is the document's "context"
+  void point(const Point& p) override;
+  void note(std::string_view text) override;  // collected into "notes": [...] after "points"
+  void finalize() override;  // closes the document; "context": null when none was given
+
+ private:
+  void open();
+  std::vector<std::string> notes_;
+  std::ostream& out_;
+  bool with_samples_;
+  bool opened_ = false;
+  bool finalized_ = false;
+  std::size_t points_ = 0;
+};
+
+// Appends each point to a ResultsFile the caller owns (and finishes). context() is ignored: the
+// run's context is given to ResultsFile::create / begin_run.
+class Hdf5Reporter : public Reporter {
+ public:
+  explicit Hdf5Reporter(ResultsFile& file);
+  void point(const Point& p) override;
+
+ private:
+  ResultsFile& file_;
+};
+
+class MultiReporter : public Reporter {
+ public:
+  void add(std::unique_ptr<Reporter> r);
+  void context(const RunContext& ctx) override;
+  void point(const Point& p) override;
+  void note(std::string_view text) override;
+  void finalize() override;
+  bool empty() const { return reporters_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<Reporter>> reporters_;
+};
+
+// The console reporter for --format on `out`.
+std::unique_ptr<Reporter> make_console_reporter(OutputFormat format, std::ostream& out, TableReporter::Columns columns);
+
+}  // namespace commsim

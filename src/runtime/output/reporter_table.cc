@@ -1,0 +1,122 @@
+// The console table. Reads like nccl-tests' output: one block per collective and rank layout,
+// sizes in bytes, time in microseconds, bandwidths in GB/s (1e9 bytes per second).
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "runtime/output/reporter.h"
+
+namespace commsim {
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// A right-aligned number, or "N/A" (as nccl-tests prints) when there is none.
+std::string num(double v, int width, int precision) {
+  char buf[64];
+  if (!std::isfinite(v))
+    std::snprintf(buf, sizeof buf, "%*s", width, "N/A");
+  else
+    std::snprintf(buf, sizeof buf, "%*.*f", width, precision, v);
+  return buf;
+}
+
+std::string text(std::string_view s, int width) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%*.*s", width, static_cast<int>(s.size()), s.data());
+  return buf;
+}
+
+}  // namespace
+
+TableReporter::TableReporter(std::ostream& out, Columns columns) : out_(out), columns_(columns) {}
+
+void TableReporter::context(const RunContext& c) {
+  out_ << "# commsim " << c.commsim_version << ": " << c.command_line << '\n';
+  if (!c.topology_name.empty()) {
+    out_ << "# topology " << c.topology_name;
+    if (!c.topology_path.empty()) out_ << " (" << c.topology_path << ")";
+    out_ << '\n';
+  }
+  if (c.backend != "model") {
+    out_ << "# backend " << c.backend;
+    if (!c.transport.empty()) out_ << ", transport " << c.transport;
+    out_ << ", " << c.ranks << " ranks on " << c.nodes << (c.nodes == 1 ? " node" : " nodes");
+    if (!c.mpi_version.empty()) out_ << "; " << c.mpi_version;
+    if (!c.nccl_version.empty()) out_ << "; NCCL " << c.nccl_version;
+    if (!c.cuda_version.empty()) out_ << "; CUDA " << c.cuda_version;
+    out_ << '\n';
+    if (!c.cpu_binding.empty()) out_ << "# cpus: " << c.cpu_binding << '\n';
+  }
+  if (!c.slurm.job_id.empty())
+    out_ << "# slurm job " << c.slurm.job_id << (c.slurm.array_task_id.empty() ? "" : "_" + c.slurm.array_task_id)
+         << ", partition " << c.slurm.partition << ", nodes " << c.slurm.node_list << '\n';
+  out_.flush();
+}
+
+void TableReporter::group_header(const Point& p) {
+  std::string group = std::string(to_string(p.collective)) + "|" + p.backend + "|" + p.transport + "|" +
+                      std::to_string(p.nodes) + "|" + std::to_string(p.ranks) + "|" + p.dtype;
+  if (group == group_) return;
+  group_ = group;
+  out_ << "#\n# " << to_string(p.collective) << ": " << p.nodes << (p.nodes == 1 ? " node" : " nodes");
+  if (p.nodes > 0 && p.ranks % p.nodes == 0)
+    out_ << " x " << p.ranks / p.nodes << " ranks = " << p.ranks << (p.ranks == 1 ? " rank" : " ranks");
+  else
+    out_ << ", " << p.ranks << " ranks";
+  out_ << ", backend " << p.backend;
+  if (!p.transport.empty()) out_ << " over " << p.transport;
+  out_ << '\n';
+  if (columns_ == Columns::Predicted) {
+    out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7)
+         << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
+         << "  winner\n";
+    out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 20)
+         << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << "  (predicted)\n";
+  } else {
+    out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7)
+         << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
+         << text("#wrong", 8) << text("predicted", 11) << text("rel.err", 9) << "  winner  status\n";
+    out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 20)
+         << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << text("", 8)
+         << text("(us)", 11) << text("(%)", 9) << "  (predicted)\n";
+  }
+}
+
+void TableReporter::point(const Point& p) {
+  group_header(p);
+  std::string_view proto = to_string(p.protocol);
+  std::string line = " ";
+  line += text(std::to_string(p.bytes), 12);
+  line += text(std::to_string(p.count), 14);
+  line += text(p.dtype, 10);
+  line += text(p.redop, 7);
+  line += text(to_string(p.algorithm), 20);
+  line += text(proto.empty() ? "-" : proto, 7);
+  if (columns_ == Columns::Predicted) {
+    double algbw = p.predicted_us > 0 ? static_cast<double>(p.bytes) / p.predicted_us / 1e3 : kNaN;
+    line += num(p.predicted_us, 11, 2) + num(algbw, 9, 2) + num(p.predicted_busbw_gbps, 9, 2) + "  " +
+            p.predicted_winner;
+  } else {
+    line += num(p.measured_median_us, 11, 2) + num(p.algbw_gbps, 9, 2) + num(p.busbw_gbps, 9, 2) +
+            text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) + num(p.predicted_us, 11, 2) +
+            (std::isfinite(p.rel_error) ? text(fmt("%+.1f", p.rel_error * 100.0), 9) : text("N/A", 9)) + "  " +
+            (p.predicted_winner.empty() ? "-" : p.predicted_winner) + "  " + p.status;
+    if (!p.note.empty() && p.status != "ok") line += " (" + p.note + ")";
+  }
+  out_ << line << '\n';
+  out_.flush();
+}
+
+void TableReporter::note(std::string_view text_line) {
+  out_ << text_line << '\n';
+  out_.flush();
+}
+
+void TableReporter::finalize() { out_.flush(); }
+
+}  // namespace commsim
