@@ -1,5 +1,7 @@
 #include "model/plan/llm_model.h"
 
+#include "model/config_dirs.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -227,21 +229,10 @@ std::string resolve_model_path(const std::string& name_or_path) {
                          (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
   if (looks_like_path || is_file(name_or_path)) return name_or_path;
 
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("COMMSIM_CONFIG_DIR"); env && *env) dirs.emplace_back(env);
-#ifdef COMMSIM_SOURCE_CONFIG_DIR
-  dirs.emplace_back(COMMSIM_SOURCE_CONFIG_DIR);
-#endif
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back((exe.parent_path().parent_path() / "share" / "commsim" / "configs").string());
-
+  if (auto found = find_config("models", name_or_path); !found.empty()) return found.string();
   std::string tried;
-  for (const auto& d : dirs) {
-    std::string candidate = d + "/models/" + name_or_path + ".yaml";
-    if (is_file(candidate)) return candidate;
-    tried += (tried.empty() ? "" : ", ") + candidate;
-  }
+  for (const auto& d : config_dirs("models")) tried += (tried.empty() ? "" : ", ") + (d / (name_or_path + ".yaml")).string();
+  if (tried.empty()) tried = "no models/ folder found; set COMMSIM_CONFIG_DIR";
   throw Error("no model named '" + name_or_path + "' (looked for " + tried + "); give a path to a model file");
 }
 

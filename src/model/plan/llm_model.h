@@ -57,8 +57,7 @@ LlmModel load_llm_model(const std::string& path);
 LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin);
 
 // A bare name ("llama3-70b") resolves to <config dir>/models/llama3-70b.yaml, the config dir found
-// as for topologies ($COMMSIM_CONFIG_DIR, else the source tree's configs/, else
-// ../share/commsim/configs next to the binary); a path (anything with a '/' or ending in .yaml) is
+// as for topologies (model/config_dirs.h); a path (anything with a '/' or ending in .yaml) is
 // used as it is.
 std::string resolve_model_path(const std::string& name_or_path);
 

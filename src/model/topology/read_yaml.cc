@@ -2,6 +2,7 @@
 // Every error names the file, the line and the field (as a dotted path, e.g. network.nic_bandwidth)
 // so that a person can fix the file without reading this code.
 #include "model/topology/topology.h"
+#include "model/config_dirs.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -623,23 +624,6 @@ Topology with_transport(const Topology& topology, std::string_view transport) {
   return t;
 }
 
-namespace {
-
-std::vector<std::filesystem::path> preset_dirs() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("COMMSIM_CONFIG_DIR"); env && *env) dirs.push_back(fs::path(env) / "topologies");
-#ifdef COMMSIM_SOURCE_CONFIG_DIR
-  dirs.push_back(fs::path(COMMSIM_SOURCE_CONFIG_DIR) / "topologies");
-#endif
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "commsim" / "configs" / "topologies");
-  return dirs;
-}
-
-}  // namespace
-
 std::string resolve_topology_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -649,11 +633,8 @@ std::string resolve_topology_path(const std::string& name_or_path) {
                          (name_or_path.size() > 5 && name_or_path.ends_with(".yaml")) ||
                          (name_or_path.size() > 4 && name_or_path.ends_with(".yml"));
   if (looks_like_path) throw Error(name_or_path + ": no such topology file");
-  std::vector<fs::path> dirs = preset_dirs();
-  for (const fs::path& d : dirs) {
-    fs::path candidate = d / (name_or_path + ".yaml");
-    if (fs::exists(candidate, ec)) return candidate.string();
-  }
+  if (fs::path found = find_config("topologies", name_or_path); !found.empty()) return found.string();
+  const std::vector<fs::path> dirs = config_dirs("topologies");
   std::set<std::string> presets;
   std::string searched;
   for (const fs::path& d : dirs) {
@@ -665,7 +646,7 @@ std::string resolve_topology_path(const std::string& name_or_path) {
   std::string list;
   for (const std::string& p : presets) list += (list.empty() ? "" : ", ") + p;
   throw Error("unknown topology '" + name_or_path + "': not a file, and not a preset in " + searched +
-              (list.empty() ? std::string(" (no presets found; set COMMSIM_CONFIG_DIR)") : "; presets: " + list));
+              (list.empty() ? std::string(" (no presets found; set COMMSIM_CONFIG_DIR to a folder holding topologies/)") : "; presets: " + list));
 }
 
 }  // namespace commsim

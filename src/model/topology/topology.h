@@ -356,8 +356,8 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin)
 // the overrides themselves are kept.
 Topology with_transport(const Topology& topology, std::string_view transport);
 
-// Where presets live: $COMMSIM_CONFIG_DIR, else the source tree's configs/ (compiled in), else
-// configs/ next to the binary's ../share/commsim. A bare name ("dgx-h100") resolves to
+// Where presets live: model/config_dirs.h ($COMMSIM_CONFIG_DIR, an installed binary's
+// ../share/commsim/configs, the source tree's configs/). A bare name ("dgx-h100") resolves to
 // <dir>/topologies/dgx-h100.yaml; a path is used as it is.
 std::string resolve_topology_path(const std::string& name_or_path);
 
