@@ -51,7 +51,8 @@ Bytes parse_bytes(std::string_view text) {
     if (unit == name) {
       double bytes = value * mult;
       if (bytes < 0) throw Error("size '" + std::string(text) + "' is negative");
-      if (bytes > 1.8e19) throw Error("size '" + std::string(text) + "' is too large");
+      if (bytes > static_cast<double>(kMaxBytes))
+        throw Error("size '" + std::string(text) + "' is larger than the largest size commsim takes, 8 PiB");
       if (std::abs(bytes - std::round(bytes)) > 1e-6)
         throw Error("size '" + std::string(text) + "' is not a whole number of bytes");
       return static_cast<Bytes>(std::llround(bytes));
@@ -73,6 +74,8 @@ BytesPerSecond parse_bandwidth(std::string_view text) {
     if (u == name) {
       double bw = value * mult;
       if (!(bw > 0)) throw Error("bandwidth '" + std::string(text) + "' must be positive");
+      if (bw < kMinBandwidth_Bps || bw > kMaxBandwidth_Bps)
+        throw Error("bandwidth '" + std::string(text) + "' is outside what a link can be: 1 B/s to 1 PB/s");
       return bw;
     }
   }
@@ -87,7 +90,10 @@ Seconds parse_time(std::string_view text) {
   for (auto& [name, mult] : units) {
     if (unit == name) {
       if (value < 0) throw Error("time '" + std::string(text) + "' must not be negative");
-      return value * mult;
+      const Seconds t = value * mult;
+      if (t > kMaxTime_s)
+        throw Error("time '" + std::string(text) + "' is longer than commsim takes, 1e6 s (11.6 days)");
+      return t;
     }
   }
   throw Error("time '" + std::string(text) + "' has unknown unit '" + unit + "' (use s, ms, us, ns)");

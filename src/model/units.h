@@ -13,11 +13,20 @@ using Seconds = double;         // time, s
 using BytesPerSecond = double;  // bandwidth, B/s
 using Bytes = std::uint64_t;    // sizes, B
 
-// "8", "8B", "1KiB", "1 KB" (1000), "4GiB", "1.5MiB". Throws Error naming the text.
+// What a parsed value may be: anything outside is refused with an error naming the range, so that
+// no value overflows or rounds to zero further on (a bandwidth of 1e300 TB/s would price every
+// transfer at 0 s).
+inline constexpr Bytes kMaxBytes = Bytes{1} << 53;                // 8 PiB: exact in a double
+inline constexpr BytesPerSecond kMinBandwidth_Bps = 1.0;          // 1 B/s
+inline constexpr BytesPerSecond kMaxBandwidth_Bps = 1e15;         // 1 PB/s
+inline constexpr Seconds kMaxTime_s = 1e6;                        // about 11.6 days
+
+// "8", "8B", "1KiB", "1 KB" (1000), "4GiB", "1.5MiB"; at most kMaxBytes. Throws Error naming the text.
 Bytes parse_bytes(std::string_view text);
-// "450 GB/s" (decimal bytes), "25 Gb/s" (bits), "3.35 TB/s", "100 MiB/s". Must be > 0.
+// "450 GB/s" (decimal bytes), "25 Gb/s" (bits), "3.35 TB/s", "100 MiB/s". From kMinBandwidth_Bps
+// to kMaxBandwidth_Bps.
 BytesPerSecond parse_bandwidth(std::string_view text);
-// "2 us", "2us", "1.5 µs", "500 ns", "0.1 ms", "1 s". Must be >= 0.
+// "2 us", "2us", "1.5 µs", "500 ns", "0.1 ms", "1 s". From 0 to kMaxTime_s.
 Seconds parse_time(std::string_view text);
 
 // A list of sizes: "8B:4GiB" (factor 2), "8B:4GiB:x4" (factor 4), "1KiB,1MiB,3MiB", or mixed

@@ -559,6 +559,9 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
 }
 
 std::string read_file_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a folder, not a topology file (give a .yaml file or a preset name)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open topology file");
   std::ostringstream ss;
