@@ -2,12 +2,12 @@
 // machines; graphs.h says what is assumed.
 #include "model/nccl/graphs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <span>
-
-#include <fmt/format.h>
 
 #include "model/error.h"
 #include "model/nccl/versions.h"
@@ -30,7 +30,8 @@ constexpr int kMaxChannels = 64;
 constexpr int kMaxNvlsArity = 32;
 
 std::span<const float> speed_array(int compCap, bool inter) {
-  if (compCap >= 100) return inter ? std::span<const float>(kSm100SpeedInter) : std::span<const float>(kSm100SpeedIntra);
+  if (compCap >= 100)
+    return inter ? std::span<const float>(kSm100SpeedInter) : std::span<const float>(kSm100SpeedIntra);
   if (compCap >= 90) return inter ? std::span<const float>(kSm90SpeedInter) : std::span<const float>(kSm90SpeedIntra);
   return inter ? std::span<const float>(kSpeedInter) : std::span<const float>(kSpeedIntra);
 }
@@ -46,8 +47,8 @@ struct Found {
 // Pass 1 of ncclTopoCompute for rings and trees: start at the first speed <= maxBw, keep the best
 // nChannels x speed, lower the speed while the next one is above 0.49x the best; then
 // ncclTopoDupChannels; then pass 2 raises the speed while the channels still fit.
-Found search_ring(std::span<const float> speeds, const Capacity& fits, float maxBw, float totalBw,
-                  int maxChannels, int compCap) {
+Found search_ring(std::span<const float> speeds, const Capacity& fits, float maxBw, float totalBw, int maxChannels,
+                  int compCap) {
   std::size_t i = 0;
   while (i + 1 < speeds.size() && speeds[i] > maxBw) ++i;
   Found best;
@@ -76,7 +77,9 @@ Found search_ring(std::span<const float> speeds, const Capacity& fits, float max
   return best;
 }
 
-int divup(int a, int b) { return (a + b - 1) / b; }
+int divup(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
@@ -99,8 +102,7 @@ double pcie_gbps(int gen, int width) {
 System make_system(const Machine& m, const Version& version) {
   int gpus = m.gpusInUse > 0 ? m.gpusInUse : m.gpusPerNode;
   if (m.gpusPerNode < 1 || gpus > m.gpusPerNode || m.nNodes < 1)
-    throw Error(fmt::format("NCCL model: {} GPUs in use of {} per node on {} nodes", gpus,
-                            m.gpusPerNode, m.nNodes));
+    throw Error(fmt::format("NCCL model: {} GPUs in use of {} per node on {} nodes", gpus, m.gpusPerNode, m.nNodes));
   System s;
   s.minCompCap = s.maxCompCap = m.compCap;
   s.nNodes = m.nNodes;
@@ -111,7 +113,8 @@ System make_system(const Machine& m, const Version& version) {
   bool inter = m.nNodes > 1;
   bool nvlink = m.nvlinksPerGpu > 0;
   float pcie = static_cast<float>(pcie_gbps(m.pcieGen, m.pcieWidth));
-  float link = nvlink ? static_cast<float>(m.nvlinksPerGpu * (m.nvlinkGBps > 0 ? m.nvlinkGBps : nvlink_gbps_per_link(m.compCap, version)))
+  float link = nvlink ? static_cast<float>(m.nvlinksPerGpu *
+                                           (m.nvlinkGBps > 0 ? m.nvlinkGBps : nvlink_gbps_per_link(m.compCap, version)))
                       : pcie;
   // NICs next to the GPUs in use: a rank does not get the NICs of GPUs outside the communicator.
   int nics = m.nicsPerNode >= m.gpusPerNode ? gpus * (m.nicsPerNode / m.gpusPerNode)

@@ -28,7 +28,7 @@ struct Machine {
   int pcieGen = 5;         // GPU <-> NIC and GPU <-> CPU PCIe link
   int pcieWidth = 16;
   int nicsPerNode = 8;
-  double nicGBps = 50.0;   // per NIC, as the net plugin reports it (NDR 400G = 50)
+  double nicGBps = 50.0;  // per NIC, as the net plugin reports it (NDR 400G = 50)
   CpuArch cpuArch = kCpuX86;
   CpuVendor cpuVendor = kVendorIntel;
 };

@@ -93,22 +93,17 @@ enum RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 // ncclAlgoStr, ncclProtoStr, ncclFuncStr (init.cc:49-51): the TUNING table and NCCL_ALGO/PROTO.
 inline constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-inline constexpr std::array<std::string_view, kNumProtocols> kProtocolNames = {"LL", "LL128",
-                                                                               "Simple"};
-inline constexpr std::array<std::string_view, kNumFunctions> kFunctionNames = {
-    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+inline constexpr std::array<std::string_view, kNumProtocols> kProtocolNames = {"LL", "LL128", "Simple"};
+inline constexpr std::array<std::string_view, kNumFunctions> kFunctionNames = {"Broadcast", "Reduce", "AllGather",
+                                                                               "ReduceScatter", "AllReduce"};
 // ncclAlgoToString / ncclProtoToString (collectives.cc:58-69): the per-call "Algo X proto Y" line.
 inline constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmLogNames = {
     "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
-inline constexpr std::array<std::string_view, kNumProtocols> kProtocolLogNames = {"LL", "LL128",
-                                                                                  "SIMPLE"};
+inline constexpr std::array<std::string_view, kNumProtocols> kProtocolLogNames = {"LL", "LL128", "SIMPLE"};
 
 // Compute capability (e.g. 90 for sm_90) to the table row (graph/tuning.cc:249).
 constexpr CompCapIndex comp_cap_index(int comp_cap) {
-  return comp_cap >= 100  ? kBlackwell
-         : comp_cap >= 90 ? kHopper
-         : comp_cap >= 80 ? kAmpere
-                          : kVolta;
+  return comp_cap >= 100 ? kBlackwell : comp_cap >= 90 ? kHopper : comp_cap >= 80 ? kAmpere : kVolta;
 }
 
 }  // namespace commsim::nccl

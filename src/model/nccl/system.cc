@@ -1,9 +1,9 @@
 #include "model/nccl/system.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "model/error.h"
 #include "model/nccl/versions.h"
@@ -35,8 +35,8 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 
 // The element list of one entry ("ring,tree" or "^nvls") applied to one function's row.
 template <std::size_t N>
-void apply_elements(std::string_view elements, const std::array<std::string_view, N>& names,
-                    int* row, int count, bool strict, std::string_view whole) {
+void apply_elements(std::string_view elements, const std::array<std::string_view, N>& names, int* row, int count,
+                    bool strict, std::string_view whole) {
   int set = 1, unset = 0;
   if (!elements.empty() && elements.front() == '^') {
     set = 0, unset = 1;
@@ -49,16 +49,15 @@ void apply_elements(std::string_view elements, const std::array<std::string_view
     if (e < count) {
       row[e] = set;
     } else if (strict) {
-      throw Error(fmt::format("Unrecognized element token \"{}\" when parsing \"{}\"", element,
-                              whole));
+      throw Error(fmt::format("Unrecognized element token \"{}\" when parsing \"{}\"", element, whole));
     }
   }
 }
 
 // parseList (graph/tuning.cc:53-131 at v2.28.9) for one of NCCL_ALGO / NCCL_PROTO.
 template <std::size_t N>
-void parse_list(std::string_view text, const std::array<std::string_view, N>& names, int count,
-                int (*rows)[N], bool per_function) {
+void parse_list(std::string_view text, const std::array<std::string_view, N>& names, int count, int (*rows)[N],
+                bool per_function) {
   if (!per_function) {  // parseList before 2.24: one list for all functions
     for (int f = 0; f < kNumFunctions; ++f) apply_elements(text, names, rows[f], count, false, text);
     return;
@@ -70,20 +69,17 @@ void parse_list(std::string_view text, const std::array<std::string_view, N>& na
     if (fields.size() >= 2) {
       prefix = fields[0], elements = fields[1];
     } else {
-      if (!first)
-        throw Error(fmt::format("All entries except the first must have a prefix: \"{}\"", text));
+      if (!first) throw Error(fmt::format("All entries except the first must have a prefix: \"{}\"", text));
       elements = fields.empty() ? std::string_view() : fields[0];
     }
     first = false;
     bool found = false;
     for (int f = 0; f < kNumFunctions; ++f) {
-      if (!prefix.empty() && !same_name(prefix, kFunctionNames[static_cast<std::size_t>(f)]))
-        continue;
+      if (!prefix.empty() && !same_name(prefix, kFunctionNames[static_cast<std::size_t>(f)])) continue;
       found = true;
       apply_elements(elements, names, rows[f], count, true, text);
     }
-    if (!found)
-      throw Error(fmt::format("Unrecognized prefix token \"{}\" when parsing \"{}\"", prefix, text));
+    if (!found) throw Error(fmt::format("Unrecognized prefix token \"{}\" when parsing \"{}\"", prefix, text));
   }
 }
 
@@ -96,13 +92,10 @@ EnableMasks::EnableMasks() {
   }
 }
 
-EnableMasks parse_enable_masks(std::string_view algo, std::string_view proto,
-                               const Version& version) {
+EnableMasks parse_enable_masks(std::string_view algo, std::string_view proto, const Version& version) {
   EnableMasks masks;
-  if (!proto.empty())
-    parse_list(proto, kProtocolNames, kNumProtocols, masks.proto, version.perFunctionMasks);
-  if (!algo.empty())
-    parse_list(algo, kAlgorithmNames, version.numAlgorithms, masks.algo, version.perFunctionMasks);
+  if (!proto.empty()) parse_list(proto, kProtocolNames, kNumProtocols, masks.proto, version.perFunctionMasks);
+  if (!algo.empty()) parse_list(algo, kAlgorithmNames, version.numAlgorithms, masks.algo, version.perFunctionMasks);
   return masks;
 }
 
@@ -117,13 +110,10 @@ bool nvls_supports(const Call& call) {
     case kInt64:
     case kUint64:
     case kFloat16:
-    case kBfloat16:
-      return sum || min_max;
+    case kBfloat16: return sum || min_max;
     case kFloat32:
-    case kFloat64:
-      return sum;
-    default:
-      return false;
+    case kFloat64: return sum;
+    default: return false;
   }
 }
 

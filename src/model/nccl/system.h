@@ -37,15 +37,14 @@ struct EnableMasks {
 // '^' for "all but", case-insensitive names, and an error for an unknown name or prefix; before
 // 2.24, one comma list for every function, '^' allowed, unknown names ignored.
 // Throws commsim::Error naming the text.
-EnableMasks parse_enable_masks(std::string_view algo, std::string_view proto,
-                               const Version& version);
+EnableMasks parse_enable_masks(std::string_view algo, std::string_view proto, const Version& version);
 
 struct CollNet {
-  bool enabled = false;            // NCCL_COLLNET_ENABLE=1 and a CollNet plugin that initialised
-  bool iallgather = false;         // plugin features for AllGather / ReduceScatter (2.20+)
+  bool enabled = false;     // NCCL_COLLNET_ENABLE=1 and a CollNet plugin that initialised
+  bool iallgather = false;  // plugin features for AllGather / ReduceScatter (2.20+)
   bool ireducescatter = false;
-  int headsNum = 0;                // collNetHeadsNum: NICs (heads) per node
-  bool supportsOpType = true;      // collNetSupportMatrix[op][type] for AllReduce/RS/Reduce
+  int headsNum = 0;            // collNetHeadsNum: NICs (heads) per node
+  bool supportsOpType = true;  // collNetSupportMatrix[op][type] for AllReduce/RS/Reduce
 };
 
 struct System {
@@ -55,18 +54,18 @@ struct System {
   int nNodes = 1;  // NVLink domains (an MNNVL rack counts as one node, init.cc:1099-1109)
   CpuArch cpuArch = kCpuX86;
   CpuVendor cpuVendor = kVendorIntel;
-  Graph graphs[kNumAlgorithms];  // per algorithm; PAT reads the tree graph (init.cc:854)
+  Graph graphs[kNumAlgorithms];               // per algorithm; PAT reads the tree graph (init.cc:854)
   int maxTreePattern = kPatternBalancedTree;  // the tree graph's pattern
-  int nvsCount = 1;            // NVSwitches in the topology (0 on PCIe and NVLink-mesh nodes)
-  bool nvlsSupport = false;    // comm->nvlsSupport: multicast driver support and an NVLS graph
-  int nvlsChannels = 0;        // comm->nvlsChannels (transport/nvls.cc:148-199)
-  int collChannels = 0;        // comm->nChannels after ncclTopoPostset; 0 = derive (channels.cc)
+  int nvsCount = 1;                           // NVSwitches in the topology (0 on PCIe and NVLink-mesh nodes)
+  bool nvlsSupport = false;                   // comm->nvlsSupport: multicast driver support and an NVLS graph
+  int nvlsChannels = 0;                       // comm->nvlsChannels (transport/nvls.cc:148-199)
+  int collChannels = 0;                       // comm->nChannels after ncclTopoPostset; 0 = derive (channels.cc)
   CollNet collNet;
-  bool netDeviceHost = true;   // false with net-device offload (e.g. GPUDirect-TCPX "unpack")
-  int patEnable = 2;           // NCCL_PAT_ENABLE
-  int ll128C2c = 1;            // NCCL_LL128_C2C (2.27.7+)
-  int cudartVersion = 12080;   // CUDART_VERSION, for the CUDA 11.8 SM90 LL128 exception
-  double netOverheadUs = -1;   // NCCL_NET_OVERHEAD in us; < 0 = by CPU (getNetOverhead)
+  bool netDeviceHost = true;  // false with net-device offload (e.g. GPUDirect-TCPX "unpack")
+  int patEnable = 2;          // NCCL_PAT_ENABLE
+  int ll128C2c = 1;           // NCCL_LL128_C2C (2.27.7+)
+  int cudartVersion = 12080;  // CUDART_VERSION, for the CUDA 11.8 SM90 LL128 exception
+  double netOverheadUs = -1;  // NCCL_NET_OVERHEAD in us; < 0 = by CPU (getNetOverhead)
   EnableMasks masks;
 
   float ppn() const { return static_cast<float>(nRanks) / nNodes; }

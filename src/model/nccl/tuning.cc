@@ -4,10 +4,10 @@
 // tables, double constants) so the printed table matches NCCL's to the last digit shown.
 #include "model/nccl/tuning.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "model/error.h"
 
@@ -22,8 +22,8 @@ constexpr int kLLMaxNThreads = 512;
 constexpr int kLL128MaxNThreads = 640;
 constexpr float kPciBw = 12.0f;  // graph/topo.h:22
 constexpr int kMaxChannels = 64;
-constexpr int kMaxNvlsArity = 32;            // NCCL_MAX_NVLS_ARITY
-constexpr int kMaxDirectArity = 7;           // NCCL_MAX_DIRECT_ARITY
+constexpr int kMaxNvlsArity = 32;                 // NCCL_MAX_NVLS_ARITY
+constexpr int kMaxDirectArity = 7;                // NCCL_MAX_DIRECT_ARITY
 constexpr int kMaxDevWorkBatchColls = 1024 / 96;  // 1024 / sizeof(ncclDevWorkColl), device.h:363
 
 int log2i(std::size_t n) {
@@ -32,7 +32,9 @@ int log2i(std::size_t n) {
   return log;
 }
 
-bool is_gather(int coll) { return coll == kAllGather || coll == kReduceScatter; }
+bool is_gather(int coll) {
+  return coll == kAllGather || coll == kReduceScatter;
+}
 
 // The per-communicator values computed at the top of ncclTopoTuneModel (tuning.cc:246-265).
 struct Model {
@@ -91,8 +93,7 @@ struct Model {
     if (coll == kAllReduce && a == kPat) return false;
     if ((a == kNvls || a == kNvlsTree) && p != kSimple) return false;
     if (is_gather(coll) && a == kPat && (p != kSimple || !pat_enabled())) return false;
-    if ((a == kNvls || a == kNvlsTree) && v.nvlsBandwidth == NvlsBandwidth::k2_28 &&
-        sys.graphs[a].nChannels < 2)
+    if ((a == kNvls || a == kNvlsTree) && v.nvlsBandwidth == NvlsBandwidth::k2_28 && sys.graphs[a].nChannels < 2)
       return false;  // NVLS/NVLStree needs at least 2 channels
     return true;
   }
@@ -111,8 +112,7 @@ float Model::per_channel_bw(int coll, int a) const {
   float bw = nNodes <= 2 || collnet ? g.bwIntra : g.bwInter;
   if (a != kNvls && a != kNvlsTree) return bw;
   switch (v.nvlsBandwidth) {
-    case NvlsBandwidth::k2_18:
-      return bw;
+    case NvlsBandwidth::k2_18: return bw;
     case NvlsBandwidth::k2_19:
     case NvlsBandwidth::k2_27:
       if (a == kNvlsTree) return std::min(g.bwIntra, nNodes <= 2 ? g.bwInter : g.bwInter / 2);
@@ -128,8 +128,7 @@ float Model::per_channel_bw(int coll, int a) const {
       }
       float interBw = g.bwInter * ((nNodes <= 2 && a == kNvlsTree) ? 2 : 1);
       return std::min({intraBw, interBw,
-                       a == kNvlsTree ? static_cast<float>(perChMaxNVLSTreeBw)
-                                      : std::numeric_limits<float>::max()});
+                       a == kNvlsTree ? static_cast<float>(perChMaxNVLSTreeBw) : std::numeric_limits<float>::max()});
     }
   }
   return bw;
@@ -153,7 +152,7 @@ float Model::bus_bandwidth(int coll, int a, int p) const {
   if (a == kTree && p == kLL) busBw = std::min(busBw * 1.0 / 3.8, llMaxBw);
   if (a == kTree && p == kLL128)
     busBw = std::min(busBw * (nNodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), g.nChannels * perChMaxTreeLL128Bw);
-  if (a == kTree && sys.maxTreePattern == kPatternTree) busBw *= .85;
+  if (a == kTree && v.treePatternPenalty && sys.maxTreePattern == kPatternTree) busBw *= .85;
   if (a == kPat) busBw *= v.patFactor;
   if ((a == kCollNetDirect || a == kCollNetChain) && p != kSimple) busBw = 0;  // Not used
   if (a == kCollNetDirect && p == kSimple) {
@@ -174,8 +173,8 @@ float Model::bus_bandwidth(int coll, int a, int p) const {
     }
   }
   // AllGather/ReduceScatter across nodes need 1:1 GPU:NIC and the plugin's collectives (2.27+).
-  if (v.collNetAllGather == CollNetAllGather::k2_27 && (a == kNvls || a == kCollNetDirect) &&
-      p == kSimple && is_gather(coll) && nNodes > 1) {
+  if (v.collNetAllGather == CollNetAllGather::k2_27 && (a == kNvls || a == kCollNetDirect) && p == kSimple &&
+      is_gather(coll) && nNodes > 1) {
     if (coll == kAllGather && !sys.collNet.iallgather) busBw = 0.0f;
     if (coll == kReduceScatter && !sys.collNet.ireducescatter) busBw = 0.0f;
     if (!sys.collNet.enabled || sys.localRanks() > sys.collNet.headsNum) busBw = 0.0f;
@@ -187,8 +186,7 @@ float Model::bus_bandwidth(int coll, int a, int p) const {
 float Model::algorithm_bandwidth(int coll, int a, int p, int nsteps) const {
   float busBw = bus_bandwidth(coll, a, p);
   bool keep = (v.algBwConversion == AlgBwConversion::kSkipNonRingAgRs && a != kRing && is_gather(coll)) ||
-              (v.algBwConversion == AlgBwConversion::kSkipCollNetDirectAgRs && a == kCollNetDirect &&
-               is_gather(coll));
+              (v.algBwConversion == AlgBwConversion::kSkipCollNetDirectAgRs && a == kCollNetDirect && is_gather(coll));
   if (keep) return busBw;
   float ratio = 1.0f;
   bool nvls = a == kNvls || a == kNvlsTree;
@@ -197,7 +195,7 @@ float Model::algorithm_bandwidth(int coll, int a, int p, int nsteps) const {
   } else if (a == kNvlsTree && v.nvlsBandwidth == NvlsBandwidth::k2_18) {
     ratio = .70 * sys.nNodes / (2 * (sys.nNodes - 1));  // tuning.cc:199@2.18.6
   } else if (nvls) {
-    ratio *= 5.0 / 6.0;
+    ratio *= v.nvlsRatio;
   } else {
     ratio *= .5;
   }
@@ -212,7 +210,7 @@ float Model::latency(int coll, int a, int p, int nsteps) const {
   float intraLat = static_cast<float>(c.hwLatencies[intraHw[a]][a][p]);
   // With ppn=1 latencies are fully exposed, use the Tree network latency (2.23+).
   float interLat = static_cast<float>(v.ppn1UsesTreeNetLatency && ppn == 1 ? c.hwLatencies[kHwNet][kTree][p]
-                                                                            : c.hwLatencies[kHwNet][a][p]);
+                                                                           : c.hwLatencies[kHwNet][a][p]);
   interLat += g.latencyInter;
   if (p == kSimple) interLat += g.latencyInter;  // the flush extra latency
   if (a == kRing) {
@@ -244,8 +242,7 @@ float Model::latency(int coll, int a, int p, int nsteps) const {
       return lat;
     case kCollNetDirect:  // + arity serialization latency
       return lat + (2 * (std::min(1, local - 1) * intraLat + (local - 1) * v.collNetDirectArityLatency) + interLat);
-    case kCollNetChain:
-      return lat + (2 * (local - 1) * intraLat + interLat);
+    case kCollNetChain: return lat + (2 * (local - 1) * intraLat + interLat);
     case kNvls:
       if (v.nvlsLatencyFromBase) return lat + (nNodes > 1 ? static_cast<float>(c.hwLatencies[kHwNet][a][p]) : 0);
       return intraLat + (nNodes > 1 ? interLat : 0);  // base latency ignored
@@ -255,8 +252,7 @@ float Model::latency(int coll, int a, int p, int nsteps) const {
     case kPat:
       if (is_gather(coll)) lat += log2i(nNodes) * (interLat / 3.5) + nRanks * 2.8;
       return lat;
-    default:
-      return lat;
+    default: return lat;
   }
 }
 
@@ -266,9 +262,13 @@ bool ll128_allowed(const Model& m, int coll, int a) {
   const Graph& g = s.graphs[a];
   int cc = s.minCompCap;
   bool cuda118Exception = cc == 90 && s.cudartVersion == 11080 && coll == kAllReduce && a == kRing && s.nRanks == 2;
-  bool ok = g.typeIntra <= kPathNvb && s.minCompCap == s.maxCompCap;
-  if (m.v.ll128Rule == Ll128Rule::k2_27) {
+  bool ok = g.typeIntra <= m.v.ll128MaxTypeIntra && s.minCompCap == s.maxCompCap;
+  if (m.v.ll128Rule == Ll128Rule::k2_27_5) {
     ok = ok && (s.ll128C2c && cc >= 90 ? g.typeInter <= kPathPxn : g.typeInter <= kPathPxb);
+    return ok && !(cc < 70 || cuda118Exception);
+  }
+  if (m.v.ll128Rule == Ll128Rule::k2_27_3) {  // tuning.cc:460@2.27.3
+    ok = ok && (g.typeInter <= kPathPxb || (cc >= 90 && g.typeInter <= (s.ll128C2c ? kPathP2c : kPathPxn)));
     return ok && !(cc < 70 || cuda118Exception);
   }
   ok = ok && (g.typeInter <= kPathPxb || (cc >= 90 && g.typeInter <= kPathPxn));
@@ -282,9 +282,10 @@ void apply_enables(const Model& m, TuningTable& t) {
   EnableMasks masks = s.masks;
   for (int f = 0; f < kNumFunctions; ++f) {
     for (int a = 0; a < kNumAlgorithms; ++a) {
-      bool disable = (s.nNodes == 1 && a == kNvlsTree) ||
-                     (!s.collNet.enabled && (a == kCollNetDirect || a == kCollNetChain || (a == kNvls && s.nNodes > 1))) ||
-                     (s.nvsCount == 0 && a == kCollNetDirect);
+      bool disable =
+          (s.nNodes == 1 && a == kNvlsTree) ||
+          (!s.collNet.enabled && (a == kCollNetDirect || a == kCollNetChain || (a == kNvls && s.nNodes > 1))) ||
+          (s.nvsCount == 0 && a == kCollNetDirect);
       if (disable) masks.algo[f][a] = 0;
     }
     // Before 2.24: NCCL_ALGO=COLLNET without CollNet falls back to ring and tree.
@@ -302,7 +303,8 @@ void apply_enables(const Model& m, TuningTable& t) {
         if (pEnable == 2 && p == kLL128) pEnable = ll128_allowed(m, c, a) ? 1 : 0;
         if (pEnable == 0) t.bandwidths[c][a][p] = 0;
         if (a == kRing && pEnable == 0 && m.v.minor >= 22) ringBackup[c][p] = 0;
-        bool ringKept = m.v.ringFallback == RingFallback::kRingNeverDisabledOutsideAllReduce && a == kRing && c != kAllReduce;
+        bool ringKept =
+            m.v.ringFallback == RingFallback::kRingNeverDisabledOutsideAllReduce && a == kRing && c != kAllReduce;
         if (!ringKept && masks.algo[c][a] == 0) t.bandwidths[c][a][p] = 0;
       }
     }
@@ -370,8 +372,8 @@ TuningTable tune_model(const System& system, const Version& version) {
   return t;
 }
 
-float algo_time(const TuningTable& t, const System& s, Function coll, Algorithm a, Protocol p,
-                std::size_t nBytes, int numPipeOps) {
+float algo_time(const TuningTable& t, const System& s, Function coll, Algorithm a, Protocol p, std::size_t nBytes,
+                int numPipeOps) {
   float bw = t.bandwidths[coll][a][p];
   float lat = t.latencies[coll][a][p];
   if (bw == 0) return -1.0f;
@@ -400,7 +402,8 @@ CostTable cost_table(const TuningTable& t, const System& s, const Call& call) {
   int localRanks = s.localRanks();
   for (int a = 0; a < t.numAlgorithms; ++a) {
     if ((a == kCollNetDirect || a == kCollNetChain) && (!collNetSupport || localRanks > kMaxDirectArity + 1)) continue;
-    if ((a == kNvls || a == kNvlsTree) && (!nvlsSupport || (call.function != kAllReduce && localRanks > kMaxNvlsArity))) continue;
+    if ((a == kNvls || a == kNvlsTree) && (!nvlsSupport || (call.function != kAllReduce && localRanks > kMaxNvlsArity)))
+      continue;
     if (a == kNvls && !collNetSupport && s.nNodes > 1) continue;
     if (a == kPat && call.function == kReduceScatter && call.op == kAvg) continue;  // no scaling yet
     for (int p = 0; p < kNumProtocols; ++p) {
@@ -426,8 +429,8 @@ Choice choose(const TuningTable& t, const System& s, const Call& call) {
     }
   }
   if (algorithm < 0)
-    throw Error(fmt::format("NCCL model: no algorithm/protocol available for function {}",
-                            kFunctionNames[call.function]));
+    throw Error(
+        fmt::format("NCCL model: no algorithm/protocol available for function {}", kFunctionNames[call.function]));
   choice.algorithm = Algorithm(algorithm);
   choice.protocol = Protocol(protocol);
   choice.time_us = minTime;

@@ -18,7 +18,7 @@ namespace commsim::nccl {
 // comm->latencies / comm->bandwidths and the thread settings, exactly what NCCL's TUNING table
 // prints. A bandwidth of 0 means disabled (the entry is never picked).
 struct TuningTable {
-  float latencies[kNumFunctions][kNumAlgorithms][kNumProtocols] = {};    // us
+  float latencies[kNumFunctions][kNumAlgorithms][kNumProtocols] = {};   // us
   float bandwidths[kNumFunctions][kNumAlgorithms][kNumProtocols] = {};  // GB/s, algorithm bw
   int maxThreads[kNumAlgorithms][kNumProtocols] = {};
   long threadThresholds[kNumAlgorithms][kNumProtocols] = {};
@@ -37,8 +37,8 @@ int comm_channels(const System& system);
 
 // ncclTopoGetAlgoTime: us, or -1 for a disabled entry. Applies treeCorrectionFactor, the ring
 // AllReduce "plateau" (x1.4, x1.9 before Ampere, multi-node Simple) and numPipeOps.
-float algo_time(const TuningTable& table, const System& system, Function function,
-                Algorithm algorithm, Protocol protocol, std::size_t nBytes, int numPipeOps);
+float algo_time(const TuningTable& table, const System& system, Function function, Algorithm algorithm,
+                Protocol protocol, std::size_t nBytes, int numPipeOps);
 
 // updateCollCostTable: the per-call 7x3 cost table in us; -1 marks an ignored or disabled
 // entry. Adds the per-call gates (NVLS op/type and <= 32 local ranks for AllGather/

@@ -1,11 +1,10 @@
 // NCCL's tuning model (src/model/nccl) against NCCL's own numbers. Each expectation cites where
 // the number comes from: "note §x" is the project's reference on NCCL's model (section 2.8 graph
 // values, 2.9 the worked DGX H100 table), "file:line@tag" is NVIDIA/nccl source at that tag.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include <fmt/format.h>
 
 #include "model/error.h"
 #include "model/nccl/graphs.h"
@@ -68,9 +67,13 @@ TEST(NcclVersions, ParsesReleaseTagAndShortForms) {
   EXPECT_EQ(find_version("2.21").name(), "2.21.5");  // newest ported patch of the release
   EXPECT_EQ(find_version("2.28").name(), "2.28.9");
   EXPECT_EQ(find_version("2.28.5").name(), "2.28.3");  // constants change only at ported tags
-  EXPECT_EQ(find_version("2.18.1").name(), "2.18.6");
+  EXPECT_EQ(find_version("2.18.1").name(), "2.18.1");
+  EXPECT_EQ(find_version("2.18.4").name(), "2.18.6");  // v2.18.3-1 .. v2.18.6-1 share tuning.cc
+  EXPECT_EQ(find_version("2.18.4").tags(), "2.18.3-2.18.6");
+  EXPECT_EQ(find_version("2.27.4").name(), "2.27.3");
+  EXPECT_EQ(find_version("2.27.5").name(), "2.27.7");
   EXPECT_EQ(newest_version().name(), "2.28.9");
-  EXPECT_EQ(known_versions().front().name(), "2.18.6");
+  EXPECT_EQ(known_versions().front().name(), "2.18.1");
 }
 
 TEST(NcclVersions, UnknownReleaseListsTheKnownOnes) {
@@ -163,15 +166,14 @@ TEST(NcclTuning, DgxH100OneNodeTable) {
     float lat, bw;
   };
   const Entry entries[] = {
-      {kBroadcast, kRing, kLL, 7.2f, 141.0f},      {kBroadcast, kRing, kLL128, 15.9f, 331.2f},
-      {kBroadcast, kRing, kSimple, 11.8f, 360.0f}, {kReduce, kRing, kSimple, 11.8f, 360.0f},
-      {kAllGather, kRing, kLL, 10.8f, 161.1f},     {kAllGather, kRing, kLL128, 27.3f, 378.5f},
-      {kAllGather, kRing, kSimple, 32.2f, 411.4f}, {kAllGather, kNvls, kSimple, 25.0f, 208.2f},
-      {kReduceScatter, kNvls, kSimple, 25.0f, 208.2f},
-      {kAllReduce, kTree, kLL, 15.2f, 43.6f},      {kAllReduce, kTree, kLL128, 31.5f, 128.8f},
-      {kAllReduce, kTree, kSimple, 64.4f, 165.6f}, {kAllReduce, kRing, kLL, 15.0f, 80.6f},
-      {kAllReduce, kRing, kLL128, 40.6f, 189.3f},  {kAllReduce, kRing, kSimple, 56.0f, 205.7f},
-      {kAllReduce, kNvls, kSimple, 25.0f, 272.0f},
+      {kBroadcast, kRing, kLL, 7.2f, 141.0f},          {kBroadcast, kRing, kLL128, 15.9f, 331.2f},
+      {kBroadcast, kRing, kSimple, 11.8f, 360.0f},     {kReduce, kRing, kSimple, 11.8f, 360.0f},
+      {kAllGather, kRing, kLL, 10.8f, 161.1f},         {kAllGather, kRing, kLL128, 27.3f, 378.5f},
+      {kAllGather, kRing, kSimple, 32.2f, 411.4f},     {kAllGather, kNvls, kSimple, 25.0f, 208.2f},
+      {kReduceScatter, kNvls, kSimple, 25.0f, 208.2f}, {kAllReduce, kTree, kLL, 15.2f, 43.6f},
+      {kAllReduce, kTree, kLL128, 31.5f, 128.8f},      {kAllReduce, kTree, kSimple, 64.4f, 165.6f},
+      {kAllReduce, kRing, kLL, 15.0f, 80.6f},          {kAllReduce, kRing, kLL128, 40.6f, 189.3f},
+      {kAllReduce, kRing, kSimple, 56.0f, 205.7f},     {kAllReduce, kNvls, kSimple, 25.0f, 272.0f},
   };
   for (const Entry& e : entries) {
     SCOPED_TRACE(std::string(kFunctionNames[e.f]) + " " + std::string(kAlgorithmNames[e.a]) + "/" +
@@ -333,6 +335,29 @@ TEST(NcclTuning, VersionDifferences) {
   // ring LL: 6.6 + (30 - 4) x 1.0 + 4 x 2.7 = 43.4 vs 6.6 + (30 - 2) x 1.0 + 2 x 2.7 = 40.0
   EXPECT_NEAR(Model(dgx_h100(2), find_version("2.22")).lat(kAllReduce, kRing, kLL), 43.4, 0.05);
   EXPECT_NEAR(Model(dgx_h100(2)).lat(kAllReduce, kRing, kLL), 40.0, 0.05);
+}
+
+TEST(NcclTuning, PatchReleasesThatChangedTheModel) {
+  // 2.18.1 -> 2.18.3: Tree/Simple 28 -> 4 us per NVLink hop with base 0: 2 x 7 x 28 = 392 vs
+  // 2 x 7 x 4 = 56 us; NVLS ratio .75 -> 5/6 on a graph bw of 8 x 40 (tuning.cc:187@2.18.1)
+  Model v2181(dgx_h100(), find_version("2.18.1"));
+  Model v2186(dgx_h100(), find_version("2.18.6"));
+  EXPECT_NEAR(v2181.lat(kAllReduce, kTree, kSimple), 392.0, 0.05);
+  EXPECT_NEAR(v2186.lat(kAllReduce, kTree, kSimple), 56.0, 0.05);
+  EXPECT_NEAR(v2181.bw(kAllReduce, kNvls, kSimple), 240.0, 0.05);
+  EXPECT_NEAR(v2186.bw(kAllReduce, kNvls, kSimple), 266.7, 0.05);
+  EXPECT_NEAR(v2186.lat(kAllReduce, kNvls, kSimple), 23.0, 0.01);  // base 23, no NVLink hop
+  // 2.27.3 -> 2.27.5: with NCCL_LL128_C2C=1, SM90 LL128 reaches PATH_P2C then PATH_PXN
+  // (tuning.cc:460@2.27.3, :459-467@2.27.7)
+  System s = make_system(dgx_h100(2), find_version("2.27.3"));
+  for (Graph& g : s.graphs) g.typeInter = kPathPxn;
+  EXPECT_EQ(tune_model(s, find_version("2.27.3")).bandwidths[kAllReduce][kRing][kLL128], 0.0f);
+  EXPECT_GT(tune_model(s, find_version("2.27.7")).bandwidths[kAllReduce][kRing][kLL128], 0.0f);
+  // before 2.27 LL128 needed SM 70/80/90 exactly (and 100/120 from 2.25): off on SM86
+  Machine sm86 = dgx_a100();
+  sm86.compCap = 86;
+  EXPECT_EQ(Model(sm86, find_version("2.26")).bw(kAllReduce, kRing, kLL128), 0.0f);
+  EXPECT_GT(Model(sm86, find_version("2.27")).bw(kAllReduce, kRing, kLL128), 0.0f);
 }
 
 // ---- enable rules and the NCCL_ALGO / NCCL_PROTO parser ---------------------------------------
