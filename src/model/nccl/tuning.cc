@@ -193,7 +193,7 @@ float Model::algorithm_bandwidth(int coll, int a, int p, int nsteps) const {
   if (a == kRing || (nvls && v.nvlsBandwidth == NvlsBandwidth::k2_28)) {
     ratio *= (1.0 * sys.nRanks) / nsteps;
   } else if (a == kNvlsTree && v.nvlsBandwidth == NvlsBandwidth::k2_18) {
-    ratio = .70 * sys.nNodes / (2 * (sys.nNodes - 1));  // tuning.cc:199@2.18.6
+    ratio = .70 * sys.nNodes / (2 * (sys.nNodes - 1));  // tuning.cc:198@2.18.6
   } else if (nvls) {
     ratio *= v.nvlsRatio;
   } else {
@@ -228,7 +228,7 @@ float Model::latency(int coll, int a, int p, int nsteps) const {
     }
     intraLat = std::max(intraLat, netOverhead);
     int nInterSteps = 0;
-    if (v.legacyRingInterSteps) {  // tuning.cc:160-162@2.22.3
+    if (v.legacyRingInterSteps) {  // tuning.cc:159-161@2.22.3
       nInterSteps = coll == kAllReduce ? (nNodes > 1 ? 2 * nNodes : 0) : is_gather(coll) ? nNodes - 1 : nNodes;
     } else {
       nInterSteps = nNodes == 1 ? 0 : coll == kAllReduce ? 2 * (nNodes - 1) : nNodes - 1;

@@ -69,7 +69,7 @@ Version v2_18_6() {
   v.constants = constants_2_18();
   v.numAlgorithms = 6;
   v.numCompCaps = 3;
-  v.ringLLFactorSingle = 1.0 / 3.0;  // tuning.cc:179@2.18.6
+  v.ringLLFactorSingle = 1.0 / 3.0;  // tuning.cc:178@2.18.6
   v.ringLLFactorMulti = 1.0 / 4.0;
   v.ringLL128LowPpnPenalty = true;
   v.patFactor = 0;

@@ -1,6 +1,7 @@
 // NCCL's tuning model (src/model/nccl) against NCCL's own numbers. Each expectation cites where
-// the number comes from: "note §x" is the project's reference on NCCL's model (section 2.8 graph
-// values, 2.9 the worked DGX H100 table), "file:line@tag" is NVIDIA/nccl source at that tag.
+// the number comes from: "nccl-model.md §x" is the reference note on NCCL's algorithms and tuning
+// model (§2.3 constants, §2.8 graph values, §2.9 the worked DGX H100 table); "file:line" is
+// NVIDIA/nccl source at tag v2.28.9-1, "file:line@2.x.y" at tag v2.x.y-1; "#n" an NVIDIA/nccl issue.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -100,14 +101,14 @@ TEST(NcclVersions, ConstantsThatChangedArePerRelease) {
   // Blackwell ring LL128, 2 nodes: 2*36.7 until 2.28.3, 34.6 from 2.28.7 (tuning.cc:179@2.28.7)
   EXPECT_DOUBLE_EQ(find_version("2.28.3").constants.perChMaxRingLL128Bws[kBlackwell][1], 73.4);
   EXPECT_DOUBLE_EQ(find_version("2.28.7").constants.perChMaxRingLL128Bws[kBlackwell][1], 34.6);
-  // Tree Simple: base 0 and 28 us per hop up to 2.22, base 8.4 and 4 us from 2.23 (note §2.3)
+  // Tree Simple: base 0 and 28 us per hop up to 2.22, base 8.4 and 4 us from 2.23 (nccl-model.md §2.3)
   EXPECT_DOUBLE_EQ(find_version("2.22").constants.hwLatencies[kHwNvlink][kTree][kSimple], 28);
   EXPECT_DOUBLE_EQ(find_version("2.23").constants.baseLatencies[kTree][kSimple], 8.4);
   EXPECT_EQ(find_version("2.22").numAlgorithms, 6);
   EXPECT_EQ(find_version("2.23").numAlgorithms, 7);
 }
 
-// ---- graphs (note §2.8) ---------------------------------------------------------------------
+// ---- graphs (nccl-model.md §2.8) ---------------------------------------------------------------------
 
 TEST(NcclGraphs, DgxH100OneNode) {
   System s = make_system(dgx_h100(), newest_version());
@@ -155,7 +156,7 @@ TEST(NcclGraphs, DgxA100AndGb200) {
   EXPECT_EQ(gb.nvlsChannels, 24);  // NVLS_NCHANNELS_SM100_NVL (transport/nvls.cc:11)
 }
 
-// ---- the DGX H100 TUNING table (note §2.9) -----------------------------------------------------
+// ---- the DGX H100 TUNING table (nccl-model.md §2.9) -----------------------------------------------------
 
 TEST(NcclTuning, DgxH100OneNodeTable) {
   Model h(dgx_h100());
@@ -182,13 +183,13 @@ TEST(NcclTuning, DgxH100OneNodeTable) {
     EXPECT_EQ(fmt::format("{:.1f}/{:.1f}", h.lat(e.f, e.a, e.p), h.bw(e.f, e.a, e.p)),
               fmt::format("{:.1f}/{:.1f}", e.lat, e.bw));
   }
-  // Disabled on one node: NVLSTree (tuning.cc:464), CollNet without a plugin (:468-471), PAT
+  // Disabled on one node: NVLSTree (tuning.cc:466), CollNet without a plugin (:468-471), PAT
   // with 8 GPUs per node (:201-209), LL/LL128 for NVLS (:280).
   EXPECT_EQ(h.bw(kAllReduce, kNvlsTree, kSimple), 0.0f);
   EXPECT_EQ(h.bw(kAllReduce, kCollNetDirect, kSimple), 0.0f);
   EXPECT_EQ(h.bw(kAllGather, kPat, kSimple), 0.0f);
   EXPECT_EQ(h.bw(kAllReduce, kNvls, kLL), 0.0f);
-  // NVLS busBw 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476 (note §2.9)
+  // NVLS busBw 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476 (nccl-model.md §2.9)
   EXPECT_NEAR(h.bw(kAllReduce, kNvls, kSimple) * 14 / 8, 476.0, 0.01);
 }
 
@@ -207,7 +208,7 @@ TEST(NcclTuning, DgxH100OneNodePicks) {
   }
   EXPECT_EQ(h.pick(kAllReduce, MiB).nChannels, 24);  // ring LL uses {0..23} (#1906)
   EXPECT_EQ(h.pick(kAllReduce, 8).nChannels, 1);
-  // AllGather: Ring/LL to 4 MiB, LL128 8-16 MiB, Simple from 32 MiB (note §2.9)
+  // AllGather: Ring/LL to 4 MiB, LL128 8-16 MiB, Simple from 32 MiB (nccl-model.md §2.9)
   EXPECT_EQ(h.pick(kAllGather, 4 * MiB).protocol, kLL);
   EXPECT_EQ(h.pick(kAllGather, 8 * MiB).protocol, kLL128);
   EXPECT_EQ(h.pick(kAllGather, 16 * MiB).protocol, kLL128);
@@ -232,14 +233,14 @@ TEST(NcclTuning, TimeFunction) {
 
 TEST(NcclTuning, DgxA100Picks) {
   Model a(dgx_a100());
-  // Ring/LL -> Ring/LL128 from 4 MiB -> Ring/Simple from 32 MiB; busBw 240 (note §2.9)
+  // Ring/LL -> Ring/LL128 from 4 MiB -> Ring/Simple from 32 MiB; busBw 240 (nccl-model.md §2.9)
   EXPECT_EQ(a.pick(kAllReduce, 2 * MiB).protocol, kLL);
   EXPECT_EQ(a.pick(kAllReduce, 4 * MiB).protocol, kLL128);
   EXPECT_EQ(a.pick(kAllReduce, 16 * MiB).protocol, kLL128);
   EXPECT_EQ(a.pick(kAllReduce, 32 * MiB).protocol, kSimple);
   EXPECT_EQ(a.pick(kAllReduce, GiB).algorithm, kRing);
   EXPECT_NEAR(a.bw(kAllReduce, kRing, kSimple) * 14 / 8, 240.0, 0.01);
-  // Ampere llMaxBws[1][0] = 87.7 caps ring LL (tuning.cc:176)
+  // Ampere llMaxBws[1][0] = 87.7 caps ring LL (tuning.cc:171)
   EXPECT_NEAR(a.bw(kAllReduce, kRing, kLL) * 14 / 8, 87.7, 0.01);
 }
 
@@ -259,7 +260,7 @@ TEST(NcclTuning, Gb200Nvl72) {
 
 TEST(NcclTuning, MultiNodeDgxH100) {
   Model two(dgx_h100(2));
-  // 2 nodes: Tree/LL -> Tree/LL128 (256 KiB) -> NVLSTree (4 MiB) (note §2.9)
+  // 2 nodes: Tree/LL -> Tree/LL128 (256 KiB) -> NVLSTree (4 MiB) (nccl-model.md §2.9)
   EXPECT_EQ(two.pick(kAllReduce, 128 * KiB).algorithm, kTree);
   EXPECT_EQ(two.pick(kAllReduce, 128 * KiB).protocol, kLL);
   EXPECT_EQ(two.pick(kAllReduce, 256 * KiB).protocol, kLL128);
@@ -270,7 +271,7 @@ TEST(NcclTuning, MultiNodeDgxH100) {
   // NVLS across nodes needs CollNet (tuning.cc:468-471)
   EXPECT_EQ(two.bw(kAllReduce, kNvls, kSimple), 0.0f);
   Model four(dgx_h100(4));
-  // 4 nodes: Ring/Simple takes over from NVLSTree at >= 1 GiB (note §2.9)
+  // 4 nodes: Ring/Simple takes over from NVLSTree at >= 1 GiB (nccl-model.md §2.9)
   EXPECT_EQ(four.pick(kAllReduce, 512 * MiB).algorithm, kNvlsTree);
   EXPECT_EQ(four.pick(kAllReduce, GiB).algorithm, kRing);
   // Ring LL across >= 4 nodes is capped at llMaxBws[0][2] = 20.4 busBw on Intel, [1][2] = 19.0
@@ -291,7 +292,7 @@ TEST(NcclTuning, PatOnlyWithOneGpuPerNode) {
   Machine m = dgx_h100(16);
   m.gpusInUse = 1;
   Model pat(m);
-  // PAT: nNodes == nRanks (tuning.cc:205); latency 8 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us
+  // PAT: nNodes == nRanks (tuning.cc:206); latency 8 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us
   EXPECT_NEAR(pat.lat(kAllGather, kPat, kSimple), 68.8, 0.05);
   EXPECT_GT(pat.bw(kAllGather, kPat, kSimple), 0.0f);
   EXPECT_EQ(pat.pick(kAllGather, 64 * KiB).algorithm, kPat);
@@ -307,7 +308,7 @@ TEST(NcclTuning, PatOnlyWithOneGpuPerNode) {
   System off = pat.system;
   off.patEnable = 0;
   EXPECT_EQ(tune_model(off, newest_version()).bandwidths[kAllGather][kPat][kSimple], 0.0f);
-  // 2.23 used x0.85 where 2.24+ use x0.75 (tuning.cc:195@2.23.4, :258@2.24.3)
+  // 2.23 used x0.85 where 2.24+ use x0.75 (tuning.cc:193@2.23.4, :256@2.24.3)
   Model pat223(m, find_version("2.23"));
   EXPECT_NEAR(pat223.bw(kAllGather, kPat, kSimple) / pat.bw(kAllGather, kPat, kSimple), 0.85 / 0.75, 1e-5);
   // no PAT before 2.23
@@ -372,7 +373,7 @@ TEST(NcclMasks, PerFunctionSyntax) {
   EXPECT_EQ(m.algo[kAllGather][kNvls], 0);
   EXPECT_EQ(m.algo[kBroadcast][kNvls], 1);  // untouched
   // "Enable LL and Simple for all functions, but everything except LL for allreduce"
-  // (tuning.cc:47-49)
+  // (tuning.cc:48-50)
   EnableMasks p = parse_enable_masks("", "LL,Simple;allreduce:^LL", v);
   EXPECT_EQ(p.proto[kBroadcast][kLL128], 0);
   EXPECT_EQ(p.proto[kBroadcast][kLL], 1);
@@ -407,7 +408,7 @@ TEST(NcclMasks, AppliedToTheTable) {
 }
 
 TEST(NcclTuning, Ll128Rule) {
-  // LL128 needs typeIntra <= NVB (tuning.cc:490): off on a PCIe-only node
+  // LL128 needs typeIntra <= NVB (tuning.cc:491): off on a PCIe-only node
   Machine pcie;
   pcie.compCap = 89;
   pcie.nvswitch = false;
@@ -416,7 +417,7 @@ TEST(NcclTuning, Ll128Rule) {
   Model p(pcie);
   EXPECT_EQ(p.bw(kAllReduce, kRing, kLL128), 0.0f);
   EXPECT_GT(p.bw(kAllReduce, kRing, kSimple), 0.0f);
-  // and mixed compute capabilities (:491)
+  // and mixed compute capabilities (:492)
   System mixed = make_system(dgx_h100(), newest_version());
   mixed.minCompCap = 80;
   EXPECT_EQ(tune_model(mixed, newest_version()).bandwidths[kAllReduce][kRing][kLL128], 0.0f);
