@@ -361,6 +361,41 @@ TEST(NcclTuning, PatchReleasesThatChangedTheModel) {
   EXPECT_GT(Model(sm86, find_version("2.27")).bw(kAllReduce, kRing, kLL128), 0.0f);
 }
 
+// NCCL's own estimates, logged by NCCL 2.22 on 3 nodes x 8 H100 with 16 collective channels
+// (#1453: "Failed to find ncclTunerPlugin_v3" and the "%ld Bytes -> Algo %d proto %d time %f" line
+// of 2.20-2.22): "4 Bytes -> Algo 0 proto 0 time 25.200462" and "8589934592 Bytes -> Algo 1
+// proto 2 time 86069.968750". The latencies follow from the constants alone; the two graph
+// inputs the log does not show are inferred: a ring busBw of 192 GB/s (8 x 24) and a tree that
+// fell back to the TREE pattern (the x0.85 on top of the 20.4 GB/s LL cap).
+TEST(NcclTuning, ReproducesEstimatesLoggedByNccl222) {
+  const Version& v = find_version("2.22");
+  System s;
+  s.nRanks = 24;
+  s.nNodes = 3;
+  s.collChannels = 16;
+  Graph ring;
+  ring.nChannels = 8;
+  ring.bwIntra = ring.bwInter = 24.0f;
+  Graph tree = ring;
+  tree.pattern = kPatternTree;
+  s.graphs[kRing] = ring;
+  s.graphs[kTree] = s.graphs[kPat] = tree;
+  s.maxTreePattern = kPatternTree;
+  TuningTable t = tune_model(s, v);
+  // Tree/LL: 6.8 + 2 x (7 x 0.6 + log2(3) x 5.0) = 25.2 us, bw 20.4 x 0.85 x 0.5
+  Call small;
+  small.nBytes = 4;
+  Choice c = choose(t, s, small);
+  EXPECT_EQ(c.algorithm, kTree);
+  EXPECT_EQ(c.protocol, kLL);
+  EXPECT_NEAR(c.time_us, 25.200462, 2e-5);
+  // Ring/Simple: (8.4 + 40 x 3.4 + 6 x 14) x 1.4 plateau, with 2 nNodes inter-node steps (2.22)
+  EXPECT_NEAR(algo_time(t, s, kAllReduce, kRing, kSimple, 8589934592ull, 1), 86069.968750, 0.05);
+  // from 2.23 the same ring has 2 (nNodes - 1) inter-node steps and a lower estimate
+  EXPECT_LT(algo_time(tune_model(s, find_version("2.23")), s, kAllReduce, kRing, kSimple, 8589934592ull, 1),
+            86069.968750 - 20);
+}
+
 // ---- enable rules and the NCCL_ALGO / NCCL_PROTO parser ---------------------------------------
 
 TEST(NcclMasks, PerFunctionSyntax) {
