@@ -141,9 +141,9 @@ System make_system(const Machine& m, const Version& version) {
   g.typeInter = kPathPix;
   g.pattern = kPatternRing;
   s.graphs[kRing] = g;
-  // Tree (and PAT, which reads it): the ring's channels and speed, a balanced tree (assumed).
+  // Tree (PAT reads it too): the ring's channels and speed, a balanced tree (assumed).
   g.pattern = kPatternBalancedTree;
-  s.graphs[kTree] = s.graphs[kPat] = g;
+  s.graphs[kTree] = g;
   s.maxTreePattern = kPatternBalancedTree;
   // CollNet: one channel per NIC at the NIC's speed (assumed; no GRAPH lines published).
   Graph collnet = g;
@@ -169,7 +169,7 @@ System make_system(const Machine& m, const Version& version) {
     nv.typeInter = kPathPix;
     nv.sameChannels = false;
     nv.pattern = kPatternNvls;
-    s.graphs[kNvls] = s.graphs[kNvlsTree] = nv;
+    s.graphs[kNvls] = nv;
   }
   s.nvlsSupport = nvls && m.multicast;
   // transport/nvls.cc:9-11,179-196: 16 on Hopper; Blackwell 24 in one NVLink domain, 32 across.

@@ -54,7 +54,9 @@ struct System {
   int nNodes = 1;  // NVLink domains (an MNNVL rack counts as one node, init.cc:1099-1109)
   CpuArch cpuArch = kCpuX86;
   CpuVendor cpuVendor = kVendorIntel;
-  Graph graphs[kNumAlgorithms];               // per algorithm; PAT reads the tree graph (init.cc:854)
+  // The graph of each algorithm, by algorithm id. As in NCCL (init.cc:854), NVLS_TREE reads the
+  // NVLS graph and PAT the tree graph: graph() maps them, their own entries are not read.
+  Graph graphs[kNumAlgorithms];
   int maxTreePattern = kPatternBalancedTree;  // the tree graph's pattern
   int nvsCount = 1;                           // NVSwitches in the topology (0 on PCIe and NVLink-mesh nodes)
   bool nvlsSupport = false;                   // comm->nvlsSupport: multicast driver support and an NVLS graph
@@ -68,6 +70,9 @@ struct System {
   double netOverheadUs = -1;  // NCCL_NET_OVERHEAD in us; < 0 = by CPU (getNetOverhead)
   EnableMasks masks;
 
+  const Graph& graph(int algorithm) const {
+    return graphs[algorithm == kNvlsTree ? kNvls : algorithm == kPat ? kTree : algorithm];
+  }
   float ppn() const { return static_cast<float>(nRanks) / nNodes; }
   int localRanks() const { return nRanks / nNodes; }
 };

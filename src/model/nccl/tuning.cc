@@ -61,7 +61,7 @@ struct Model {
     if (s.cpuArch == kCpuPower) c.hwLatencies[kHwPci][kTree][kSimple] = c.hwLatencies[kHwPci][kRing][kSimple];
     ppn = s.ppn();
     for (int a = 0; a < kNumAlgorithms; ++a) {
-      intraHw[a] = s.graphs[a].typeIntra == kPathNvl ? kHwNvlink : kHwPci;  // LINK_NVL == PATH_NVL
+      intraHw[a] = s.graph(a).typeIntra == kPathNvl ? kHwNvlink : kHwPci;  // LINK_NVL == PATH_NVL
       hw[a] = nNodes == 1 ? intraHw[a] : kHwNet;
     }
   }
@@ -93,7 +93,7 @@ struct Model {
     if (coll == kAllReduce && a == kPat) return false;
     if ((a == kNvls || a == kNvlsTree) && p != kSimple) return false;
     if (is_gather(coll) && a == kPat && (p != kSimple || !pat_enabled())) return false;
-    if ((a == kNvls || a == kNvlsTree) && v.nvlsBandwidth == NvlsBandwidth::k2_28 && sys.graphs[a].nChannels < 2)
+    if ((a == kNvls || a == kNvlsTree) && v.nvlsBandwidth == NvlsBandwidth::k2_28 && sys.graph(a).nChannels < 2)
       return false;  // NVLS/NVLStree needs at least 2 channels
     return true;
   }
@@ -106,7 +106,7 @@ struct Model {
 
 // The per-channel bandwidth before the refinements, with each release's NVLS rule.
 float Model::per_channel_bw(int coll, int a) const {
-  const Graph& g = sys.graphs[a];
+  const Graph& g = sys.graph(a);
   int nNodes = sys.nNodes;
   bool collnet = a == kCollNetDirect || a == kCollNetChain;
   float bw = nNodes <= 2 || collnet ? g.bwIntra : g.bwInter;
@@ -136,7 +136,7 @@ float Model::per_channel_bw(int coll, int a) const {
 
 // Bus bandwidth with the "various model refinements" (tuning.cc:300-343).
 float Model::bus_bandwidth(int coll, int a, int p) const {
-  const Graph& g = sys.graphs[a];
+  const Graph& g = sys.graph(a);
   int nNodes = sys.nNodes;
   float bw = per_channel_bw(coll, a);
   float busBw = g.nChannels * bw;
@@ -204,7 +204,7 @@ float Model::algorithm_bandwidth(int coll, int a, int p, int nsteps) const {
 
 // Latency in us (tuning.cc:353-401).
 float Model::latency(int coll, int a, int p, int nsteps) const {
-  const Graph& g = sys.graphs[a];
+  const Graph& g = sys.graph(a);
   int nNodes = sys.nNodes, nRanks = sys.nRanks;
   float lat = static_cast<float>(c.baseLatencies[a][p]);
   float intraLat = static_cast<float>(c.hwLatencies[intraHw[a]][a][p]);
@@ -259,7 +259,7 @@ float Model::latency(int coll, int a, int p, int nsteps) const {
 // The LL128 default rule ("pEnable == 2 && p == NCCL_PROTO_LL128", tuning.cc:478-494).
 bool ll128_allowed(const Model& m, int coll, int a) {
   const System& s = m.sys;
-  const Graph& g = s.graphs[a];
+  const Graph& g = s.graph(a);
   int cc = s.minCompCap;
   bool cuda118Exception = cc == 90 && s.cudartVersion == 11080 && coll == kAllReduce && a == kRing && s.nRanks == 2;
   bool ok = g.typeIntra <= m.v.ll128MaxTypeIntra && s.minCompCap == s.maxCompCap;

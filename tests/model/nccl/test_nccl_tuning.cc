@@ -379,7 +379,7 @@ TEST(NcclTuning, ReproducesEstimatesLoggedByNccl222) {
   Graph tree = ring;
   tree.pattern = kPatternTree;
   s.graphs[kRing] = ring;
-  s.graphs[kTree] = s.graphs[kPat] = tree;
+  s.graphs[kTree] = tree;
   s.maxTreePattern = kPatternTree;
   TuningTable t = tune_model(s, v);
   // Tree/LL: 6.8 + 2 x (7 x 0.6 + log2(3) x 5.0) = 25.2 us, bw 20.4 x 0.85 x 0.5
