@@ -1,6 +1,6 @@
 // NCCL's tuning model (src/model/nccl) against NCCL's own numbers. Each expectation cites where
-// the number comes from: "nccl-model.md §x" is the reference note on NCCL's algorithms and tuning
-// model (§2.3 constants, §2.8 graph values, §2.9 the worked DGX H100 table); "file:line" is
+// the number comes from: "NCCL_MODEL.md §x" is src/model/nccl/NCCL_MODEL.md, the reference on NCCL's algorithms and
+// tuning model (§2.3 constants, §2.8 graph values, §2.9 the worked DGX H100 table); "file:line" is
 // NVIDIA/nccl source at tag v2.28.9-1, "file:line@2.x.y" at tag v2.x.y-1; "#n" an NVIDIA/nccl issue.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -101,14 +101,14 @@ TEST(NcclVersions, ConstantsThatChangedArePerRelease) {
   // Blackwell ring LL128, 2 nodes: 2*36.7 until 2.28.3, 34.6 from 2.28.7 (tuning.cc:179@2.28.7)
   EXPECT_DOUBLE_EQ(find_version("2.28.3").constants.perChMaxRingLL128Bws[kBlackwell][1], 73.4);
   EXPECT_DOUBLE_EQ(find_version("2.28.7").constants.perChMaxRingLL128Bws[kBlackwell][1], 34.6);
-  // Tree Simple: base 0 and 28 us per hop up to 2.22, base 8.4 and 4 us from 2.23 (nccl-model.md §2.3)
+  // Tree Simple: base 0 and 28 us per hop up to 2.22, base 8.4 and 4 us from 2.23 (NCCL_MODEL.md §2.3)
   EXPECT_DOUBLE_EQ(find_version("2.22").constants.hwLatencies[kHwNvlink][kTree][kSimple], 28);
   EXPECT_DOUBLE_EQ(find_version("2.23").constants.baseLatencies[kTree][kSimple], 8.4);
   EXPECT_EQ(find_version("2.22").numAlgorithms, 6);
   EXPECT_EQ(find_version("2.23").numAlgorithms, 7);
 }
 
-// ---- graphs (nccl-model.md §2.8) ---------------------------------------------------------------------
+// ---- graphs (NCCL_MODEL.md §2.8) ---------------------------------------------------------------------
 
 TEST(NcclGraphs, DgxH100OneNode) {
   System s = make_system(dgx_h100(), newest_version());
@@ -156,7 +156,7 @@ TEST(NcclGraphs, DgxA100AndGb200) {
   EXPECT_EQ(gb.nvlsChannels, 24);  // NVLS_NCHANNELS_SM100_NVL (transport/nvls.cc:11)
 }
 
-// ---- the DGX H100 TUNING table (nccl-model.md §2.9) -----------------------------------------------------
+// ---- the DGX H100 TUNING table (NCCL_MODEL.md §2.9) -----------------------------------------------------
 
 TEST(NcclTuning, DgxH100OneNodeTable) {
   Model h(dgx_h100());
@@ -189,7 +189,7 @@ TEST(NcclTuning, DgxH100OneNodeTable) {
   EXPECT_EQ(h.bw(kAllReduce, kCollNetDirect, kSimple), 0.0f);
   EXPECT_EQ(h.bw(kAllGather, kPat, kSimple), 0.0f);
   EXPECT_EQ(h.bw(kAllReduce, kNvls, kLL), 0.0f);
-  // NVLS busBw 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476 (nccl-model.md §2.9)
+  // NVLS busBw 8 x min(40 x 0.85 x 7/8 x 2, 60) = 476 (NCCL_MODEL.md §2.9)
   EXPECT_NEAR(h.bw(kAllReduce, kNvls, kSimple) * 14 / 8, 476.0, 0.01);
 }
 
@@ -208,7 +208,7 @@ TEST(NcclTuning, DgxH100OneNodePicks) {
   }
   EXPECT_EQ(h.pick(kAllReduce, MiB).nChannels, 24);  // ring LL uses {0..23} (#1906)
   EXPECT_EQ(h.pick(kAllReduce, 8).nChannels, 1);
-  // AllGather: Ring/LL to 4 MiB, LL128 8-16 MiB, Simple from 32 MiB (nccl-model.md §2.9)
+  // AllGather: Ring/LL to 4 MiB, LL128 8-16 MiB, Simple from 32 MiB (NCCL_MODEL.md §2.9)
   EXPECT_EQ(h.pick(kAllGather, 4 * MiB).protocol, kLL);
   EXPECT_EQ(h.pick(kAllGather, 8 * MiB).protocol, kLL128);
   EXPECT_EQ(h.pick(kAllGather, 16 * MiB).protocol, kLL128);
@@ -233,7 +233,7 @@ TEST(NcclTuning, TimeFunction) {
 
 TEST(NcclTuning, DgxA100Picks) {
   Model a(dgx_a100());
-  // Ring/LL -> Ring/LL128 from 4 MiB -> Ring/Simple from 32 MiB; busBw 240 (nccl-model.md §2.9)
+  // Ring/LL -> Ring/LL128 from 4 MiB -> Ring/Simple from 32 MiB; busBw 240 (NCCL_MODEL.md §2.9)
   EXPECT_EQ(a.pick(kAllReduce, 2 * MiB).protocol, kLL);
   EXPECT_EQ(a.pick(kAllReduce, 4 * MiB).protocol, kLL128);
   EXPECT_EQ(a.pick(kAllReduce, 16 * MiB).protocol, kLL128);
@@ -260,7 +260,7 @@ TEST(NcclTuning, Gb200Nvl72) {
 
 TEST(NcclTuning, MultiNodeDgxH100) {
   Model two(dgx_h100(2));
-  // 2 nodes: Tree/LL -> Tree/LL128 (256 KiB) -> NVLSTree (4 MiB) (nccl-model.md §2.9)
+  // 2 nodes: Tree/LL -> Tree/LL128 (256 KiB) -> NVLSTree (4 MiB) (NCCL_MODEL.md §2.9)
   EXPECT_EQ(two.pick(kAllReduce, 128 * KiB).algorithm, kTree);
   EXPECT_EQ(two.pick(kAllReduce, 128 * KiB).protocol, kLL);
   EXPECT_EQ(two.pick(kAllReduce, 256 * KiB).protocol, kLL128);
@@ -271,7 +271,7 @@ TEST(NcclTuning, MultiNodeDgxH100) {
   // NVLS across nodes needs CollNet (tuning.cc:468-471)
   EXPECT_EQ(two.bw(kAllReduce, kNvls, kSimple), 0.0f);
   Model four(dgx_h100(4));
-  // 4 nodes: Ring/Simple takes over from NVLSTree at >= 1 GiB (nccl-model.md §2.9)
+  // 4 nodes: Ring/Simple takes over from NVLSTree at >= 1 GiB (NCCL_MODEL.md §2.9)
   EXPECT_EQ(four.pick(kAllReduce, 512 * MiB).algorithm, kNvlsTree);
   EXPECT_EQ(four.pick(kAllReduce, GiB).algorithm, kRing);
   // Ring LL across >= 4 nodes is capped at llMaxBws[0][2] = 20.4 busBw on Intel, [1][2] = 19.0
