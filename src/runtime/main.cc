@@ -6,7 +6,7 @@
 
 #include "model/error.h"
 #include "runtime/command.h"
-#include "runtime/job/mpi_env.h"
+#include "runtime/job/mpi_session.h"
 
 namespace {
 
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
       return c.run(argc - 1, argv + 1);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "commsim %s: error: %s\n", argv[1], e.what());
-      commsim::abort_job_on_error();
+      // One rank's failure would leave the others waiting in MPI: end the whole job.
+      if (c.needs_mpi) commsim::abort_job_on_error();
       return 1;
     }
   }

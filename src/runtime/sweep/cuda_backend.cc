@@ -7,6 +7,8 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
+#include "collectives/host/mpi_check.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -36,7 +38,7 @@ constexpr double kKernelTimeout_s = 120;
 // The same error on every rank, or none: each rank passes its own message ("" when fine).
 void agree_or_throw(const std::string& mine) {
   int bad = mine.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) throw Error(mine.empty() ? "the cuda backend failed to start on another rank (see its message)" : mine);
 }
 
