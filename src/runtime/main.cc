@@ -16,7 +16,8 @@ void usage(std::FILE* out) {
                "       commsim <command> --help\n"
                "       commsim --version\n\ncommands:\n");
   for (const auto& c : commsim::commands())
-    std::fprintf(out, "  %-10s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()), c.summary.data());
+    std::fprintf(out, "  %-10s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
+                 c.summary.data());
 }
 
 }  // namespace

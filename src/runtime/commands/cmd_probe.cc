@@ -57,14 +57,14 @@ bool parse_options(int argc, char** argv, Options& o) {
                   "mpirun -np 8 commsim probe --storage nvme=/scratch lustre=/lustre/$USER --storage-size 1GiB "
                   "--format markdown --out portrait.h5\n"
                   "mpirun -np 2 commsim probe --sizes 8B:1MiB:x4 --iters 5 --out quick.h5");
-  cli.options().add_options()                                                                            //
+  cli.options().add_options()                                                                               //
       ("sizes", po::value(&o.sizes)->default_value(o.sizes), "message sizes: range 8B:64MiB[:xF] or list")  //
-      ("iters", po::value(&o.iters)->default_value(o.iters), "timed samples per size")                    //
-      ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed samples per size")               //
-      ("out", po::value(&o.out), "HDF5 file to write (the portrait and every measurement)")              //
-      ("force", po::bool_switch(&o.force), "overwrite an existing --out file")                           //
-      ("no-gpu", "do not probe GPUs even when present")                                                   //
-      ("no-table", "print only the portrait, not every measurement")                                     //
+      ("iters", po::value(&o.iters)->default_value(o.iters), "timed samples per size")                      //
+      ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed samples per size")                 //
+      ("out", po::value(&o.out), "HDF5 file to write (the portrait and every measurement)")                 //
+      ("force", po::bool_switch(&o.force), "overwrite an existing --out file")                              //
+      ("no-gpu", "do not probe GPUs even when present")                                                     //
+      ("no-table", "print only the portrait, not every measurement")                                        //
       ("storage", po::value(&o.storage)->multitoken()->value_name("[KIND:][NAME=]PATH..."),
        "directories whose storage to measure (each rank writes its own file there): sequential write "
        "with O_DIRECT, sequential read, 4 KiB random reads at queue depths 1, 4, 16 and 32; first one "
@@ -84,7 +84,8 @@ bool parse_options(int argc, char** argv, Options& o) {
   if (o.iters < 1) throw Error("--iters must be at least 1 (got " + std::to_string(o.iters) + ")");
   if (o.warmup < 0) throw Error("--warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
   if (o.format != "text" && o.format != "markdown") throw Error("--format '" + o.format + "': use text or markdown");
-  if (!(o.storage_time_s > 0)) throw Error("--storage-time must be above 0 s (got " + std::to_string(o.storage_time_s) + ")");
+  if (!(o.storage_time_s > 0))
+    throw Error("--storage-time must be above 0 s (got " + std::to_string(o.storage_time_s) + ")");
   if (const Bytes b = parse_bytes(o.storage_size); b < 4096 || b % 4096 != 0)
     throw Error("--storage-size " + o.storage_size + ": give a multiple of 4 KiB, at least 4KiB (e.g. 64MiB)");
   o.sizes_bytes = parse_sizes(o.sizes);
@@ -93,7 +94,6 @@ bool parse_options(int argc, char** argv, Options& o) {
                 format_bytes(o.sizes_bytes.back()));
   return true;
 }
-
 
 // The run's context, as `commsim run` records it, for the results file and the console.
 RunContext probe_context(int argc, char** argv, const MpiSession& mpi, const Placement& placement,
@@ -177,11 +177,11 @@ int cmd_probe(int argc, char** argv) {
     std::fprintf(stderr, "commsim probe: %d ranks on %d node%s, %zu sizes, %d iterations each\n", mpi.size(),
                  placement.nnodes, placement.nnodes == 1 ? "" : "s", settings.sizes.size(), o.iters);
     std::fprintf(stderr, "commsim probe: cpus: %s\n", ctx.cpu_binding.c_str());
-    if (!binding.oversubscribed.empty()) std::fprintf(stderr, "commsim probe: note: %s\n", binding.oversubscribed.c_str());
+    if (!binding.oversubscribed.empty())
+      std::fprintf(stderr, "commsim probe: note: %s\n", binding.oversubscribed.c_str());
   }
-  ProbeOutcome result = probe_machine(mpi, settings, [](const std::string& line) {
-    std::fprintf(stderr, "commsim probe: %s\n", line.c_str());
-  });
+  ProbeOutcome result = probe_machine(
+      mpi, settings, [](const std::string& line) { std::fprintf(stderr, "commsim probe: %s\n", line.c_str()); });
   if (!result.error.empty()) {
     if (root) {
       print_error(result.error);

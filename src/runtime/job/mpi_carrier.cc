@@ -3,13 +3,13 @@
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>
 
-#include "collectives/host/mpi_check.h"
-#include "runtime/job/mpi_session.h"
-
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <vector>
+
+#include "collectives/host/mpi_check.h"
+#include "runtime/job/mpi_session.h"
 
 namespace commsim {
 namespace {

@@ -15,7 +15,9 @@
 namespace commsim {
 
 #ifdef COMMSIM_HAVE_MPI
-bool have_mpi() { return true; }
+bool have_mpi() {
+  return true;
+}
 
 bool mpi_active() {
   int init = 0, fin = 0;
@@ -83,14 +85,22 @@ std::string MpiSession::library_version() {
 }
 
 #else
-bool have_mpi() { return false; }
-bool mpi_active() { return false; }
+bool have_mpi() {
+  return false;
+}
+bool mpi_active() {
+  return false;
+}
 void abort_job_on_error() {}
-std::vector<std::string> gather_strings(const std::string& mine) { return {mine}; }
+std::vector<std::string> gather_strings(const std::string& mine) {
+  return {mine};
+}
 
 MpiSession::MpiSession(MpiThreads) : hostnames_{local_hostname()} {}
 MpiSession::~MpiSession() = default;
-std::string MpiSession::library_version() { return {}; }
+std::string MpiSession::library_version() {
+  return {};
+}
 #endif
 
 std::string MpiSession::first_error(const std::string& mine) const {

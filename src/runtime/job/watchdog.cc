@@ -13,8 +13,6 @@
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>
 
-#include "collectives/host/mpi_check.h"
-
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +21,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "collectives/host/mpi_check.h"
 #endif
 
 namespace commsim {

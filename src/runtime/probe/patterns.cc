@@ -42,15 +42,14 @@ void one_stream(PatternState& s, const Role& me, bool first, int n) {
 
 void one_ring_shift(PatternState& s, const Role& me, int n) {
   COMMSIM_MPI_CHECK(MPI_Sendrecv(s.send.data(), me.to >= 0 ? n : 0, MPI_BYTE, me.to >= 0 ? me.to : MPI_PROC_NULL, 4,
-                                 s.recv.data(), me.from >= 0 ? n : 0, MPI_BYTE,
-                                 me.from >= 0 ? me.from : MPI_PROC_NULL, 4, s.comm, MPI_STATUS_IGNORE));
+                                 s.recv.data(), me.from >= 0 ? n : 0, MPI_BYTE, me.from >= 0 ? me.from : MPI_PROC_NULL,
+                                 4, s.comm, MPI_STATUS_IGNORE));
 }
 
 // `reps` operations of `pattern`; this rank's seconds per operation.
 double run_once(PatternState& s, Pattern pattern, const Role& me, bool first_of_pair, Bytes bytes, int reps) {
   const int n = static_cast<int>(bytes);
-  const bool write_first =
-      (pattern == Pattern::RingShiftWritten || pattern == Pattern::RingShiftControl) && me.to >= 0;
+  const bool write_first = (pattern == Pattern::RingShiftWritten || pattern == Pattern::RingShiftControl) && me.to >= 0;
   if (pattern == Pattern::RingShiftControl && s.control.size() < bytes) s.control.resize(bytes);
   char* const write_to = pattern == Pattern::RingShiftControl ? s.control.data() : s.send.data();
   double elapsed = 0;

@@ -34,10 +34,10 @@ enum class LocalOp { Memcpy, Reduce };
 struct PatternState {
   MPI_Comm comm = MPI_COMM_NULL;  // with MPI_ERRORS_RETURN, as MpiSession leaves MPI_COMM_WORLD
   int rank = 0;
-  int iters = 20;               // timed samples per size
-  int warmup = 3;               // untimed samples per size
-  std::vector<char> send, recv;  // at least as large as the largest message
-  std::vector<char> control;     // what RingShiftControl writes (grown as needed)
+  int iters = 20;                 // timed samples per size
+  int warmup = 3;                 // untimed samples per size
+  std::vector<char> send, recv;   // at least as large as the largest message
+  std::vector<char> control;      // what RingShiftControl writes (grown as needed)
   unsigned char write_value = 0;  // the byte the written shift and its control write next
 };
 

@@ -23,14 +23,14 @@ const ProbeMeasurement* find_row(const ProbeData& d, const std::string& kind, co
   return best;
 }
 
-
 // The link matrix's measured peer bandwidths: GPU 0 -> 1 is the plateau of the peer rows; every
 
 std::string tier_line(const ProbeData& d, const std::string& tier) {
   const ProbeMeasurement* lat = find_row(d, "pingpong", tier, false);
   if (!lat) return "not measured";
   char buf[400];
-  std::snprintf(buf, sizeof buf, "latency %.2f us (%s ping-pong, one way); bandwidth %.2f GB/s per direction (stream), "
+  std::snprintf(buf, sizeof buf,
+                "latency %.2f us (%s ping-pong, one way); bandwidth %.2f GB/s per direction (stream), "
                 "%.2f GB/s per rank with all ranks exchanging (ring shift)",
                 lat->median_us, format_bytes(lat->bytes).c_str(), peak_bw(d, "stream", tier),
                 peak_bw(d, "ring-shift", tier));
@@ -40,7 +40,8 @@ std::string tier_line(const ProbeData& d, const std::string& tier) {
     if (r.kind == "ring-shift" && r.tier == tier && r.median_us > 0) pts.push_back({r.bytes, r.median_us * 1e-6});
   try {
     LineFit f = fit_line(pts, FitWeighting::Relative, tier + " ring shift");
-    std::snprintf(buf, sizeof buf, "\n                   fit t = alpha + bytes*beta: alpha %.2f us, 1/beta %.2f GB/s, R^2 %.4f",
+    std::snprintf(buf, sizeof buf,
+                  "\n                   fit t = alpha + bytes*beta: alpha %.2f us, 1/beta %.2f GB/s, R^2 %.4f",
                   f.alpha_s * 1e6, f.bw_Bps() / 1e9, f.r2);
     s += buf;
   } catch (const Error&) {
@@ -141,13 +142,15 @@ std::string format_portrait(const ProbeData& d, const std::vector<int>& ranks_pe
   if (d.gpu_names.empty()) {
     s << "  host link        : no GPU, nothing to measure\n";
   } else {
-    std::snprintf(buf, sizeof buf, "  host link        : host->GPU %.2f GB/s, GPU->host %.2f GB/s (pinned memory, cudaMemcpy)\n",
+    std::snprintf(buf, sizeof buf,
+                  "  host link        : host->GPU %.2f GB/s, GPU->host %.2f GB/s (pinned memory, cudaMemcpy)\n",
                   peak_bw(d, "h2d", "host-link"), peak_bw(d, "d2h", "host-link"));
     s << buf;
     std::snprintf(buf, sizeof buf, "  GPU memory       : device-to-device copy %.2f GB/s\n", peak_bw(d, "d2d", "gpu"));
     s << buf;
     if (d.gpu_names.size() > 1) {
-      std::snprintf(buf, sizeof buf, "  GPU <-> GPU      : %.2f GB/s (cudaMemcpyPeer, GPU 0 -> GPU 1)\n", peak_bw(d, "peer", "gpu"));
+      std::snprintf(buf, sizeof buf, "  GPU <-> GPU      : %.2f GB/s (cudaMemcpyPeer, GPU 0 -> GPU 1)\n",
+                    peak_bw(d, "peer", "gpu"));
       s << buf;
     } else {
       s << "  GPU <-> GPU      : one GPU visible, not measured\n";
@@ -176,11 +179,12 @@ void print_storage_rows(std::ostream& out, const std::vector<StorageRow>& rows) 
                 "mode", "host", "op", "QD", "writers", "MiB", "seconds", "MB/s", "IOPS", "mean_us", "p99_us", "how");
   out << buf;
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%-14s %-13s %-12s %-8s %3d %7d %10.1f %9.6f %10.1f %10.0f %9.1f %9.1f  %s\n",
-                  r.tier.c_str(), r.mode.c_str(), r.host.c_str(), r.op.c_str(), r.queue_depth, r.writers,
-                  static_cast<double>(r.bytes) / (1 << 20), r.seconds, r.bw_Bps() / 1e6, r.op == "randread" ? r.iops() : 0.0,
-                  r.latency_mean_us, r.latency_p99_us,
-                  (r.fs_type + " " + r.device + (r.direct ? ", O_DIRECT" : "") + (r.note.empty() ? "" : "; " + r.note)).c_str());
+    std::snprintf(
+        buf, sizeof buf, "%-14s %-13s %-12s %-8s %3d %7d %10.1f %9.6f %10.1f %10.0f %9.1f %9.1f  %s\n", r.tier.c_str(),
+        r.mode.c_str(), r.host.c_str(), r.op.c_str(), r.queue_depth, r.writers,
+        static_cast<double>(r.bytes) / (1 << 20), r.seconds, r.bw_Bps() / 1e6, r.op == "randread" ? r.iops() : 0.0,
+        r.latency_mean_us, r.latency_p99_us,
+        (r.fs_type + " " + r.device + (r.direct ? ", O_DIRECT" : "") + (r.note.empty() ? "" : "; " + r.note)).c_str());
     out << buf;
   }
 }
@@ -216,7 +220,8 @@ std::string storage_summary(const std::vector<StorageRow>& rows, const std::stri
   int best_qd = 1;
   double best_iops = 0;
   for (int qd : depths)
-    if (const double v = over_nodes("one-per-node", "randread", qd, iops, true); v > best_iops) best_iops = v, best_qd = qd;
+    if (const double v = over_nodes("one-per-node", "randread", qd, iops, true); v > best_iops)
+      best_iops = v, best_qd = qd;
   const bool shared = first->shared;
   char buf[700];
   std::snprintf(buf, sizeof buf,
@@ -225,8 +230,9 @@ std::string storage_summary(const std::vector<StorageRow>& rows, const std::stri
                 tier.c_str(), first->fs_type.c_str(), first->device.c_str(), first->mount_point.c_str(),
                 format_bandwidth(over_nodes("one-per-node", "write", 1, bw, true)).c_str(),
                 format_bandwidth(over_nodes("one-per-node", "read", 1, bw, true)).c_str(),
-                hosts.size() > 1 ? ", the slowest node" : "", -over_nodes("one-per-node", "randread", 1, slow_latency, true),
-                best_iops, best_qd, format_bandwidth(over_nodes("all-ranks", "write", 1, bw, !shared)).c_str(),
+                hosts.size() > 1 ? ", the slowest node" : "",
+                -over_nodes("one-per-node", "randread", 1, slow_latency, true), best_iops, best_qd,
+                format_bandwidth(over_nodes("all-ranks", "write", 1, bw, !shared)).c_str(),
                 format_bandwidth(over_nodes("all-ranks", "read", 1, bw, !shared)).c_str(),
                 shared ? "in all (the nodes summed)" : "per node (the slowest)",
                 first->note.empty() ? "" : (" [" + first->note + "]").c_str());
@@ -245,7 +251,8 @@ PortraitTable portrait_table(const ProbeData& d, const std::string& net_devices)
     for (const auto& n : d.gpu_names) ++count[n];
     std::string g;
     for (const auto& [name, c] : count) g += (g.empty() ? "" : ", ") + std::to_string(c) + " x " + name;
-    t.push_back({"GPUs", g + " per node (rank 0's host), " + std::to_string(d.nodes) + " node" + (d.nodes == 1 ? "" : "s")});
+    t.push_back(
+        {"GPUs", g + " per node (rank 0's host), " + std::to_string(d.nodes) + " node" + (d.nodes == 1 ? "" : "s")});
   }
   std::string inter;
   const std::size_t ng = d.gpu_links.gpus.size();
@@ -275,8 +282,8 @@ PortraitTable portrait_table(const ProbeData& d, const std::string& net_devices)
   }
   if (find_row(d, "ring-shift", "intra-node", true)) {
     intra += "host ranks " + format_bandwidth(peak_bw(d, "ring-shift", "intra-node") * 1e9) +
-             " per rank (MPI ring shift, all ranks at once), " + format_bandwidth(peak_bw(d, "stream", "intra-node") * 1e9) +
-             " one pair";
+             " per rank (MPI ring shift, all ranks at once), " +
+             format_bandwidth(peak_bw(d, "stream", "intra-node") * 1e9) + " one pair";
   } else if (intra.empty()) {
     intra = "not measured (one rank per node)";
   }
@@ -300,8 +307,7 @@ PortraitTable portrait_table(const ProbeData& d, const std::string& net_devices)
   return t;
 }
 
-void print_portrait_table(std::ostream& out, const PortraitTable& t,
-                          const std::string& format) {
+void print_portrait_table(std::ostream& out, const PortraitTable& t, const std::string& format) {
   if (format == "markdown") {
     out << "\n| part | this machine |\n|---|---|\n";
     for (const auto& [k, v] : t) {
@@ -318,6 +324,5 @@ void print_portrait_table(std::ostream& out, const PortraitTable& t,
     out << buf << v << "\n";
   }
 }
-
 
 }  // namespace commsim

@@ -255,7 +255,8 @@ ProbeOutcome probe_machine(const MpiSession& mpi, const ProbeSettings& o, const 
   d.network = d.nodes > 1 ? "MPI between hosts (the transport MPI chose; see network devices)" : "";
 
   const std::vector<ProbeTier> tiers = plan_probe_tiers(placement, rank);
-  if (rank == 0 && tiers.empty()) progress("only one rank per node: no pair of ranks to measure (run with -np 2 or more)");
+  if (rank == 0 && tiers.empty())
+    progress("only one rank per node: no pair of ranks to measure (run with -np 2 or more)");
 
   PatternState state;
   state.comm = MPI_COMM_WORLD;

@@ -36,10 +36,10 @@ std::vector<StorageSpec> parse_storage_specs(const std::vector<std::string>& arg
 std::string check_storage(const MpiSession& mpi, std::vector<StorageSpec>& specs, Bytes file_bytes);
 
 struct ProbeSettings {
-  std::vector<Bytes> sizes;  // message sizes, ascending, each at most INT_MAX
-  int iters = 20;            // timed samples per size
-  int warmup = 3;            // untimed samples per size
-  bool gpu = true;           // probe GPUs when present
+  std::vector<Bytes> sizes;          // message sizes, ascending, each at most INT_MAX
+  int iters = 20;                    // timed samples per size
+  int warmup = 3;                    // untimed samples per size
+  bool gpu = true;                   // probe GPUs when present
   std::vector<StorageSpec> storage;  // as check_storage left them; empty: no storage probe
   StorageOptions storage_options;
 };
