@@ -62,8 +62,8 @@ TEST(ProbePatterns, EveryPatternGivesRankZeroOneSamplePerIteration) {
   ASSERT_EQ(tiers.size(), 1u);
   PatternState s = small_state(mpi.rank());
   const Role pair = pair_role(tiers[0], mpi.rank());
-  for (Pattern p : {Pattern::PingPong, Pattern::Stream, Pattern::RingShift, Pattern::RingShiftWritten,
-                    Pattern::RingShiftControl}) {
+  for (Pattern p :
+       {Pattern::PingPong, Pattern::Stream, Pattern::RingShift, Pattern::RingShiftControl, Pattern::RingShiftWritten}) {
     const bool ring = p != Pattern::PingPong && p != Pattern::Stream;
     const PatternSamples out = time_pattern(s, p, ring ? tiers[0].ring : pair, mpi.rank() == tiers[0].a, 4096);
     EXPECT_GE(out.reps, 1);
@@ -75,7 +75,9 @@ TEST(ProbePatterns, EveryPatternGivesRankZeroOneSamplePerIteration) {
       EXPECT_TRUE(out.per_op_s.empty());
     }
   }
-  EXPECT_EQ(s.recv[0], 1);  // the ring shift delivered the sender's bytes
+  // The written shift delivered what its sender wrote last (every rank wrote the same values).
+  EXPECT_EQ(s.recv[0], static_cast<char>(s.write_value));
+  EXPECT_EQ(s.recv[4095], static_cast<char>(s.write_value));
   for (LocalOp op : {LocalOp::Memcpy, LocalOp::Reduce}) {
     const PatternSamples out = time_local(s, op, 4096);
     EXPECT_EQ(out.per_op_s.size(), mpi.rank() == 0 ? 3u : 0u);
