@@ -127,8 +127,7 @@ void CudaExecutor::release_buffers() noexcept {
   ipc_.reset();
   int fin = 0;
   COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin));
-  if (transport_ == "ipc" && !fin && std::uncaught_exceptions() == 0)
-    COMMSIM_MPI_CHECK_NOTHROW(MPI_Barrier(comm_));
+  if (transport_ == "ipc" && !fin && std::uncaught_exceptions() == 0) COMMSIM_MPI_CHECK_NOTHROW(MPI_Barrier(comm_));
   for (auto& b : buf_) {
     cudaFree(b.ptr);
     b = Buffer{};

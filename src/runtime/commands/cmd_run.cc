@@ -182,7 +182,8 @@ class Progress {
 
 int cmd_run(int argc, char** argv) {
   block_stop_signals();  // before MPI starts its threads: the signals must reach this thread
-  MpiSession mpi(MpiThreads::Multiple);  // the watchdog reads reports while the main thread may be in MPI
+  // Threads: the watchdog reads reports while the main thread may be blocked in MPI.
+  MpiSession mpi(MpiThreads::Multiple);
   const int rank = mpi.rank();
   const int nranks = mpi.size();
 

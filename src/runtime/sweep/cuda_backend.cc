@@ -7,8 +7,6 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
-#include "collectives/host/mpi_check.h"
-
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -18,6 +16,7 @@
 
 #include "collectives/cuda/cuda_check.h"
 #include "collectives/cuda/cuda_executor.h"
+#include "collectives/host/mpi_check.h"
 #include "collectives/reduce.h"
 #include "model/error.h"
 #include "runtime/job/watchdog.h"
