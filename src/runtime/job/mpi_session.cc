@@ -70,6 +70,9 @@ MpiSession::MpiSession(MpiThreads threads) {
 }
 
 MpiSession::~MpiSession() {
+  // While an error unwinds in a job of several ranks, the others may be waiting in MPI for this one
+  // and MPI_Finalize could wait for them forever: MPI stays up for main to MPI_Abort the job.
+  if (std::uncaught_exceptions() > 0 && size_ > 1) return;
   int fin = 0;
   if (started_ && COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin)) && !fin) COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalize());
 }

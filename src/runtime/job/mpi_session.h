@@ -31,7 +31,8 @@ class MpiSession {
   // whoever started it), sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so that errors come back to
   // COMMSIM_MPI_CHECK, and gathers every rank's host name (collective).
   explicit MpiSession(MpiThreads threads);
-  // MPI_Finalize when this session started MPI (after an error, `main` aborts the job first).
+  // MPI_Finalize when this session started MPI; not while an exception unwinds in a job of more
+  // than one rank (main then calls abort_job_on_error(), which MPI_Aborts the job).
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
