@@ -11,7 +11,9 @@ struct Command {
   std::string_view name;
   std::string_view summary;
   int (*run)(int argc, char** argv);  // argv[0] is the subcommand name
-  bool needs_mpi;                     // initialise MPI before running (run, probe)
+  // Runs under mpirun/srun (run, probe): the command starts its own MpiSession (probe after parsing
+  // its options, so --help never starts MPI), and main aborts the job when it fails.
+  bool needs_mpi;
 };
 
 // The registry, in the order `commsim --help` lists them.

@@ -6,7 +6,7 @@
 
 #include "model/error.h"
 #include "runtime/command.h"
-#include "runtime/job/mpi_env.h"
+#include "runtime/job/mpi_session.h"
 
 namespace {
 
@@ -16,7 +16,8 @@ void usage(std::FILE* out) {
                "       commsim <command> --help\n"
                "       commsim --version\n\ncommands:\n");
   for (const auto& c : commsim::commands())
-    std::fprintf(out, "  %-10s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()), c.summary.data());
+    std::fprintf(out, "  %-10s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
+                 c.summary.data());
 }
 
 }  // namespace
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
       return c.run(argc - 1, argv + 1);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "commsim %s: error: %s\n", argv[1], e.what());
-      commsim::abort_job_on_error();
+      // One rank's failure would leave the others waiting in MPI: end the whole job.
+      if (c.needs_mpi) commsim::abort_job_on_error();
       return 1;
     }
   }

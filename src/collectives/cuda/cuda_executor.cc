@@ -10,6 +10,7 @@
 #include "collectives/cuda/cuda_check.h"
 #include "collectives/cuda/executor_program.h"
 #include "collectives/cuda/ipc.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 
 #ifdef COMMSIM_HAVE_NCCL
@@ -70,13 +71,13 @@ T* upload(const std::vector<T>& v) {
 }  // namespace
 
 CudaExecutor::CudaExecutor(MPI_Comm comm, ExecutorOptions options) : options_(options) {
-  MPI_Comm_dup(comm, &comm_);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &nranks_);
+  COMMSIM_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
   MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  COMMSIM_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   int node_size = 0;
-  MPI_Comm_size(node, &node_size);
+  COMMSIM_MPI_CHECK(MPI_Comm_size(node, &node_size));
   const bool one_node = node_size == nranks_;
   if (one_node && !options_.force_nccl) {
     transport_ = "ipc";
@@ -84,13 +85,13 @@ CudaExecutor::CudaExecutor(MPI_Comm comm, ExecutorOptions options) : options_(op
   } else {
     transport_ = "nccl";
   }
-  MPI_Comm_free(&node);
+  COMMSIM_MPI_CHECK(MPI_Comm_free(&node));
 
   if (transport_ == "ipc") {
     int mine = detail::executor_max_blocks();
     if (options_.max_channels > 0) mine = std::min(mine, options_.max_channels);
     // Every rank must launch the same number of blocks (acknowledgements count blocks).
-    MPI_Allreduce(&mine, &max_blocks_, 1, MPI_INT, MPI_MIN, comm_);
+    COMMSIM_MPI_CHECK(MPI_Allreduce(&mine, &max_blocks_, 1, MPI_INT, MPI_MIN, comm_));
     const std::size_t flag_bytes = sizeof(std::uint64_t) * detail::kFlagArrays * nranks_;
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flags_), flag_bytes));
     CUDA_CHECK(cudaMemset(flags_, 0, flag_bytes));
@@ -116,8 +117,8 @@ CudaExecutor::~CudaExecutor() {
   release_buffers();
   if (error_record_) cudaFreeHost(error_record_);
   int fin = 0;
-  MPI_Finalized(&fin);
-  if (!fin && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin));
+  if (!fin && comm_ != MPI_COMM_NULL) COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_free(&comm_));
 }
 
 void CudaExecutor::release_buffers() noexcept {
@@ -125,8 +126,8 @@ void CudaExecutor::release_buffers() noexcept {
   // freeing them, unless this rank is unwinding from an error (the others may never arrive).
   ipc_.reset();
   int fin = 0;
-  MPI_Finalized(&fin);
-  if (transport_ == "ipc" && !fin && std::uncaught_exceptions() == 0) MPI_Barrier(comm_);
+  COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin));
+  if (transport_ == "ipc" && !fin && std::uncaught_exceptions() == 0) COMMSIM_MPI_CHECK_NOTHROW(MPI_Barrier(comm_));
   for (auto& b : buf_) {
     cudaFree(b.ptr);
     b = Buffer{};
@@ -146,7 +147,7 @@ void CudaExecutor::reserve(std::uint64_t input_bytes, std::uint64_t output_bytes
   std::uint64_t want[3] = {std::max(input_bytes, kMinBuffer), std::max(output_bytes, kMinBuffer),
                            std::max(scratch_bytes, kMinBuffer)};
   std::uint64_t agreed[3];
-  MPI_Allreduce(want, agreed, 3, MPI_UINT64_T, MPI_MAX, comm_);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(want, agreed, 3, MPI_UINT64_T, MPI_MAX, comm_));
   bool changed = false;
   for (int b = 0; b < 3; ++b) {
     if (agreed[b] <= buf_[b].bytes) continue;
@@ -313,7 +314,7 @@ int CudaExecutor::prepare(const Schedule& s) {
   reserve(s.input_count * es, s.output_count * es, s.scratch_count * es);
   if (transport_ == "nccl") {
     std::uint64_t want = prog->staging_bytes, agreed = 0;
-    MPI_Allreduce(&want, &agreed, 1, MPI_UINT64_T, MPI_MAX, comm_);
+    COMMSIM_MPI_CHECK(MPI_Allreduce(&want, &agreed, 1, MPI_UINT64_T, MPI_MAX, comm_));
     if (agreed > staging_.bytes) {
       cudaFree(staging_.ptr);
       staging_ = Buffer{};

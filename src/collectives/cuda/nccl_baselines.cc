@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "collectives/cuda/cuda_check.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 
 namespace commsim::cuda {
@@ -51,9 +52,9 @@ const char* nccl_func_name(Collective c) {
 }  // namespace
 
 NcclBaselines::NcclBaselines(MPI_Comm comm, double timeout_s) : timeout_s_(timeout_s) {
-  MPI_Comm_dup(comm, &comm_);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &nranks_);
+  COMMSIM_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm_, &nranks_));
   if (std::getenv("NCCL_DEBUG") == nullptr) {
     char host[128] = {0};
     gethostname(host, sizeof host - 1);
@@ -73,8 +74,8 @@ NcclBaselines::~NcclBaselines() {
   comms_.clear();
   if (!log_path_.empty() && !keep_log_) std::remove(log_path_.c_str());
   int fin = 0;
-  MPI_Finalized(&fin);
-  if (!fin && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin));
+  if (!fin && comm_ != MPI_COMM_NULL) COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_free(&comm_));
 }
 
 NcclSetting NcclBaselines::setting_for(const NcclRequest& r) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "collectives/cuda/cuda_check.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 
 namespace commsim::cuda {
@@ -60,11 +61,11 @@ std::string NcclSetting::describe() const {
 
 NcclComm::NcclComm(MPI_Comm comm, const NcclSetting& setting, double timeout_s)
     : setting_(setting), timeout_s_(timeout_s) {
-  MPI_Comm_rank(comm, &rank_);
-  MPI_Comm_size(comm, &size_);
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm, &size_));
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
+  COMMSIM_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
   // NCCL reads NCCL_ALGO / NCCL_PROTO while it initialises the communicator, which in
   // non-blocking mode finishes in the background: keep them set until wait() has returned.
   ScopedEnv algo("NCCL_ALGO", setting.algo);

@@ -3,7 +3,7 @@
 #include <climits>
 #include <cstring>
 
-#include "collectives/host/mpi_transport.h"
+#include "collectives/host/mpi_check.h"
 #include "collectives/reduce.h"
 #include "model/error.h"
 
@@ -72,9 +72,9 @@ std::string mpi_baseline_unsupported(Collective c, std::uint64_t count, DType, R
 MpiBaseline::MpiBaseline(Collective c, std::uint64_t count, DType dtype, RedOp op, int root, MPI_Comm comm)
     : collective_(c), count_(count), dtype_(dtype), root_(root) {
   COMMSIM_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  COMMSIM_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (std::string why = mpi_baseline_unsupported(c, count, dtype, op, size_); !why.empty()) throw Error(why);
   if (root < 0 || root >= size_)
     throw Error("root " + std::to_string(root) + " is not a rank of " + std::to_string(size_));
@@ -89,8 +89,8 @@ MpiBaseline::MpiBaseline(Collective c, std::uint64_t count, DType dtype, RedOp o
 }
 
 MpiBaseline::~MpiBaseline() {
-  if (user_op_) MPI_Op_free(&op_);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (user_op_) COMMSIM_MPI_CHECK_NOTHROW(MPI_Op_free(&op_));
+  if (comm_ != MPI_COMM_NULL) COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_free(&comm_));
 }
 
 void MpiBaseline::run(const void* input, void* output) {

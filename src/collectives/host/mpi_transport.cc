@@ -1,35 +1,20 @@
 #include "collectives/host/mpi_transport.h"
 
 #include <climits>
-#include <string>
 
-#include "model/error.h"
+#include "collectives/host/mpi_check.h"
 
 namespace commsim {
 
-void mpi_check(int rc, const char* call, const char* file, int line) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  char host[MPI_MAX_PROCESSOR_NAME] = {};
-  int host_len = 0;
-  MPI_Get_processor_name(host, &host_len);
-  throw Error(std::string(call) + " failed on rank " + std::to_string(rank) + " (" + host + "): " + text + " [" + file +
-              ":" + std::to_string(line) + "]");
-}
-
 MpiTransport::MpiTransport(MPI_Comm comm) {
   COMMSIM_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  COMMSIM_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
 
 MpiTransport::~MpiTransport() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL) COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_free(&comm_));
 }
 
 // MPI counts are int: one message carries at most INT_MAX bytes; a round 1 GiB keeps pieces aligned.

@@ -36,9 +36,4 @@ class MpiTransport final : public Transport {
   std::vector<int> indices_;  // MPI_Waitsome output, kept to avoid reallocating
 };
 
-// Throws Error naming the MPI call, the error string, this rank, file and line when rc != MPI_SUCCESS
-// (communicators used here have MPI_ERRORS_RETURN).
-void mpi_check(int rc, const char* call, const char* file, int line);
-#define COMMSIM_MPI_CHECK(call) ::commsim::mpi_check((call), #call, __FILE__, __LINE__)
-
 }  // namespace commsim

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "collectives/cpus.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -118,18 +119,17 @@ std::string ucx_runtime_version() {
 }
 
 UcxTransport::UcxTransport(MPI_Comm comm, UcxTransportOptions options) : options_(options), host_(host_name()) {
-  if (MPI_Comm_dup(comm, &comm_) != MPI_SUCCESS) throw Error("UCX transport: MPI_Comm_dup failed");
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  COMMSIM_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm_, &size_));
 
   // Ranks on this node versus the CPUs this process may run on.
   {
     MPI_Comm node = MPI_COMM_NULL;
     int local = 1;
-    if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-      MPI_Comm_size(node, &local);
-      MPI_Comm_free(&node);
-    }
+    COMMSIM_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+    COMMSIM_MPI_CHECK(MPI_Comm_size(node, &local));
+    COMMSIM_MPI_CHECK(MPI_Comm_free(&node));
     oversubscribed_ = local > usable_cores();
   }
 
@@ -138,12 +138,12 @@ UcxTransport::UcxTransport(MPI_Comm comm, UcxTransportOptions options) : options
   auto agree = [this](const std::string& mine) {
     const int me = mine.empty() ? size_ : rank_;
     int first = size_;
-    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm_);
+    COMMSIM_MPI_CHECK(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm_));
     if (first == size_) return;
     int len = rank_ == first ? static_cast<int>(mine.size()) : 0;
-    MPI_Bcast(&len, 1, MPI_INT, first, comm_);
+    COMMSIM_MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT, first, comm_));
     std::string text = rank_ == first ? mine : std::string(static_cast<std::size_t>(len), ' ');
-    MPI_Bcast(text.data(), len, MPI_CHAR, first, comm_);
+    COMMSIM_MPI_CHECK(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm_));
     teardown(false);
     throw Error(text);
   };
@@ -206,7 +206,7 @@ UcxTransport::UcxTransport(MPI_Comm comm, UcxTransportOptions options) : options
   // Exchange worker addresses: sizes first, then the addresses themselves.
   const int my_len = static_cast<int>(address_len);
   std::vector<int> lens(static_cast<std::size_t>(size_)), offsets(static_cast<std::size_t>(size_));
-  MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_);
+  COMMSIM_MPI_CHECK(MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_));
   long long total = 0;
   for (int r = 0; r < size_; ++r) {
     offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
@@ -215,7 +215,8 @@ UcxTransport::UcxTransport(MPI_Comm comm, UcxTransportOptions options) : options
   if (total > std::numeric_limits<int>::max()) problem = "UCX worker addresses too large to exchange";
   std::vector<char> all(static_cast<std::size_t>(problem.empty() ? total : 0));
   if (problem.empty())
-    MPI_Allgatherv(address, my_len, MPI_BYTE, all.data(), lens.data(), offsets.data(), MPI_BYTE, comm_);
+    COMMSIM_MPI_CHECK(
+        MPI_Allgatherv(address, my_len, MPI_BYTE, all.data(), lens.data(), offsets.data(), MPI_BYTE, comm_));
   ucp_worker_release_address(worker_, address);
   agree(problem);
 
@@ -295,12 +296,13 @@ void UcxTransport::connect_all() {
 }
 
 void UcxTransport::progress_through_barrier() {
+  // Also called from teardown, which must not throw: a failure is reported and ends the wait.
   MPI_Request barrier = MPI_REQUEST_NULL;
-  if (MPI_Ibarrier(comm_, &barrier) != MPI_SUCCESS) return;
+  if (!COMMSIM_MPI_CHECK_NOTHROW(MPI_Ibarrier(comm_, &barrier))) return;
   int done = 0;
   while (!done) {
     ucp_worker_progress(worker_);
-    MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+    if (!COMMSIM_MPI_CHECK_NOTHROW(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE))) return;
   }
 }
 
@@ -428,7 +430,7 @@ std::string UcxTransport::description() const {
 
 void UcxTransport::teardown(bool collective) noexcept {
   int finalized = 1;
-  MPI_Finalized(&finalized);
+  COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&finalized));
   if (finalized) collective = false;
   const auto deadline = std::chrono::steady_clock::now() + kTeardownLimit;
   auto in_time = [&] { return std::chrono::steady_clock::now() < deadline; };
@@ -463,7 +465,7 @@ void UcxTransport::teardown(bool collective) noexcept {
     ucp_cleanup(context_);
     context_ = nullptr;
   }
-  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && !finalized) COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_free(&comm_));
   comm_ = MPI_COMM_NULL;
 }
 

@@ -23,6 +23,7 @@
 #include <optional>
 
 #include "collectives/dtype.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 #include "model/placement.h"
 #include "model/topology/topology.h"
@@ -30,7 +31,7 @@
 #include "runtime/sweep/backend.h"
 #include "runtime/commands/cli.h"
 #include "runtime/job/cpu_binding.h"
-#include "runtime/job/mpi_env.h"
+#include "runtime/job/mpi_session.h"
 #include "runtime/output/reporter.h"
 #include "runtime/h5/results_file.h"
 #include "runtime/output/run_context.h"
@@ -56,30 +57,6 @@ namespace {
 constexpr int kExitUsage = 2;   // bad options or a setup that does not fit: nothing ran
 constexpr int kExitFailed = 1;  // wrong results or failed points: everything was written
 
-// MPI for the length of the command. Threads: the watchdog reads reports while
-// the main thread may be blocked in MPI.
-class MpiSession {
- public:
-  MpiSession() {
-    int provided = MPI_THREAD_SINGLE;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiSession() {
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (!fin) MPI_Finalize();
-  }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-
- private:
-  int rank_ = 0, size_ = 1;
-};
-
 // Runs a setup step on every rank and agrees on its outcome: when it failed
 // anywhere, the lowest failing rank prints its message (one message, not one
 // per rank) and every rank gets false. Steps must not call MPI collectives
@@ -92,7 +69,7 @@ bool agree(int rank, const std::function<void()>& step) {
     error = e.what();
   }
   int mine = error.empty() ? INT_MAX : rank, first = INT_MAX;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (first == INT_MAX) return true;
   if (rank == first) {
     std::fprintf(stderr, "commsim run: error: %s\n", error.c_str());
@@ -104,14 +81,14 @@ bool agree(int rank, const std::function<void()>& step) {
 std::vector<std::string> gather_hostnames() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
-  MPI_Get_processor_name(name, &len);
+  COMMSIM_MPI_CHECK(MPI_Get_processor_name(name, &len));
   return gather_strings(std::string(name, static_cast<std::size_t>(std::max(len, 0))));
 }
 
 std::string mpi_library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
-  MPI_Get_library_version(text, &len);
+  COMMSIM_MPI_CHECK(MPI_Get_library_version(text, &len));
   std::string v(text, static_cast<std::size_t>(len));
   if (auto nl = v.find_first_of("\n,"); nl != std::string::npos) v.resize(nl);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\0')) v.pop_back();
@@ -205,7 +182,8 @@ class Progress {
 
 int cmd_run(int argc, char** argv) {
   block_stop_signals();  // before MPI starts its threads: the signals must reach this thread
-  MpiSession mpi;
+  // Threads: the watchdog reads reports while the main thread may be blocked in MPI.
+  MpiSession mpi(MpiThreads::Multiple);
   const int rank = mpi.rank();
   const int nranks = mpi.size();
 
@@ -423,7 +401,7 @@ int cmd_run(int argc, char** argv) {
         for (std::size_t i = 0; i < plan.size(); ++i) already[i] = file->contains(key_of(plan[i].row)) ? 1 : 0;
       }))
     return kExitUsage;
-  MPI_Bcast(already.data(), static_cast<int>(already.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
+  COMMSIM_MPI_CHECK(MPI_Bcast(already.data(), static_cast<int>(already.size()), MPI_CHAR, 0, MPI_COMM_WORLD));
   std::vector<PlannedPoint> todo;
   for (std::size_t i = 0; i < plan.size(); ++i)
     if (!already[i]) todo.push_back(std::move(plan[i]));
@@ -509,7 +487,7 @@ int cmd_run(int argc, char** argv) {
     }
     // Only rank 0 knows which points were wrong: share the verdict so every rank exits the same.
     int failed = rank == 0 && (outcome.wrong > 0 || outcome.errors > 0) ? 1 : 0;
-    MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    COMMSIM_MPI_CHECK(MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (failed) exit_code = kExitFailed;
   }
   std::fflush(stdout);

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "model/error.h"
-#include "runtime/job/mpi_env.h"
+#include "runtime/job/mpi_session.h"
 
 namespace commsim {
 

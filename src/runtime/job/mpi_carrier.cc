@@ -8,6 +8,9 @@
 #include <set>
 #include <vector>
 
+#include "collectives/host/mpi_check.h"
+#include "runtime/job/mpi_session.h"
+
 namespace commsim {
 namespace {
 
@@ -28,13 +31,15 @@ std::set<std::string> loaded_components(const std::string& framework) {
   return out;
 }
 
-// The value of an MPI_T string control variable ("pml" -> "^ucx"), "" when absent.
+// The value of an MPI_T string control variable ("pml" -> "^ucx"), "" when absent. The tool
+// interface is optional in MPI and a variable may be unreadable: those failures mean "absent", not
+// an error, and are tested in place; the calls that must work go through the check.
 std::string control_variable(const char* wanted) {
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return {};
   std::string value;
   int n = 0;
-  MPI_T_cvar_get_num(&n);
+  COMMSIM_MPI_CHECK(MPI_T_cvar_get_num(&n));
   for (int i = 0; i < n && value.empty(); ++i) {
     char name[256] = {}, desc[8] = {};
     int name_len = sizeof name, desc_len = sizeof desc, verbosity = 0, bind = 0, scope = 0;
@@ -49,10 +54,10 @@ std::string control_variable(const char* wanted) {
     if (MPI_T_cvar_handle_alloc(i, nullptr, &handle, &count) != MPI_SUCCESS) continue;
     std::vector<char> text(static_cast<std::size_t>(std::max(count, 1)) + 1, '\0');
     if (MPI_T_cvar_read(handle, text.data()) == MPI_SUCCESS) value = text.data();
-    MPI_T_cvar_handle_free(&handle);
+    COMMSIM_MPI_CHECK(MPI_T_cvar_handle_free(&handle));
     if (value.empty()) value = "(default)";
   }
-  MPI_T_finalize();
+  COMMSIM_MPI_CHECK(MPI_T_finalize());
   return value;
 }
 
@@ -65,11 +70,7 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 std::string mpi_carrier(int nnodes) {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(version, &len);
-  std::string library(version, static_cast<std::size_t>(std::max(len, 0)));
-  library = library.substr(0, library.find_first_of(",\n"));  // "Open MPI v4.1.4"
+  const std::string library = MpiSession::library_version();  // "Open MPI v4.1.4"
   if (library.find("Open MPI") == std::string::npos) return library;
 
   const std::set<std::string> pmls = loaded_components("pml");

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "collectives/host/mpi_check.h"
 #endif
 
 namespace commsim {
@@ -124,14 +126,14 @@ struct Watchdog::Impl {
     }
     while (!outbox_requests.empty()) {
       int done = 0;
-      MPI_Test(&outbox_requests.front(), &done, MPI_STATUS_IGNORE);
+      COMMSIM_MPI_CHECK(MPI_Test(&outbox_requests.front(), &done, MPI_STATUS_IGNORE));
       if (!done) break;
       outbox_requests.pop_front();
       outbox.pop_front();
     }
     outbox.push_back({kind, idx});
     outbox_requests.emplace_back(MPI_REQUEST_NULL);
-    MPI_Isend(outbox.back().data(), 2, MPI_INT, 0, kReportTag, comm, &outbox_requests.back());
+    COMMSIM_MPI_CHECK(MPI_Isend(outbox.back().data(), 2, MPI_INT, 0, kReportTag, comm, &outbox_requests.back()));
   }
 
   // Rank 0, with mu held.
@@ -139,10 +141,10 @@ struct Watchdog::Impl {
     for (;;) {
       int flag = 0;
       MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm, &flag, &st);
+      COMMSIM_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm, &flag, &st));
       if (!flag) return;
       std::array<int, 2> msg{};
-      MPI_Recv(msg.data(), 2, MPI_INT, st.MPI_SOURCE, kReportTag, comm, MPI_STATUS_IGNORE);
+      COMMSIM_MPI_CHECK(MPI_Recv(msg.data(), 2, MPI_INT, st.MPI_SOURCE, kReportTag, comm, MPI_STATUS_IGNORE));
       auto& v = msg[0] == kBegin ? began : ended;
       v[static_cast<std::size_t>(st.MPI_SOURCE)] = std::max(v[static_cast<std::size_t>(st.MPI_SOURCE)], msg[1]);
     }
@@ -197,7 +199,12 @@ struct Watchdog::Impl {
       // Timed out. Keep mu: end_point() blocks until the job is gone.
       std::string msg;
       if (rank == 0) {
-        msg = timeout_message();
+        // This thread must not throw: a failed MPI call while naming the culprits still ends the job.
+        try {
+          msg = timeout_message();
+        } catch (const std::exception& e) {
+          msg = "point " + label + " timed out (" + e.what() + ")";
+        }
       } else {
         char secs[32];
         std::snprintf(secs, sizeof secs, "%g", limit_s);
@@ -216,7 +223,7 @@ struct Watchdog::Impl {
       run_abort_hooks();
       std::fflush(stdout);
       std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 124);
+      MPI_Abort(MPI_COMM_WORLD, 124);  // does not return
       return;
     }
   }
@@ -227,13 +234,13 @@ Watchdog::Watchdog(double timeout_s, TimeoutHandler on_timeout) : impl_(std::mak
   impl_->on_timeout = std::move(on_timeout);
   if (timeout_s <= 0) return;
   int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
+  COMMSIM_MPI_CHECK(MPI_Query_thread(&provided));
   if (provided < MPI_THREAD_MULTIPLE)
     throw Error(
         "the watchdog (--timeout) needs an MPI library with MPI_THREAD_MULTIPLE; pass --timeout 0 to run without it");
-  MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm);
-  MPI_Comm_rank(impl_->comm, &impl_->rank);
-  MPI_Comm_size(impl_->comm, &impl_->size);
+  COMMSIM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm));
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(impl_->comm, &impl_->rank));
+  COMMSIM_MPI_CHECK(MPI_Comm_size(impl_->comm, &impl_->size));
   impl_->began.assign(static_cast<std::size_t>(impl_->size), -1);
   impl_->ended.assign(static_cast<std::size_t>(impl_->size), -1);
   impl_->thread = std::thread([this] { impl_->run_thread(); });
@@ -289,13 +296,13 @@ void Watchdog::finish() {
   if (impl_->thread.joinable()) impl_->thread.join();
   if (!impl_->outbox_requests.empty()) {
     std::vector<MPI_Request> reqs(impl_->outbox_requests.begin(), impl_->outbox_requests.end());
-    MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+    COMMSIM_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
     impl_->outbox_requests.clear();
     impl_->outbox.clear();
   }
-  MPI_Barrier(impl_->comm);
+  COMMSIM_MPI_CHECK(MPI_Barrier(impl_->comm));
   if (impl_->rank == 0) impl_->drain_locked();
-  MPI_Comm_free(&impl_->comm);
+  COMMSIM_MPI_CHECK(MPI_Comm_free(&impl_->comm));
 }
 
 #else  // no MPI

@@ -5,7 +5,7 @@
 // write ended by fdatasync, and the row says so), a sequential read of it (O_DIRECT, or buffered
 // after dropping its cached pages), and 4 KiB reads at random offsets with 1, 4, 16 and 32 reads in
 // flight (fio --rw=randread --bs=4k --iodepth=N, here N threads issuing pread). The file is removed
-// afterwards on every path, errors included. No MPI here: cmd_probe runs one writer per node and all
+// afterwards on every path, errors included. No MPI here: probe.cc runs one writer per node and all
 // ranks at once and sums the nodes' rows (combine_storage_rows).
 #include <string>
 #include <vector>

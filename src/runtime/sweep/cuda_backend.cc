@@ -16,6 +16,7 @@
 
 #include "collectives/cuda/cuda_check.h"
 #include "collectives/cuda/cuda_executor.h"
+#include "collectives/host/mpi_check.h"
 #include "collectives/reduce.h"
 #include "model/error.h"
 #include "runtime/job/watchdog.h"
@@ -36,7 +37,7 @@ constexpr double kKernelTimeout_s = 120;
 // The same error on every rank, or none: each rank passes its own message ("" when fine).
 void agree_or_throw(const std::string& mine) {
   int bad = mine.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) throw Error(mine.empty() ? "the cuda backend failed to start on another rank (see its message)" : mine);
 }
 

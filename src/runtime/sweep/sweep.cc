@@ -16,6 +16,8 @@
 
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>
+
+#include "collectives/host/mpi_check.h"
 #endif
 
 namespace commsim {
@@ -261,9 +263,9 @@ void check_memory(const std::vector<PlannedPoint>& plan, const Backend& backend)
   std::vector<unsigned long long> need(plan.size()), most(plan.size());
   for (std::size_t i = 0; i < plan.size(); ++i) need[i] = plan[i].runnable ? plan[i].bytes_needed : 0;
   unsigned long long least_available = 0;
-  MPI_Allreduce(need.data(), most.data(), static_cast<int>(need.size()), MPI_UNSIGNED_LONG_LONG, MPI_MAX,
-                MPI_COMM_WORLD);
-  MPI_Allreduce(&available, &least_available, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(need.data(), most.data(), static_cast<int>(need.size()), MPI_UNSIGNED_LONG_LONG,
+                                  MPI_MAX, MPI_COMM_WORLD));
+  COMMSIM_MPI_CHECK(MPI_Allreduce(&available, &least_available, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
   std::string first_bad;
   Bytes largest_ok = 0;
   bool any_ok = false;
@@ -288,7 +290,7 @@ namespace {
 // The barrier before an iteration, which is also where all ranks agree to stop.
 bool barrier_and_agree_stop(MPI_Comm comm) {
   int local = stop_signal() != 0 ? 1 : 0, any = 0;
-  MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm));
   return any != 0;
 }
 
@@ -320,7 +322,7 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
     std::fprintf(stderr, "commsim run: rank %d: %s: %s\n", rank, point_label(row).c_str(), error.c_str());
   }
   int bad = error.empty() ? 0 : 1, any_bad = 0;
-  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
+  COMMSIM_MPI_CHECK(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm));
   if (any_bad) {
     backend.release();
     watchdog.end_point(index);
@@ -346,12 +348,12 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
     }
     local_s[static_cast<std::size_t>(i)] = backend.run_once();
   }
-  MPI_Reduce(local_s.data(), max_s.data(), iters, MPI_DOUBLE, MPI_MAX, 0, comm);
+  COMMSIM_MPI_CHECK(MPI_Reduce(local_s.data(), max_s.data(), iters, MPI_DOUBLE, MPI_MAX, 0, comm));
 
   long long wrong = -1;
   if (check) {
     long long local_wrong = static_cast<long long>(backend.check());
-    MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
+    COMMSIM_MPI_CHECK(MPI_Reduce(&local_wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, comm));
   }
   const std::string backend_note = rank == 0 ? backend.note() : std::string();
   const Backend::NcclRan ran = rank == 0 ? backend.nccl_ran() : Backend::NcclRan{};
@@ -388,9 +390,9 @@ void finish_row(Point& row) {
 SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSettings& settings, Backend& backend,
                        Watchdog& watchdog, const SweepCallbacks& callbacks) {
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  COMMSIM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
   int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  COMMSIM_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   SweepOutcome out;
   const int passes = std::max(1, settings.passes);
   const int runnable = static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
@@ -465,7 +467,7 @@ SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSetting
       report(i);
     }
   }
-  MPI_Comm_free(&comm);
+  COMMSIM_MPI_CHECK(MPI_Comm_free(&comm));
   return out;
 }
 
