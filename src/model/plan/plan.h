@@ -154,6 +154,10 @@ struct PlanOptions {
 // Every hand-written algorithm (plain alpha-beta-gamma) plus, when the topology has NCCL
 // constants, NCCL ring and tree under each protocol.
 std::vector<Candidate> default_candidates(const Topology& topo);
+// The candidates of the algorithms named (hand-written ones as they are, NCCL ring and tree under
+// each protocol), plus direct when none of them runs the pipeline's send/recv. Throws Error for an
+// NCCL algorithm on a topology without NCCL constants.
+std::vector<Candidate> candidates_for(const std::vector<Algorithm>& named, const Topology& topo);
 
 struct Shape {
   int dp = 1, tp = 1, pp = 1, ep = 1;
@@ -276,6 +280,16 @@ struct PlanResult {
   std::size_t distinct_prices = 0;       // closed-form evaluations (best_candidate calls)
   std::size_t price_lookups = 0;         // collectives priced, cached or not
 };
+
+// The compute rate `commsim plan` plans with: opts.gpu_tflops when given (> 0), else the topology's
+// peak (device.peak_tflops) x mfu. Without either, ranking by step time falls back to ranking by
+// communication, unless the caller asked for step time explicitly (rank_by_given): then it throws
+// Error. Updates opts.gpu_tflops and opts.rank_by; returns the line that states the rate for the
+// assumptions ("" when there is no compute estimate and nothing to say).
+std::string apply_compute_rate(const Topology& topo, double mfu, bool rank_by_given, PlanOptions& opts);
+
+// Whether layout a ranks before b: by (step, communication) time or by (communication, bubble).
+bool ranks_before(const LayoutPlan& a, const LayoutPlan& b, RankBy rank_by);
 
 // Enumerates, prices and ranks. Throws Error for options that admit no layout at all (batch not
 // divisible by micro-batch, non-positive sizes, ZeRO stage outside 0..3, a GPU topology without
