@@ -109,7 +109,7 @@ CalibrationRange calibration_range(const Topology& topo);
 //    with the bubble and the communication, published runs reach less: Llama 3 405B 38-43 % of
 //    the H100's peak (Dubey et al. 2024, Table 4), Megatron-LM's GPT runs 44-52 % of the A100's
 //    (Narayanan et al. 2021, Table 1). With 50 % the planner's step times of those runs come
-//    within 25 % of the published ones (tests/plan/test_plan_published.cc);
+//    within 25 % of the published ones (tests/model/plan/test_plan_published.cc);
 //  - interleaved 1F1B with up to 8 virtual stages per GPU (Llama 3 and Megatron-LM's large runs
 //    interleave);
 //  - a checkpoint every 100 steps.

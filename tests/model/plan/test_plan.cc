@@ -617,8 +617,11 @@ TEST(Plan, UnevenEndStagesAndInterleaving) {
   ASSERT_NE(lp, nullptr);
   EXPECT_EQ(lp->shape.vp, 2);  // 2 layers per stage: VP 2 is the deepest interleaving, and fastest
   EXPECT_DOUBLE_EQ(lp->bubble_fraction, 3.0 / (2 * 32 + 3));
-  for (const auto& pc : lp->collectives)
-    if (pc.dim == Dim::PP) EXPECT_DOUBLE_EQ(pc.calls, 2.0 * 32 * 2);
+  for (const auto& pc : lp->collectives) {
+    if (pc.dim == Dim::PP) {
+      EXPECT_DOUBLE_EQ(pc.calls, 2.0 * 32 * 2);
+    }
+  }
 }
 
 }  // namespace
