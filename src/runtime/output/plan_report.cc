@@ -118,17 +118,13 @@ void print_checkpoints(std::ostream& os, const PlanResult& r, const std::vector<
        << " steps: checkpoint less often, or the next checkpoint waits for it\n";
 }
 
-}  // namespace
-
-void print_plan_table(std::ostream& os, const PlanReport& h, bool show_excluded, bool detail) {
-  const PlanResult& r = h.result;
-  const PlanOptions& o = h.opts;
-  const std::vector<const LayoutPlan*>& shown = h.shown;
-  const bool filtered = h.filtered;
-  const bool compute = o.gpu_tflops > 0;
-  os << "# commsim plan: " << h.model.name << " (" << fmt("%.1f", r.total_params / 1e9) << " B parameters) on "
-     << o.nodes << " x " << h.topo.name << " (" << r.gpus << " GPUs, " << gib(static_cast<double>(r.memory_limit_bytes))
-     << " GiB each)\n";
+// The title lines: model, cluster, options, and how many layouts fit.
+void print_table_header(std::ostream& os, const PlanReport& report, bool show_excluded) {
+  const PlanResult& r = report.result;
+  const PlanOptions& o = report.opts;
+  os << "# commsim plan: " << report.model.name << " (" << fmt("%.1f", r.total_params / 1e9) << " B parameters) on "
+     << o.nodes << " x " << report.topo.name << " (" << r.gpus << " GPUs, "
+     << gib(static_cast<double>(r.memory_limit_bytes)) << " GiB each)\n";
   os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
      << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
      << (o.sequence_parallel ? ", sequence parallel" : "")
@@ -139,15 +135,22 @@ void print_plan_table(std::ostream& os, const PlanReport& h, bool show_excluded,
   os << "# " << r.ranked.size() << " layouts fit; " << memory_excluded << " do not fit in memory, "
      << r.excluded.size() - memory_excluded << " are invalid" << (show_excluded ? "" : " (--show-excluded lists them)")
      << "; times are per iteration\n\n";
+}
 
+// One row per layout shown: its sizes, exposed communication per dimension, bubble, memory
+// (step time and communication share with a compute estimate) and the algorithms it uses.
+void print_layout_rows(std::ostream& os, const PlanReport& report) {
+  const PlanResult& r = report.result;
+  const std::vector<const LayoutPlan*>& shown = report.shown;
+  const bool compute = report.opts.gpu_tflops > 0;
   char line[512];
   std::snprintf(line, sizeof line, "%5s %6s %3s %4s %3s %3s %6s %11s %11s %11s %11s %11s %7s %8s", "rank", "DP", "TP",
                 "PP", "EP", "VP", "m", "comm", "TP", "PP", "DP", "EP", "bubble", "mem GiB");
   os << line;
   if (compute) os << pad("step", 10) << pad("comm%", 7);
   os << "  algorithms\n";
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    const LayoutPlan& lp = *shown[i];
+  for (const LayoutPlan* shown_layout : shown) {
+    const LayoutPlan& lp = *shown_layout;
     auto t = [](double s) { return s > 0 ? format_time(s) : std::string("-"); };
     std::string rank = std::to_string(plan_rank(r, lp)) + (lp.outside_calibration ? "!" : "");
     std::snprintf(line, sizeof line, "%5s %6d %3d %4d %3d %3d %6d %11s %11s %11s %11s %11s %7s %8s", rank.c_str(),
@@ -159,35 +162,39 @@ void print_plan_table(std::ostream& os, const PlanReport& h, bool show_excluded,
     if (compute) os << pad(format_time(lp.step_s), 10) << pad(pct(lp.comm_share), 7);
     os << "  " << algorithms_cell(lp) << "\n";
   }
-  if (filtered)
+  if (report.filtered)
     os << "  (" << shown.size() << " layout(s) match --layout; rank is among all " << r.ranked.size() << ")\n";
   else if (shown.size() < r.ranked.size())
     os << "  (" << shown.size() << " of " << r.ranked.size() << " shown; --top 0 shows all)\n";
+}
 
-  if (detail) {
-    for (std::size_t i = 0; i < shown.size(); ++i) {
-      const LayoutPlan& lp = *shown[i];
-      const MemoryBreakdown& m = lp.memory;
-      os << "\n# " << plan_rank(r, lp) << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches
-         << ": memory stage " << m.stage << ": parameters " << gib(m.params_bytes) << ", gradients "
-         << gib(m.grads_bytes) << ", optimizer " << gib(m.optimizer_bytes) << ", activations "
-         << gib(m.activations_bytes) << " GiB\n";
-      for (const auto& pc : lp.collectives) {
-        std::snprintf(
-            line, sizeof line,
-            "   %-2s %-13s %-34s group %5d (%d nodes x %d%s, NIC share 1/%d) %10s x %9.0f = %10s exposed %10s  %s%s\n",
-            std::string(to_string(pc.dim)).c_str(), std::string(to_string(pc.collective)).c_str(), pc.what.c_str(),
-            pc.group, pc.placement.nodes, pc.placement.ranks_per_node, pc.placement.uneven ? ", uneven" : "",
-            pc.placement.nodes > 1 ? pc.placement.sharing : 1, format_bytes(pc.bytes).c_str(), pc.calls,
-            format_time(pc.total_s).c_str(), format_time(pc.exposed_s).c_str(), label(pc.chosen).c_str(),
-            pc.outside_calibration ? "  (outside calibrated range)" : "");
-        os << line;
-      }
+// --detail: each shown layout's memory and every collective it relies on.
+void print_collective_detail(std::ostream& os, const PlanReport& report) {
+  char line[512];
+  for (const LayoutPlan* shown_layout : report.shown) {
+    const LayoutPlan& lp = *shown_layout;
+    const MemoryBreakdown& m = lp.memory;
+    os << "\n# " << plan_rank(report.result, lp) << ". " << lp.shape.to_string() << ", m=" << lp.shape.micro_batches
+       << ": memory stage " << m.stage << ": parameters " << gib(m.params_bytes) << ", gradients " << gib(m.grads_bytes)
+       << ", optimizer " << gib(m.optimizer_bytes) << ", activations " << gib(m.activations_bytes) << " GiB\n";
+    for (const auto& pc : lp.collectives) {
+      std::snprintf(
+          line, sizeof line,
+          "   %-2s %-13s %-34s group %5d (%d nodes x %d%s, NIC share 1/%d) %10s x %9.0f = %10s exposed %10s  %s%s\n",
+          std::string(to_string(pc.dim)).c_str(), std::string(to_string(pc.collective)).c_str(), pc.what.c_str(),
+          pc.group, pc.placement.nodes, pc.placement.ranks_per_node, pc.placement.uneven ? ", uneven" : "",
+          pc.placement.nodes > 1 ? pc.placement.sharing : 1, format_bytes(pc.bytes).c_str(), pc.calls,
+          format_time(pc.total_s).c_str(), format_time(pc.exposed_s).c_str(), label(pc.chosen).c_str(),
+          pc.outside_calibration ? "  (outside calibrated range)" : "");
+      os << line;
     }
   }
-  if (o.checkpoint_every > 0 && !shown.empty()) print_checkpoints(os, r, shown, o);
+}
+
+// The layouts left out: with --show-excluded all of them and why; when nothing fits, the five
+// closest to fitting with what fills their memory.
+void print_excluded(std::ostream& os, const PlanResult& r, bool show_excluded) {
   if (r.ranked.empty() && !show_excluded) {
-    // Nothing fits: show the layouts closest to fitting, with what fills their memory.
     std::vector<const ExcludedLayout*> close;
     for (const auto& e : r.excluded)
       if (e.memory) close.push_back(&e);
@@ -202,9 +209,20 @@ void print_plan_table(std::ostream& os, const PlanReport& h, bool show_excluded,
     os << "\n# excluded layouts\n";
     for (const auto& e : r.excluded) os << "  " << e.shape.to_string() << ": " << e.reason << "\n";
   }
+}
+
+}  // namespace
+
+void print_plan_table(std::ostream& os, const PlanReport& report, bool show_excluded, bool detail) {
+  print_table_header(os, report, show_excluded);
+  print_layout_rows(os, report);
+  if (detail) print_collective_detail(os, report);
+  if (report.opts.checkpoint_every > 0 && !report.shown.empty())
+    print_checkpoints(os, report.result, report.shown, report.opts);
+  print_excluded(os, report.result, show_excluded);
   os << "\n# assumptions\n";
-  for (const auto& a : r.assumptions) os << "  - " << a << "\n";
-  for (const auto& w : h.warnings) os << "warning: " << w << "\n";
+  for (const auto& a : report.result.assumptions) os << "  - " << a << "\n";
+  for (const auto& w : report.warnings) os << "warning: " << w << "\n";
 }
 
 void print_plan_csv(std::ostream& os, const PlanReport& report) {
@@ -235,79 +253,95 @@ void print_plan_csv(std::ostream& os, const PlanReport& report) {
   }
 }
 
-void print_plan_json(std::ostream& os, const PlanReport& h, bool show_excluded) {
-  const PlanResult& r = h.result;
-  const PlanOptions& o = h.opts;
-  const std::vector<const LayoutPlan*>& shown = h.shown;
-  auto strings = [&](const std::vector<std::string>& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_string(v[i]);
-    return s + "]";
-  };
-  os << "{\n  \"model\": " << json_string(h.model.name) << ",\n  \"model_path\": " << json_string(h.model.source_path)
-     << ",\n  \"parameters\": " << json_number(r.total_params) << ",\n  \"topology\": " << json_string(h.topo.name)
-     << ",\n  \"topology_path\": " << json_string(h.topo.source_path) << ",\n  \"nodes\": " << o.nodes
+namespace {
+
+std::string json_bool(bool b) {
+  return b ? "true" : "false";
+}
+
+std::string json_strings(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_string(v[i]);
+  return s + "]";
+}
+
+void print_checkpoint_json(std::ostream& os, const CheckpointCost& c) {
+  os << "{\"total_bytes\": " << json_number(c.total_bytes) << ", \"bytes_per_gpu\": " << json_number(c.bytes_per_gpu)
+     << ", \"bytes_per_node\": " << json_number(c.bytes_per_node) << ", \"tiers\": [";
+  for (std::size_t k = 0; k < c.tiers.size(); ++k)
+    os << (k ? ", " : "") << "{\"name\": " << json_string(c.tiers[k].tier)
+       << ", \"shared\": " << json_bool(c.tiers[k].shared)
+       << ", \"write_bw_per_node_Bps\": " << json_number(c.tiers[k].write_bw_per_node_Bps)
+       << ", \"write_s\": " << json_number(c.tiers[k].write_s) << "}";
+  os << "], \"sync_tier\": " << json_string(c.sync_tier) << ", \"async_tier\": " << json_string(c.async_tier)
+     << ", \"sync_stall_s\": " << json_number(c.sync_stall_s) << ", \"async_stall_s\": " << json_number(c.async_stall_s)
+     << ", \"background_s\": " << json_number(c.background_s) << ", \"every\": " << c.every
+     << ", \"sync_stall_per_step_s\": " << json_number(c.sync_stall_per_step_s)
+     << ", \"async_stall_per_step_s\": " << json_number(c.async_stall_per_step_s)
+     << ", \"background_fits\": " << json_bool(c.background_fits) << "}";
+}
+
+void print_collective_json(std::ostream& os, const PricedCollective& pc) {
+  os << "{\"dim\": " << json_string(to_string(pc.dim)) << ", \"collective\": " << json_string(to_string(pc.collective))
+     << ", \"what\": " << json_string(pc.what) << ", \"algorithm\": " << json_string(to_string(pc.chosen.algorithm))
+     << ", \"protocol\": " << json_string(to_string(pc.chosen.protocol)) << ", \"group\": " << pc.group
+     << ", \"nodes\": " << pc.placement.nodes << ", \"ranks_per_node\": " << pc.placement.ranks_per_node
+     << ", \"nic_sharing\": " << (pc.placement.nodes > 1 ? pc.placement.sharing : 1) << ", \"bytes\": " << pc.bytes
+     << ", \"calls\": " << json_number(pc.calls) << ", \"exposed_calls\": " << json_number(pc.exposed_calls)
+     << ", \"each_s\": " << json_number(pc.each_s) << ", \"total_s\": " << json_number(pc.total_s)
+     << ", \"exposed_s\": " << json_number(pc.exposed_s)
+     << ", \"outside_calibration\": " << json_bool(pc.outside_calibration) << "}";
+}
+
+void print_layout_json(std::ostream& os, const PlanResult& r, const LayoutPlan& lp) {
+  const MemoryBreakdown& m = lp.memory;
+  os << "{\"rank\": " << plan_rank(r, lp) << ", \"dp\": " << lp.shape.dp << ", \"tp\": " << lp.shape.tp
+     << ", \"pp\": " << lp.shape.pp << ", \"ep\": " << lp.shape.ep << ", \"micro_batches\": " << lp.shape.micro_batches
+     << ", \"comm_s\": " << json_number(lp.comm_s);
+  for (Dim d : kAllDims) os << ", \"" << to_string(d) << "_s\": " << json_number(lp.dim(d));
+  os << ", \"comm_total_s\": " << json_number(lp.comm_total_s)
+     << ", \"bubble_fraction\": " << json_number(lp.bubble_fraction)
+     << ", \"memory\": {\"params_bytes\": " << json_number(m.params_bytes)
+     << ", \"grads_bytes\": " << json_number(m.grads_bytes)
+     << ", \"optimizer_bytes\": " << json_number(m.optimizer_bytes)
+     << ", \"activations_bytes\": " << json_number(m.activations_bytes)
+     << ", \"total_bytes\": " << json_number(m.total_bytes()) << ", \"stage\": " << m.stage << "}"
+     << ", \"outside_calibration\": " << json_bool(lp.outside_calibration)
+     << ", \"compute_s\": " << json_number(lp.compute_s) << ", \"step_s\": " << json_number(lp.step_s)
+     << ", \"comm_share\": " << json_number(lp.comm_share) << ", \"vp\": " << lp.shape.vp << ", \"checkpoint\": ";
+  print_checkpoint_json(os, lp.checkpoint);
+  os << ", \"collectives\": [";
+  for (std::size_t j = 0; j < lp.collectives.size(); ++j) {
+    if (j) os << ", ";
+    print_collective_json(os, lp.collectives[j]);
+  }
+  os << "]}";
+}
+
+}  // namespace
+
+void print_plan_json(std::ostream& os, const PlanReport& report, bool show_excluded) {
+  const PlanResult& r = report.result;
+  const PlanOptions& o = report.opts;
+  os << "{\n  \"model\": " << json_string(report.model.name)
+     << ",\n  \"model_path\": " << json_string(report.model.source_path)
+     << ",\n  \"parameters\": " << json_number(r.total_params) << ",\n  \"topology\": " << json_string(report.topo.name)
+     << ",\n  \"topology_path\": " << json_string(report.topo.source_path) << ",\n  \"nodes\": " << o.nodes
      << ",\n  \"gpus\": " << r.gpus << ",\n  \"memory_limit_bytes\": " << r.memory_limit_bytes
      << ",\n  \"options\": {\"global_batch\": " << o.global_batch << ", \"micro_batch\": " << o.micro_batch
-     << ", \"seq\": " << o.seq << ", \"sequence_parallel\": " << (o.sequence_parallel ? "true" : "false")
+     << ", \"seq\": " << o.seq << ", \"sequence_parallel\": " << json_bool(o.sequence_parallel)
      << ", \"zero\": " << o.zero << ", \"recompute\": " << json_string(to_string(o.recompute))
      << ", \"overlap\": " << json_string(to_string(o.overlap))
      << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null")
      << ", \"rank_by\": " << json_string(to_string(o.rank_by)) << ", \"max_virtual_stages\": " << o.max_virtual_stages
      << ", \"checkpoint_every\": " << o.checkpoint_every << "},\n";
   os << "  \"flops_per_iteration\": " << json_number(r.flops_per_iteration) << ",\n";
-  os << "  \"assumptions\": " << strings(r.assumptions) << ",\n  \"warnings\": " << strings(h.warnings) << ",\n";
+  os << "  \"assumptions\": " << json_strings(r.assumptions) << ",\n  \"warnings\": " << json_strings(report.warnings)
+     << ",\n";
   os << "  \"layouts_fitting\": " << r.ranked.size() << ",\n  \"layouts\": [";
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    const LayoutPlan& lp = *shown[i];
-    const MemoryBreakdown& m = lp.memory;
-    os << (i ? "," : "") << "\n    {\"rank\": " << plan_rank(r, lp) << ", \"dp\": " << lp.shape.dp
-       << ", \"tp\": " << lp.shape.tp << ", \"pp\": " << lp.shape.pp << ", \"ep\": " << lp.shape.ep
-       << ", \"micro_batches\": " << lp.shape.micro_batches << ", \"comm_s\": " << json_number(lp.comm_s);
-    for (Dim d : kAllDims) os << ", \"" << to_string(d) << "_s\": " << json_number(lp.dim(d));
-    os << ", \"comm_total_s\": " << json_number(lp.comm_total_s)
-       << ", \"bubble_fraction\": " << json_number(lp.bubble_fraction)
-       << ", \"memory\": {\"params_bytes\": " << json_number(m.params_bytes)
-       << ", \"grads_bytes\": " << json_number(m.grads_bytes)
-       << ", \"optimizer_bytes\": " << json_number(m.optimizer_bytes)
-       << ", \"activations_bytes\": " << json_number(m.activations_bytes)
-       << ", \"total_bytes\": " << json_number(m.total_bytes()) << ", \"stage\": " << m.stage << "}"
-       << ", \"outside_calibration\": " << (lp.outside_calibration ? "true" : "false")
-       << ", \"compute_s\": " << json_number(lp.compute_s) << ", \"step_s\": " << json_number(lp.step_s)
-       << ", \"comm_share\": " << json_number(lp.comm_share) << ", \"vp\": " << lp.shape.vp;
-    {
-      const CheckpointCost& c = lp.checkpoint;
-      os << ", \"checkpoint\": {\"total_bytes\": " << json_number(c.total_bytes)
-         << ", \"bytes_per_gpu\": " << json_number(c.bytes_per_gpu)
-         << ", \"bytes_per_node\": " << json_number(c.bytes_per_node) << ", \"tiers\": [";
-      for (std::size_t k = 0; k < c.tiers.size(); ++k)
-        os << (k ? ", " : "") << "{\"name\": " << json_string(c.tiers[k].tier)
-           << ", \"shared\": " << (c.tiers[k].shared ? "true" : "false")
-           << ", \"write_bw_per_node_Bps\": " << json_number(c.tiers[k].write_bw_per_node_Bps)
-           << ", \"write_s\": " << json_number(c.tiers[k].write_s) << "}";
-      os << "], \"sync_tier\": " << json_string(c.sync_tier) << ", \"async_tier\": " << json_string(c.async_tier)
-         << ", \"sync_stall_s\": " << json_number(c.sync_stall_s)
-         << ", \"async_stall_s\": " << json_number(c.async_stall_s)
-         << ", \"background_s\": " << json_number(c.background_s) << ", \"every\": " << c.every
-         << ", \"sync_stall_per_step_s\": " << json_number(c.sync_stall_per_step_s)
-         << ", \"async_stall_per_step_s\": " << json_number(c.async_stall_per_step_s)
-         << ", \"background_fits\": " << (c.background_fits ? "true" : "false") << "}";
-    }
-    os << ", \"collectives\": [";
-    for (std::size_t j = 0; j < lp.collectives.size(); ++j) {
-      const auto& pc = lp.collectives[j];
-      os << (j ? ", " : "") << "{\"dim\": " << json_string(to_string(pc.dim))
-         << ", \"collective\": " << json_string(to_string(pc.collective)) << ", \"what\": " << json_string(pc.what)
-         << ", \"algorithm\": " << json_string(to_string(pc.chosen.algorithm))
-         << ", \"protocol\": " << json_string(to_string(pc.chosen.protocol)) << ", \"group\": " << pc.group
-         << ", \"nodes\": " << pc.placement.nodes << ", \"ranks_per_node\": " << pc.placement.ranks_per_node
-         << ", \"nic_sharing\": " << (pc.placement.nodes > 1 ? pc.placement.sharing : 1) << ", \"bytes\": " << pc.bytes
-         << ", \"calls\": " << json_number(pc.calls) << ", \"exposed_calls\": " << json_number(pc.exposed_calls)
-         << ", \"each_s\": " << json_number(pc.each_s) << ", \"total_s\": " << json_number(pc.total_s)
-         << ", \"exposed_s\": " << json_number(pc.exposed_s)
-         << ", \"outside_calibration\": " << (pc.outside_calibration ? "true" : "false") << "}";
-    }
-    os << "]}";
+  for (std::size_t i = 0; i < report.shown.size(); ++i) {
+    os << (i ? "," : "") << "\n    ";
+    print_layout_json(os, r, *report.shown[i]);
   }
   os << "\n  ]";
   if (show_excluded) {
@@ -315,8 +349,8 @@ void print_plan_json(std::ostream& os, const PlanReport& h, bool show_excluded) 
     for (std::size_t i = 0; i < r.excluded.size(); ++i) {
       const auto& e = r.excluded[i];
       os << (i ? "," : "") << "\n    {\"dp\": " << e.shape.dp << ", \"tp\": " << e.shape.tp
-         << ", \"pp\": " << e.shape.pp << ", \"ep\": " << e.shape.ep
-         << ", \"memory\": " << (e.memory ? "true" : "false") << ", \"reason\": " << json_string(e.reason) << "}";
+         << ", \"pp\": " << e.shape.pp << ", \"ep\": " << e.shape.ep << ", \"memory\": " << json_bool(e.memory)
+         << ", \"reason\": " << json_string(e.reason) << "}";
     }
     os << "\n  ]";
   }
