@@ -6,16 +6,17 @@
 #include "model/plan/steps.h"
 
 namespace commsim::plan_detail {
-std::vector<std::string> plan_assumptions(const PlanContext& ctx, const PlanResult& result) {
-  const Topology& topo = ctx.topo;
-  const LlmModel& model = ctx.model;
+namespace {
+
+// Placement, pricing, and the collectives of each dimension with what overlap hides.
+void communication_assumptions(const PlanContext& ctx, std::vector<std::string>& as) {
   const PlanOptions& opts = ctx.opts;
+  const LlmModel& model = ctx.model;
   const int R = ctx.ranks_per_node;
   const bool full = ctx.full_recompute;
   const double bucket_params = ctx.bucket_params;
   const auto& candidates = ctx.candidates;
   auto fmt = format_number;
-  std::vector<std::string> as;
   as.push_back("placement: rank = tp + TP*(pp + PP*dp); TP ranks adjacent (one node when TP divides " +
                std::to_string(R) +
                " GPUs per node), then pipeline stages, then DP replicas across nodes; EP groups are "
@@ -60,6 +61,14 @@ std::vector<std::string> plan_assumptions(const PlanContext& ctx, const PlanResu
           "except the 2(PP-1) of pipeline fill and drain; TP and EP stay exposed (each layer waits on them)");
       break;
   }
+}
+
+// Memory, ranking, compute and checkpoint.
+void memory_and_time_assumptions(const PlanContext& ctx, const PlanResult& result, std::vector<std::string>& as) {
+  const Topology& topo = ctx.topo;
+  const LlmModel& model = ctx.model;
+  const PlanOptions& opts = ctx.opts;
+  auto fmt = format_number;
   as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters and gradients, Adam " +
                (model.param_bytes >= 4 ? "8" : "12") + " B/param" +
                (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
@@ -85,7 +94,7 @@ std::vector<std::string> plan_assumptions(const PlanContext& ctx, const PlanResu
     std::string ck =
         "checkpoint: " + std::to_string(model.param_bytes) + " B/param weights + Adam " +
         (fp32 ? "8 B/param (2 fp32 moments)" : "12 B/param (fp32 master copy + 2 moments)") + " = " +
-        gib(model.total_params() * (model.param_bytes + (fp32 ? 8.0 : 12.0))) +
+        gib(model.total_params() * (model.param_bytes + optimizer_bytes_per_param(model))) +
         "; data-parallel rank 0 writes the weights of its shard" +
         (opts.zero >= 3 ? " (ZeRO-3: every DP rank its 1/DP)" : "") +
         (opts.zero >= 1 ? ", every DP rank its 1/DP of the optimizer state" : ", and the optimizer state (ZeRO-0)") +
@@ -99,6 +108,14 @@ std::vector<std::string> plan_assumptions(const PlanContext& ctx, const PlanResu
     if (opts.checkpoint_every > 0) ck += "; every " + std::to_string(opts.checkpoint_every) + " steps";
     as.push_back(ck);
   }
+}
+
+}  // namespace
+
+std::vector<std::string> plan_assumptions(const PlanContext& ctx, const PlanResult& result) {
+  std::vector<std::string> as;
+  communication_assumptions(ctx, as);
+  memory_and_time_assumptions(ctx, result, as);
   return as;
 }
 

@@ -47,7 +47,7 @@ StageParams stage_params(const LlmModel& model, const Shape& shape, int stage) {
 MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, const Shape& shape) {
   const int tp = shape.tp, pp = shape.pp, m = shape.micro_batches, vp = std::max(shape.vp, 1);
   const double pb = model.param_bytes;
-  const double opt_bytes = model.param_bytes >= 4 ? 8.0 : 12.0;  // fp32 master copy only below fp32
+  const double opt_bytes = plan_detail::optimizer_bytes_per_param(model);
   const double dense_shard = shape.dp, expert_shard = static_cast<double>(shape.dp) / shape.ep;
   const double sbh = static_cast<double>(opts.seq) * opts.micro_batch * model.hidden;
   const double full_layer = layer_activation_bytes(model, opts, tp);

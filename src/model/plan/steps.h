@@ -70,6 +70,12 @@ inline std::string gib(double bytes) {
   return format_number("%.1f GiB", bytes / 1073741824.0);
 }
 
+// Adam state per parameter: an fp32 master copy and two fp32 moments, or only the two moments
+// when the parameters are fp32 already.
+inline double optimizer_bytes_per_param(const LlmModel& model) {
+  return model.param_bytes >= 4 ? 8.0 : 12.0;
+}
+
 // A message size in whole bytes, at least one.
 inline Bytes to_bytes(double v) {
   return static_cast<Bytes>(std::max(1.0, std::round(v)));
