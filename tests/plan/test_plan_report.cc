@@ -14,6 +14,7 @@
 #include "model/plan/llm_model.h"
 #include "model/plan/plan.h"
 #include "model/topology/topology.h"
+#include "plan_test_util.h"
 #include "runtime/h5/hdf5.h"
 #include "runtime/h5/plan_file.h"
 #include "runtime/h5/results_file.h"
@@ -32,20 +33,12 @@ bool contains(const std::string& hay, const std::string& needle) {
 class PlanReportTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string configs = std::string(COMMSIM_SOURCE_DIR) + "/configs/";
-    topo_ = new Topology(load_topology(configs + "topologies/dgx-h100.yaml"));
-    model_ = new LlmModel(load_llm_model(configs + "models/llama3-70b.yaml"));
-    opts_ = new PlanOptions();
+    topo_ = new Topology(test::preset_topology("dgx-h100"));
+    model_ = new LlmModel(test::preset_model("llama3-70b"));
+    opts_ = new PlanOptions(test::plan_command_defaults(*topo_));
     opts_->nodes = 16;
     opts_->global_batch = 1024;
     opts_->seq = 8192;
-    opts_->sequence_parallel = true;
-    opts_->recompute = Recompute::Selective;
-    opts_->zero = 1;
-    opts_->max_virtual_stages = kDefaultMaxVirtualStages;
-    opts_->checkpoint_every = kDefaultCheckpointEvery;
-    opts_->rank_by = RankBy::Step;
-    apply_compute_rate(*topo_, kDefaultMfu, false, *opts_);
     result_ = new PlanResult(plan_layouts(*topo_, *model_, *opts_));
   }
   static void TearDownTestSuite() {

@@ -11,17 +11,13 @@
 #include "model/plan/llm_model.h"
 #include "model/plan/plan.h"
 #include "model/topology/topology.h"
+#include "plan_test_util.h"
 
 namespace commsim {
 namespace {
 
-Topology preset(const std::string& name) {
-  return load_topology(std::string(COMMSIM_SOURCE_DIR) + "/configs/topologies/" + name + ".yaml");
-}
-
-LlmModel model(const std::string& name) {
-  return load_llm_model(std::string(COMMSIM_SOURCE_DIR) + "/configs/models/" + name + ".yaml");
-}
+using test::preset_model;
+using test::preset_topology;
 
 bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
@@ -51,7 +47,7 @@ bool has(const std::vector<Candidate>& cs, Algorithm a, Protocol p = Protocol::N
 }
 
 TEST(PlanCandidates, NamedAlgorithmsKeepDirectForThePipeline) {
-  const Topology topo = preset("dgx-h100");
+  const Topology topo = preset_topology("dgx-h100");
   std::vector<Candidate> ring = candidates_for({Algorithm::Ring}, topo);
   EXPECT_TRUE(has(ring, Algorithm::Ring));
   EXPECT_TRUE(has(ring, Algorithm::Direct)) << "pipeline send/recv needs an algorithm that runs it";
@@ -65,7 +61,7 @@ TEST(PlanCandidates, NamedAlgorithmsKeepDirectForThePipeline) {
 }
 
 TEST(PlanCandidates, NcclNeedsTheTopologysNcclConstants) {
-  Topology topo = preset("dgx-h100");
+  Topology topo = preset_topology("dgx-h100");
   topo.nccl.present = false;
   try {
     candidates_for({Algorithm::NcclTree}, topo);
@@ -76,7 +72,7 @@ TEST(PlanCandidates, NcclNeedsTheTopologysNcclConstants) {
 }
 
 TEST(PlanComputeRate, PeakTimesUtilisationUnlessGiven) {
-  const Topology topo = preset("dgx-h100");
+  const Topology topo = preset_topology("dgx-h100");
   PlanOptions o = llama_options();
   o.rank_by = RankBy::Step;
   std::string note = apply_compute_rate(topo, 0.5, false, o);
@@ -93,7 +89,7 @@ TEST(PlanComputeRate, PeakTimesUtilisationUnlessGiven) {
 }
 
 TEST(PlanComputeRate, WithoutAPeakRankByStepFallsBackUnlessAskedFor) {
-  Topology topo = preset("dgx-h100");
+  Topology topo = preset_topology("dgx-h100");
   topo.peak_tflops = 0;
   PlanOptions o = llama_options();
   o.rank_by = RankBy::Step;
@@ -123,11 +119,11 @@ TEST(PlanRanking, ByStepThenCommOrByCommThenBubble) {
 }
 
 TEST(PlanLayouts, RanksLayoutsAndStatesWhatItAssumes) {
-  const Topology topo = preset("dgx-h100");
+  const Topology topo = preset_topology("dgx-h100");
   PlanOptions o = llama_options();
   apply_compute_rate(topo, kDefaultMfu, false, o);
   o.rank_by = RankBy::Step;
-  PlanResult r = plan_layouts(topo, model("llama3-70b"), o);
+  PlanResult r = plan_layouts(topo, preset_model("llama3-70b"), o);
   EXPECT_EQ(r.gpus, 128);
   ASSERT_FALSE(r.ranked.empty());
   for (std::size_t i = 1; i < r.ranked.size(); ++i) EXPECT_FALSE(ranks_before(r.ranked[i], r.ranked[i - 1], o.rank_by));
@@ -147,13 +143,13 @@ TEST(PlanLayouts, RanksLayoutsAndStatesWhatItAssumes) {
 }
 
 TEST(PlanLayouts, NothingFitsSaysWhyAndWhatToChange) {
-  const Topology topo = preset("dgx-h100");
+  const Topology topo = preset_topology("dgx-h100");
   PlanOptions o = llama_options();
   // Attention scores of 8K tokens stored, no sequence parallelism, replicated optimizer.
   o.recompute = Recompute::None;
   o.sequence_parallel = false;
   o.zero = 0;
-  PlanResult r = plan_layouts(topo, model("llama3-70b"), o);
+  PlanResult r = plan_layouts(topo, preset_model("llama3-70b"), o);
   EXPECT_TRUE(r.ranked.empty());
   std::size_t memory = 0;
   for (const auto& e : r.excluded)
@@ -168,8 +164,8 @@ TEST(PlanLayouts, NothingFitsSaysWhyAndWhatToChange) {
 }
 
 TEST(PlanLayouts, OptionsThatAdmitNoLayoutAreErrors) {
-  const Topology topo = preset("dgx-h100");
-  const LlmModel m = model("llama3-70b");
+  const Topology topo = preset_topology("dgx-h100");
+  const LlmModel m = preset_model("llama3-70b");
   PlanOptions o = llama_options();
   o.zero = 4;
   EXPECT_THROW(plan_layouts(topo, m, o), Error);
