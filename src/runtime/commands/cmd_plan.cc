@@ -98,8 +98,9 @@ void add_plan_options(CommandLine& cli, PlanArgs& a) {
       "force", po::bool_switch(&a.out.force), "overwrite --out FILE.h5 if it exists");
 }
 
-// Checks the options that need no file and turns their text into PlanOptions.
-void check_plan_args(const CommandLine& cli, PlanArgs& a) {
+// Checks the options that need no file and turns their text into PlanOptions; returns the output
+// format.
+OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
   PlanOptions& opts = a.opts;
   if (a.model_arg.empty()) throw Error("--model is required (a name from configs/models/ or a model file)");
   if (!cli.values().count("global-batch")) throw Error("--global-batch is required (sequences per iteration)");
@@ -111,7 +112,7 @@ void check_plan_args(const CommandLine& cli, PlanArgs& a) {
   auto ov = parse_overlap(a.overlap);
   if (!ov) throw Error("--overlap: unknown value '" + a.overlap + "'; valid: none, dp, all");
   opts.overlap = *ov;
-  parse_format(a.out.format);
+  const OutputFormat format = parse_format(a.out.format);
   auto rb = parse_rank_by(a.rank_by);
   if (!rb) throw Error("--rank-by: unknown value '" + a.rank_by + "'; valid: comm, step");
   opts.rank_by = *rb;
@@ -122,6 +123,7 @@ void check_plan_args(const CommandLine& cli, PlanArgs& a) {
   if (a.sequence_parallel && a.no_sequence_parallel)
     throw Error("--sequence-parallel and --no-sequence-parallel contradict each other; give one");
   opts.sequence_parallel = !a.no_sequence_parallel;
+  return format;
 }
 
 // --algorithms: "all", or a list of hand-written names, nccl-ring and nccl-tree.
@@ -167,8 +169,7 @@ int cmd_plan(int argc, char** argv) {
   PlanArgs a;
   add_plan_options(cli, a);
   if (!cli.parse(argc, argv)) return 0;
-  check_plan_args(cli, a);
-  const OutputFormat format = parse_format(a.out.format);
+  const OutputFormat format = check_plan_args(cli, a);
   PlanOptions& opts = a.opts;
 
   Topology topo = load_topology(resolve_topology_path(a.topology));
