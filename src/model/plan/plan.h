@@ -109,7 +109,7 @@ CalibrationRange calibration_range(const Topology& topo);
 //    with the bubble and the communication, published runs reach less: Llama 3 405B 38-43 % of
 //    the H100's peak (Dubey et al. 2024, Table 4), Megatron-LM's GPT runs 44-52 % of the A100's
 //    (Narayanan et al. 2021, Table 1). With 50 % the planner's step times of those runs come
-//    within 25 % of the published ones (tests/plan/test_plan_published.cc);
+//    within 25 % of the published ones (tests/model/plan/test_plan_published.cc);
 //  - interleaved 1F1B with up to 8 virtual stages per GPU (Llama 3 and Megatron-LM's large runs
 //    interleave);
 //  - a checkpoint every 100 steps.
@@ -154,6 +154,10 @@ struct PlanOptions {
 // Every hand-written algorithm (plain alpha-beta-gamma) plus, when the topology has NCCL
 // constants, NCCL ring and tree under each protocol.
 std::vector<Candidate> default_candidates(const Topology& topo);
+// The candidates of the algorithms named (hand-written ones as they are, NCCL ring and tree under
+// each protocol), plus direct when none of them runs the pipeline's send/recv. Throws Error for an
+// NCCL algorithm on a topology without NCCL constants.
+std::vector<Candidate> candidates_for(const std::vector<Algorithm>& named, const Topology& topo);
 
 struct Shape {
   int dp = 1, tp = 1, pp = 1, ep = 1;
@@ -276,6 +280,16 @@ struct PlanResult {
   std::size_t distinct_prices = 0;       // closed-form evaluations (best_candidate calls)
   std::size_t price_lookups = 0;         // collectives priced, cached or not
 };
+
+// The compute rate `commsim plan` plans with: opts.gpu_tflops when given (> 0), else the topology's
+// peak (device.peak_tflops) x mfu. Without either, ranking by step time falls back to ranking by
+// communication, unless the caller asked for step time explicitly (rank_by_given): then it throws
+// Error. Updates opts.gpu_tflops and opts.rank_by; returns the line that states the rate for the
+// assumptions ("" when there is no compute estimate and nothing to say).
+std::string apply_compute_rate(const Topology& topo, double mfu, bool rank_by_given, PlanOptions& opts);
+
+// Whether layout a ranks before b: by (step, communication) time or by (communication, bubble).
+bool ranks_before(const LayoutPlan& a, const LayoutPlan& b, RankBy rank_by);
 
 // Enumerates, prices and ranks. Throws Error for options that admit no layout at all (batch not
 // divisible by micro-batch, non-positive sizes, ZeRO stage outside 0..3, a GPU topology without

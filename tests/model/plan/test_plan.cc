@@ -14,6 +14,7 @@
 #include "model/plan/llm_model.h"
 #include "model/plan/plan.h"
 #include "model/topology/topology.h"
+#include "plan_test_util.h"
 
 namespace commsim {
 namespace {
@@ -42,20 +43,7 @@ Topology test_topology(int ranks_per_node, bool network = true) {
   return t;
 }
 
-// A GPT-style model (GELU MLP of 4h, multi-head attention): Korthikanti's formulas apply as printed.
-LlmModel gpt(int layers, int hidden, int heads, int vocab) {
-  LlmModel m;
-  m.name = "gpt-test";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.ffn = FfnKind::Gelu;
-  m.vocab = vocab;
-  m.param_bytes = 2;
-  return m;
-}
+using test::gpt_model;
 
 PlanOptions options(int nodes, int global, int micro, int seq) {
   PlanOptions o;
@@ -119,7 +107,7 @@ TEST(Plan, GroupPlacementFollowsTheRankOrder) {
 }
 
 TEST(Plan, EnumerationMatchesTheRulesWrittenOut) {
-  LlmModel m = gpt(6, 512, 4, 1000);  // 4 heads, 6 layers
+  LlmModel m = gpt_model(6, 512, 4, 1000);  // 4 heads, 6 layers
   PlanOptions o = options(4, 48, 2, 128);
   const int gpus = 32, rpn = 8;
   std::vector<ExcludedLayout> excluded;
@@ -160,7 +148,7 @@ TEST(Plan, EnumerationMatchesTheRulesWrittenOut) {
   EXPECT_TRUE(saw_layers);
 
   // TP beyond a node only when allowed.
-  LlmModel wide = gpt(4, 512, 32, 1000);
+  LlmModel wide = gpt_model(4, 512, 32, 1000);
   excluded.clear();
   auto narrow = enumerate_layouts(wide, options(4, 32, 1, 128), 32, 8, &excluded);
   EXPECT_TRUE(std::none_of(narrow.begin(), narrow.end(), [](const Shape& s) { return s.tp > 8; }));
@@ -174,7 +162,7 @@ TEST(Plan, EnumerationMatchesTheRulesWrittenOut) {
 }
 
 TEST(Plan, ExpertParallelDividesExpertsAndDp) {
-  LlmModel m = gpt(4, 512, 8, 1000);
+  LlmModel m = gpt_model(4, 512, 8, 1000);
   m.experts = 8;
   m.top_k = 2;
   auto shapes = enumerate_layouts(m, options(2, 64, 1, 128), 16, 8, nullptr);
@@ -192,7 +180,7 @@ TEST(Plan, ExpertParallelDividesExpertsAndDp) {
 // Two GPUs, TP only: 4 allreduces of b*s*h*2 bytes per layer, priced by closed_form directly.
 TEST(Plan, TwoGpuTensorParallelIsFourAllreducesPerLayer) {
   Topology t = test_topology(2, false);
-  LlmModel m = gpt(4, 1024, 8, 1000);
+  LlmModel m = gpt_model(4, 1024, 8, 1000);
   PlanOptions o = options(1, 1, 1, 512);  // one micro-batch of 512 tokens
   PlanResult r = plan_layouts(t, m, o);
   const LayoutPlan* tp = find(r, 1, 2, 1);
@@ -232,7 +220,7 @@ TEST(Plan, TwoGpuTensorParallelIsFourAllreducesPerLayer) {
 // nodes x 1 rank, with the node's NICs shared by its 8 DP groups.
 TEST(Plan, DataParallelAllreducesAllGradientsAcrossNodes) {
   Topology t = test_topology(8);
-  LlmModel m = gpt(2, 256, 4, 512);
+  LlmModel m = gpt_model(2, 256, 4, 512);
   PlanOptions o = options(4, 32, 1, 64);
   PlanResult r = plan_layouts(t, m, o);
   const LayoutPlan* dp = find(r, 32, 1, 1);
@@ -260,7 +248,7 @@ TEST(Plan, DataParallelAllreducesAllGradientsAcrossNodes) {
 
 TEST(Plan, OverlapHidesAllButTheLastBucket) {
   Topology t = test_topology(8);
-  LlmModel m = gpt(8, 2048, 16, 32000);  // ~0.5B parameters -> several 40M-parameter buckets
+  LlmModel m = gpt_model(8, 2048, 16, 32000);  // ~0.5B parameters -> several 40M-parameter buckets
   PlanOptions o = options(2, 16, 1, 256);
   PlanResult none = plan_layouts(t, m, o);
   o.overlap = Overlap::Dp;
@@ -284,7 +272,7 @@ TEST(Plan, OverlapHidesAllButTheLastBucket) {
 
 // Korthikanti et al. 2022, Table 2: activations per layer of a GPT layer, bytes.
 TEST(Plan, ActivationsFollowKorthikanti) {
-  LlmModel m = gpt(4, 4096, 32, 50000);
+  LlmModel m = gpt_model(4, 4096, 32, 50000);
   PlanOptions o = options(1, 8, 2, 2048);
   const double s = 2048, b = 2, h = 4096, a = 32;
   const double sbh = s * b * h;
@@ -302,7 +290,7 @@ TEST(Plan, ActivationsFollowKorthikanti) {
 // 12 B/param Adam state split 8 ways; activations 32 layers x s*b*h*(34 + 5as/h) plus the
 // embedding dropout mask (s*b*h) and fp32 logits (4*s*b*V).
 TEST(Plan, SevenBillionModelMemoryWithZeroOneByHand) {
-  LlmModel m = gpt(32, 4096, 32, 50257);
+  LlmModel m = gpt_model(32, 4096, 32, 50257);
   m.tied_embeddings = true;
   m.position_embeddings = 2048;
   // 32 x (12 h^2 + 2h) + V h + 2048 h + h (final norm)
@@ -333,7 +321,7 @@ TEST(Plan, SevenBillionModelMemoryWithZeroOneByHand) {
 }
 
 TEST(Plan, PipelineFirstStageHoldsPpMicroBatches) {
-  LlmModel m = gpt(8, 1024, 8, 1000);
+  LlmModel m = gpt_model(8, 1024, 8, 1000);
   PlanOptions o = options(1, 64, 1, 512);
   o.recompute = Recompute::Full;
   Shape shape;
@@ -351,7 +339,7 @@ TEST(Plan, PipelineFirstStageHoldsPpMicroBatches) {
 
 TEST(Plan, LayoutsThatDoNotFitAreExcludedWithTheReason) {
   Topology t = test_topology(8);
-  LlmModel m = gpt(4, 1024, 8, 1000);
+  LlmModel m = gpt_model(4, 1024, 8, 1000);
   PlanOptions o = options(1, 8, 1, 512);
   o.memory_limit_bytes = 1;  // nothing fits in one byte
   PlanResult r = plan_layouts(t, m, o);
@@ -371,7 +359,7 @@ TEST(Plan, LayoutsThatDoNotFitAreExcludedWithTheReason) {
 
 TEST(Plan, RankedByCommunicationTime) {
   Topology t = test_topology(8);
-  LlmModel m = gpt(8, 2048, 16, 32000);
+  LlmModel m = gpt_model(8, 2048, 16, 32000);
   PlanResult r = plan_layouts(t, m, options(4, 64, 1, 1024));
   ASSERT_GT(r.ranked.size(), 3u);
   for (std::size_t i = 1; i < r.ranked.size(); ++i) EXPECT_LE(r.ranked[i - 1].comm_s, r.ranked[i].comm_s);
@@ -386,7 +374,7 @@ TEST(Plan, RankedByCommunicationTime) {
 
 TEST(Plan, WarnsOutsideTheCalibratedRange) {
   Topology t = test_topology(8);
-  LlmModel m = gpt(4, 1024, 8, 1000);
+  LlmModel m = gpt_model(4, 1024, 8, 1000);
   PlanOptions o = options(16, 128, 1, 512);
   PlanResult un = plan_layouts(t, m, o);
   EXPECT_TRUE(std::any_of(un.warnings.begin(), un.warnings.end(),
@@ -415,7 +403,7 @@ TEST(Plan, WarnsOutsideTheCalibratedRange) {
 
 TEST(Plan, RejectsImpossibleOptions) {
   Topology t = test_topology(8);
-  LlmModel m = gpt(4, 1024, 8, 1000);
+  LlmModel m = gpt_model(4, 1024, 8, 1000);
   EXPECT_THROW(plan_layouts(t, m, options(1, 10, 4, 512)), Error);  // 10 not a multiple of 4
   EXPECT_THROW(plan_layouts(t, m, options(1, 0, 1, 512)), Error);
   EXPECT_THROW(plan_layouts(t, m, options(1, 8, 1, 0)), Error);
@@ -427,7 +415,7 @@ TEST(Plan, RejectsImpossibleOptions) {
 // Narayanan et al. 2021: FLOPs per iteration with full recomputation
 // 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 TEST(Plan, FlopsMatchNarayananWithRecomputation) {
-  LlmModel m = gpt(96, 12288, 96, 51200);
+  LlmModel m = gpt_model(96, 12288, 96, 51200);
   PlanOptions o = options(1, 1536, 1, 2048);
   o.recompute = Recompute::Full;
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
@@ -493,7 +481,7 @@ TEST(Plan, ReadsTheCalibratedSectionOfATopology) {
 TEST(Plan, CheckpointCostByHand) {
   Topology t = test_topology(8);
   t.storage = {{"nvme", false, 20e9, 10e9, 0.0, 0, 0}, {"pfs", true, 40e9, 20e9, 1e-3, 0, 40e9}};
-  const LlmModel m = gpt(4, 1024, 8, 1000);
+  const LlmModel m = gpt_model(4, 1024, 8, 1000);
   // Per layer 4h^2 (attention) + 8h^2 (MLP) + 2h (norms) = 12,584,960; embedding 1,024,000; output
   // 1,024,000 + 1,024 (final norm).
   ASSERT_DOUBLE_EQ(m.total_params(), 4 * 12584960.0 + 1024000 + 1025024);
@@ -576,7 +564,7 @@ TEST(Plan, CheckpointCostByHand) {
 
 // Uneven pipeline stages and the interleaved schedule.
 TEST(Plan, UnevenEndStagesAndInterleaving) {
-  const LlmModel m = gpt(126, 1024, 8, 1000);  // Llama 3 405B's 126 layers
+  const LlmModel m = gpt_model(126, 1024, 8, 1000);  // Llama 3 405B's 126 layers
   EXPECT_EQ(stage_layers(m, 16, 0), 7);
   EXPECT_EQ(stage_layers(m, 16, 1), 8);
   EXPECT_EQ(stage_layers(m, 16, 15), 7);
@@ -592,7 +580,7 @@ TEST(Plan, UnevenEndStagesAndInterleaving) {
 
   // Interleaving: VP times the pipeline transfers, a smaller bubble, the first stage holding
   // PP + (PP-1)/VP micro-batches (Megatron-LM's warm-up), never more than m.
-  const LlmModel g = gpt(8, 1024, 8, 1000);
+  const LlmModel g = gpt_model(8, 1024, 8, 1000);
   PlanOptions o = options(1, 64, 1, 1024);
   o.max_virtual_stages = 4;
   Shape s;
@@ -617,8 +605,11 @@ TEST(Plan, UnevenEndStagesAndInterleaving) {
   ASSERT_NE(lp, nullptr);
   EXPECT_EQ(lp->shape.vp, 2);  // 2 layers per stage: VP 2 is the deepest interleaving, and fastest
   EXPECT_DOUBLE_EQ(lp->bubble_fraction, 3.0 / (2 * 32 + 3));
-  for (const auto& pc : lp->collectives)
-    if (pc.dim == Dim::PP) EXPECT_DOUBLE_EQ(pc.calls, 2.0 * 32 * 2);
+  for (const auto& pc : lp->collectives) {
+    if (pc.dim == Dim::PP) {
+      EXPECT_DOUBLE_EQ(pc.calls, 2.0 * 32 * 2);
+    }
+  }
 }
 
 }  // namespace

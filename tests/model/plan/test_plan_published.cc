@@ -31,6 +31,7 @@
 #include "model/plan/llm_model.h"
 #include "model/plan/plan.h"
 #include "model/topology/topology.h"
+#include "plan_test_util.h"
 
 namespace commsim {
 namespace {
@@ -38,22 +39,13 @@ namespace {
 constexpr double kTolerance = 0.25;  // predicted step within 25 % of the published one
 constexpr std::size_t kTop = 10;
 
-Topology preset(const std::string& name) {
-  return load_topology(std::string(COMMSIM_SOURCE_DIR) + "/configs/topologies/" + name + ".yaml");
-}
+using test::preset_topology;
 
 // A Megatron GPT model (Narayanan et al. 2021, Table 1): GELU MLP of 4h, learned positions, tied
 // embeddings, vocabulary padded to 51200, fp16 parameters, dropout.
 LlmModel megatron_gpt(int heads, int hidden, int layers) {
-  LlmModel m;
+  LlmModel m = test::gpt_model(layers, hidden, heads, 51200);
   m.name = "gpt-" + std::to_string(layers) + "x" + std::to_string(hidden);
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.ffn_hidden = 4 * hidden;
-  m.ffn = FfnKind::Gelu;
-  m.vocab = 51200;
   m.tied_embeddings = true;
   m.position_embeddings = 2048;
   m.param_dtype = "fp16";
@@ -66,19 +58,7 @@ double megatron_flops(const LlmModel& m, int batch, int seq) {
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
-// The options `commsim plan` starts from, on this topology.
-PlanOptions plan_defaults(const Topology& topo) {
-  PlanOptions o;
-  o.micro_batch = 1;
-  o.sequence_parallel = true;
-  o.zero = 1;
-  o.recompute = Recompute::Selective;
-  o.gpu_tflops = topo.peak_tflops * kDefaultMfu;
-  o.rank_by = RankBy::Step;
-  o.max_virtual_stages = kDefaultMaxVirtualStages;
-  o.checkpoint_every = kDefaultCheckpointEvery;
-  return o;
-}
+using test::plan_command_defaults;
 
 struct Check {
   int rank = 0;  // of the published layout, 0 = not planned
@@ -133,7 +113,7 @@ constexpr Table1Row kTable1[] = {
 
 // Megatron-LM 2021: no sequence parallelism or distributed optimizer yet, full recomputation.
 PlanOptions megatron_2021(const Topology& topo, int gpus, int batch) {
-  PlanOptions o = plan_defaults(topo);
+  PlanOptions o = plan_command_defaults(topo);
   o.nodes = gpus / topo.ranks_per_node;
   o.global_batch = batch;
   o.seq = 2048;
@@ -145,7 +125,7 @@ PlanOptions megatron_2021(const Topology& topo, int gpus, int batch) {
 }
 
 TEST(PlanPublished, MegatronWeakScalingStepTimes) {
-  const Topology topo = preset("dgx-a100");
+  const Topology topo = preset_topology("dgx-a100");
   ASSERT_GT(topo.peak_tflops, 0);
   for (const Table1Row& row : kTable1) {
     const LlmModel model = megatron_gpt(row.heads, row.hidden, row.layers);
@@ -158,7 +138,7 @@ TEST(PlanPublished, MegatronWeakScalingStepTimes) {
 }
 
 TEST(PlanPublished, MegatronGpt3LayoutRankedAndTimed) {
-  const Topology topo = preset("dgx-a100");
+  const Topology topo = preset_topology("dgx-a100");
   LlmModel model = load_llm_model(std::string(COMMSIM_SOURCE_DIR) + "/configs/models/gpt3-175b.yaml");
   model.vocab = 51200;  // Megatron pads the vocabulary (Narayanan et al. 2021, section 5)
   for (auto [gpus, tflops] : {std::pair{384, 153.0}, std::pair{768, 149.0}, std::pair{1536, 141.0}}) {
@@ -171,10 +151,10 @@ TEST(PlanPublished, MegatronGpt3LayoutRankedAndTimed) {
 }
 
 TEST(PlanPublished, Llama3LayoutRankedAndTimed) {
-  const Topology topo = preset("dgx-h100");  // 8 x H100 per node, a 400 Gb/s NIC per GPU, as Meta's
+  const Topology topo = preset_topology("dgx-h100");  // 8 x H100 per node, a 400 Gb/s NIC per GPU, as Meta's
   const LlmModel model = load_llm_model(std::string(COMMSIM_SOURCE_DIR) + "/configs/models/llama3-405b.yaml");
   for (auto [gpus, tflops] : {std::pair{8192, 430.0}, std::pair{16384, 400.0}}) {
-    PlanOptions o = plan_defaults(topo);
+    PlanOptions o = plan_command_defaults(topo);
     o.nodes = gpus / topo.ranks_per_node;
     o.seq = 8192;
     o.global_batch = 16 * 1024 * 1024 / o.seq;  // 16M tokens per batch
