@@ -63,11 +63,11 @@ Parts hierarchical_reduce(const Env& e, double n);
 // What the slowest rank of an unpipelined schedule copies on its critical path, in seconds (the
 // pipelines carry their copies in their stages). Named by what is copied; the table picks one per
 // row.
-double own_block_copy(const Env& e, double n);         // n/p once: a rank's own block
-double whole_copy(const Env& e, double n);             // n once: the accumulator, or the root's Output
-double ring_reduce_copies(const Env& e, double n);     // its own chunk before each combine
+double own_block_copy(const Env& e, double n);      // n/p once: a rank's own block
+double whole_copy(const Env& e, double n);          // n once: the accumulator, or the root's Output
+double ring_reduce_copies(const Env& e, double n);  // its own chunk before each combine
 double hierarchical_allreduce_copies(const Env& e, double n);
-double kept_half_copy(const Env& e, double n);         // Rabenseifner: the half it keeps (n with a fold)
+double kept_half_copy(const Env& e, double n);  // Rabenseifner: the half it keeps (n with a fold)
 double recursive_halving_copies(const Env& e, double n);
 double bruck_allgather_copies(const Env& e, double n);
 double bruck_alltoall_copies(const Env& e, double n);

@@ -43,11 +43,11 @@ int channels_for(const Topology& topo, const CostQuery& q);
 // The predicted time and its parts (time_s = latency_s + bandwidth_s + reduction_s + copy_s).
 struct Cost {
   Seconds time_s = 0;
-  Seconds latency_s = 0;    // alpha terms
-  Seconds bandwidth_s = 0;  // beta terms
-  Seconds reduction_s = 0;  // gamma terms
-  Seconds copy_s = 0;       // local copies on the critical path, at the memory bandwidth
-  Protocol protocol = Protocol::None;  // the protocol priced (for Algorithm::Nccl: the one NCCL's model picks)
+  Seconds latency_s = 0;                  // alpha terms
+  Seconds bandwidth_s = 0;                // beta terms
+  Seconds reduction_s = 0;                // gamma terms
+  Seconds copy_s = 0;                     // local copies on the critical path, at the memory bandwidth
+  Protocol protocol = Protocol::None;     // the protocol priced (for Algorithm::Nccl: the one NCCL's model picks)
   Algorithm algorithm = Algorithm::Ring;  // for Algorithm::Nccl: the algorithm NCCL's model picks
 };
 

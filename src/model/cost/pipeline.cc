@@ -1,14 +1,21 @@
 // Pipelines (pipeline.h): the time of k chunks, and the best k.
+#include "model/cost/pipeline.h"
+
 #include <algorithm>
 
 #include "model/cost/closed_forms.h"
-#include "model/cost/pipeline.h"
 
 namespace commsim::closed_forms {
 
 Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f, bool written) {
-  return {e.a_i, b_mult * e.b_in(f), g, e.eager_i, &e.topo->intra.msg, msg,
-          !e.topo->message_scale.empty(), written && !e.topo->written_scale.empty()};
+  return {e.a_i,
+          b_mult * e.b_in(f),
+          g,
+          e.eager_i,
+          &e.topo->intra.msg,
+          msg,
+          !e.topo->message_scale.empty(),
+          written && !e.topo->written_scale.empty()};
 }
 
 void set_first_clean(const Env& e, Pipe& P) {
@@ -59,7 +66,8 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
       const double r = si.mc->overhead_receive_share, o = si.mc->overhead_s(m);
       const double send = (1 - r) * P.single_sends * o, recv = r * P.single_recvs * o;
       const double single = 0.5 * (send + recv + std::max(send, recv));
-      t.lat += static_cast<double>(P.ph[i].S_i) * (single - si.mc->queued_overhead_s(m, si.sends_before, si.recvs_before));
+      t.lat +=
+          static_cast<double>(P.ph[i].S_i) * (single - si.mc->queued_overhead_s(m, si.sends_before, si.recvs_before));
     }
   }
   // The pipeline's steps after the root's last send: the last chunk's way past the first hop.
@@ -108,8 +116,7 @@ Parts pipe_time(const Env& e, const Pipe& P, double n, double k) {
   const double save_i = 1 - e.topo->intra.msg.one_way_factor, save_n = 1 - e.topo->network.msg.one_way_factor;
   if (save_i == 0 && save_n == 0) return t;
   if (P.one_way == Pipe::OneWay::FirstPass && k >= 2) {
-    t.lat -= P.tree_one_way_steps *
-             (P.ph[0].S_n > 0 ? save_n * latency(P.ph[0].sn) : save_i * latency(P.ph[0].si));
+    t.lat -= P.tree_one_way_steps * (P.ph[0].S_n > 0 ? save_n * latency(P.ph[0].sn) : save_i * latency(P.ph[0].si));
   } else if (P.one_way == Pipe::OneWay::FirstPass || k <= 1) {
     // Every step of each phase; the double tree's single chunk but for the step where its trees
     // cross (on the intra-node tier when the phase has one).

@@ -16,15 +16,15 @@ namespace commsim::closed_forms {
 // integer minimum sits next to a stationary point of one branch of the max or next to the kink
 // where s_i = s_n.
 struct Stage {
-  double a = 0, b = 0, g = 0;  // s; s/B moved; s/B reduced
-  double limit = INFINITY;     // the eager limit of the tier's messages (bytes)
+  double a = 0, b = 0, g = 0;        // s; s/B moved; s/B reduced
+  double limit = INFINITY;           // the eager limit of the tier's messages (bytes)
   const MessageCosts* mc = nullptr;  // the tier's protocol terms (latency by message size)
-  double msg = 1;              // one message carries msg * x bytes (the latency switch looks at it)
-  bool scaled = false;          // intra-node: b at the rate of one message (Topology::message_scale)
-  bool written = false;         // intra-node, forwarding: b at Topology::written_scale too
-  bool network_scaled = false;  // network: b at the rate of one message (Topology::network_message_scale)
-  bool fan_out = false;  // intra-node: b at Topology::fan_out_scale too (one sender to many receivers)
-  double written_share = 1;           // of the bytes a rank sends in the stage, the forwarded part
+  double msg = 1;                    // one message carries msg * x bytes (the latency switch looks at it)
+  bool scaled = false;               // intra-node: b at the rate of one message (Topology::message_scale)
+  bool written = false;              // intra-node, forwarding: b at Topology::written_scale too
+  bool network_scaled = false;       // network: b at the rate of one message (Topology::network_message_scale)
+  bool fan_out = false;              // intra-node: b at Topology::fan_out_scale too (one sender to many receivers)
+  double written_share = 1;          // of the bytes a rank sends in the stage, the forwarded part
   // Posting overheads a step waits for (MessageCosts::queued_overhead_s): the sends its rank posts
   // before the last, the receives the receiving rank takes in before it.
   double sends_before = 0, recvs_before = 0;

@@ -1,10 +1,9 @@
 #pragma once
 // The vocabulary of the closed forms (model/cost/cost.h), internal to src/model/cost: the parts
-// of a cost, what one query prices (Env), and the steps the algorithms are made of. Notation: p = nodes * G ranks (G = ranks per
-// node, placed in blocks: ranks 0..G-1 on node 0, ...), n = bytes in nccl-tests' meaning,
-// a/b = latency (s) and inverse bandwidth (s/B) of the tier a message crosses, g = 1 / reduce_bw.
-// lg = log2, m = floor(lg p), p' = 2^m, r = p - p' (ranks left over when p is not a power of two),
-// K = ceil(lg p).
+// of a cost, what one query prices (Env), and the steps the algorithms are made of. Notation: p = nodes * G ranks (G =
+// ranks per node, placed in blocks: ranks 0..G-1 on node 0, ...), n = bytes in nccl-tests' meaning, a/b = latency (s)
+// and inverse bandwidth (s/B) of the tier a message crosses, g = 1 / reduce_bw. lg = log2, m = floor(lg p), p' = 2^m, r
+// = p - p' (ranks left over when p is not a power of two), K = ceil(lg p).
 //
 // On one tier (nodes == 1, or G == 1) every formula below is the published one (Thakur,
 // Rabenseifner & Gropp 2005) with that tier's a and b. Across tiers each step is priced at the tier
@@ -38,10 +37,10 @@
 //    latency instead of the tier's latency; inline_limit / inline_latency: a message up to that
 //    limit pays the inline latency;
 //  - message_overhead (per tier): a round that posts q messages at once (direct; the two of a
-//    folded allgather's fold-out) pays (q - 1) * message_overhead on top (rendezvous_overhead for messages above the eager limit,
-//    inline_overhead for messages up to the inline limit), as overhead_receive_share splits it
-//    between the sending and the receiving side; the double tree's steps wait for the average
-//    overheads of its schedule's (Stage::sends_before);
+//    folded allgather's fold-out) pays (q - 1) * message_overhead on top (rendezvous_overhead for messages above the
+//    eager limit, inline_overhead for messages up to the inline limit), as overhead_receive_share splits it between the
+//    sending and the receiving side; the double tree's steps wait for the average overheads of its schedule's
+//    (Stage::sends_before);
 //  - one_way_factor (per tier): one-way steps pay latency * one_way_factor: those of binomial
 //    trees (broadcast, reduce, scatter, gather, and the hierarchical ones built of them), the folds
 //    of recursive doubling and halving, a pipelined chain's single chunk (with several chunks its
@@ -100,16 +99,16 @@ enum class Way : std::uint8_t { Shift, OneWay, Exchange };
 // Everything a closed form needs, computed once per call.
 struct Env {
   long long N = 1, G = 1, p = 1;
-  double a_i = 0, b_i = 0;                       // intra-node tier: s, s/B
-  double a_n = 0;                                // network latency, s
-  double intra_bw = 0, nic_bw = 0, node_bw = 0;  // B/s
-  double g = 0;                                  // s per byte reduced
-  double c = 0;                                  // s per byte copied locally (memory bandwidth)
-  const Topology* topo = nullptr;                // for local_op_scale
-  double node_intra_bw = 0;                      // intra_node.node_bandwidth, 0 = unlimited
-  double node_intra_b = 0;                       // 1 / node_intra_bw (0 when unlimited)
+  double a_i = 0, b_i = 0;                        // intra-node tier: s, s/B
+  double a_n = 0;                                 // network latency, s
+  double intra_bw = 0, nic_bw = 0, node_bw = 0;   // B/s
+  double g = 0;                                   // s per byte reduced
+  double c = 0;                                   // s per byte copied locally (memory bandwidth)
+  const Topology* topo = nullptr;                 // for local_op_scale
+  double node_intra_bw = 0;                       // intra_node.node_bandwidth, 0 = unlimited
+  double node_intra_b = 0;                        // 1 / node_intra_bw (0 when unlimited)
   double eager_i = INFINITY, eager_n = INFINITY;  // eager limits (B)
-  double C = 1;  // channels (ring and tree; 1 for the others)
+  double C = 1;                                   // channels (ring and tree; 1 for the others)
 
   // Precomputed for the common flow counts (only when nodes > 1).
   double b_flow_1 = 0, b_flow_G = 0;
@@ -170,8 +169,8 @@ Way ring_way(long long q);
 // placement, every message stays inside a node when 2d divides G, every message crosses when
 // d >= G, otherwise some do. f_all / f_some: flows leaving a node when all / some messages cross.
 // f_one_node: the ranks that send at once when all are on one node (the node bandwidth's share).
-Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w,
-               bool written, double f_one_node, bool on_arrival = true);
+Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w, bool written,
+               double f_one_node, bool on_arrival = true);
 // p' = 2^floor(lg p): the ranks of a power-of-two algorithm's core steps; p - p' the ranks its
 // fold leaves out.
 double core_ranks(const Env& e);

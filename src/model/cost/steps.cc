@@ -49,8 +49,8 @@ Way ring_way(long long q) {
   return q == 2 ? Way::Exchange : Way::Shift;
 }
 
-Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w,
-               bool written, double f_one_node, bool on_arrival) {
+Parts xor_step(const Env& e, long long d, double m, double m_reduced, double f_all, double f_some, Way w, bool written,
+               double f_one_node, bool on_arrival) {
   Parts s;
   if (e.N == 1)
     s = intra(e, m, f_one_node, w, written);
@@ -80,8 +80,8 @@ double folded_core_senders(const Env& e, long long g, long long r) {
 }
 
 Parts xor_fold(const Env& e, double m, double m_reduced, bool written) {
-  return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)),
-                  Way::OneWay, written, static_cast<double>(e.p) - core_ranks(e));
+  return xor_step(e, 1, m, m_reduced, static_cast<double>(e.G), static_cast<double>(std::min(e.G, 2LL)), Way::OneWay,
+                  written, static_cast<double>(e.p) - core_ranks(e));
 }
 
 Parts xor_tree(const Env& e, long long d, double m, double m_reduced, bool written, long long ranks) {

@@ -105,8 +105,7 @@ Pipe tree_pipe(const Env& e, Collective c) {
     const double fill = e.p == 2 ? 0.5 : 1, steady = e.p == 2 ? 1 : 2;
     const double b_fill = e.N > 1 ? 0.5 * e.b_flow(C * (e.p == 2 ? 1 : std::min(flows, 2.0))) : 0;
     P.nph = 2;
-    P.ph[0] = {S_i, S_n, intra_stage(e, C * fill, C * e.g * fill, 0.5, fG),
-               net_stage(e, b_fill, C * e.g * fill, 0.5)};
+    P.ph[0] = {S_i, S_n, intra_stage(e, C * fill, C * e.g * fill, 0.5, fG), net_stage(e, b_fill, C * e.g * fill, 0.5)};
     P.ph[1] = {S_i, S_n, intra_stage(e, C * fill, 0, 0.5, fG), net_stage(e, b_fill, 0, 0.5)};
     P.ss_i = intra_stage(e, C * steady, C * e.g * steady / 2, 0.5, fG);
     P.ss_n = net_stage(e, b_n, C * e.g * steady / 2, 0.5);
@@ -160,9 +159,9 @@ Pipe tree_pipe(const Env& e, Collective c) {
   P.has_n = e.N > 1;
   P.tree_fill = e.N == 1;
   P.rooted_single = c != Collective::AllReduce && pow2 && e.p > 2;
-  P.tree_one_way_steps = c == Collective::AllReduce ? (pow2 ? 0 : 1)
+  P.tree_one_way_steps = c == Collective::AllReduce                                  ? (pow2 ? 0 : 1)
                          : c == Collective::Broadcast && P.rooted_single && e.N == 1 ? 2
-                                                                                       : 1;
+                                                                                     : 1;
   set_first_clean(e, P);
   return P;
 }

@@ -91,7 +91,7 @@ CalibrationRange range_from_results(const std::string& path) {
 
 std::vector<Candidate> candidates_from(const std::string& text, const Topology& topo) {
   if (text == "all") return default_candidates(topo);
-  std::vector<Algorithm> allowed(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+  std::vector<Algorithm> allowed = hand_written_algorithms();
   allowed.push_back(Algorithm::NcclRing);
   allowed.push_back(Algorithm::NcclTree);
   AlgorithmSelection sel = parse_algorithms(text, allowed);
