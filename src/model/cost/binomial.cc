@@ -36,4 +36,5 @@ Parts binomial_reduce(const Env& e, double n) {
   for (int s = 0; s < K; ++s) t += xor_tree(e, 1LL << s, n, n, s > 0 && (1LL << s) + 1 < e.p);
   return t;
 }
+
 }  // namespace commsim::closed_forms

@@ -34,4 +34,5 @@ Parts bruck_alltoall(const Env& e, double n) {
   }
   return t;
 }
+
 }  // namespace commsim::closed_forms

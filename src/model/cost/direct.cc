@@ -63,4 +63,5 @@ Parts direct_sendrecv(const Env& e, double n) {
   Parts out = net(e, n, e.b_flow_1, w);
   return e.G == 1 ? out : slower(intra(e, n), out);
 }
+
 }  // namespace commsim::closed_forms

@@ -103,4 +103,5 @@ Parts hierarchical_reduce(const Env& e, double n) {
   }
   return t;
 }
+
 }  // namespace commsim::closed_forms

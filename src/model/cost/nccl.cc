@@ -17,7 +17,7 @@ namespace {
 // and p for broadcast/reduce (NCCL counts nRanks steps there, so algbw = busbw).
 // Tree (allreduce only): latency = base + 2((p/nodes - 1) intraHop + log2i(nodes) interHop),
 // algbw = busbw / 2. sendrecv and alltoall run as NCCL point-to-point: latency = base(ring) + one
-// hop (network when nodes > 1), bandwidth of the direct algorithm above divided by bw_fraction.
+// hop (network when nodes > 1), bandwidth of the direct algorithm (direct.cc) divided by bw_fraction.
 constexpr int kRing = 0, kTree = 1;
 
 int proto_index(Protocol p) {

@@ -14,4 +14,5 @@ Parts pairwise_reducescatter(const Env& e, double n) {
 Parts pairwise_alltoall(const Env& e, double n) {
   return shift_all_distances(e, n / static_cast<double>(e.p - 1), 0);
 }
+
 }  // namespace commsim::closed_forms

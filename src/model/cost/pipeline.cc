@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "model/cost/closed_forms.h"
-
 namespace commsim::closed_forms {
 
 Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f, bool written) {

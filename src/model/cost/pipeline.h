@@ -5,7 +5,6 @@
 
 namespace commsim::closed_forms {
 
-// ---- pipelines --------------------------------------------------------------------------------
 // A pipelined algorithm moves k chunks (x = n/k bytes each) through S_i intra-node and S_n network
 // stages per phase (fill: the first chunk takes every stage once), then k - 1 steady-state steps
 // of the slowest tier:
@@ -123,11 +122,16 @@ struct Pipe {
 
 constexpr double kMinChunkBytes = 4096;
 
+// An intra-node stage: b_mult times the s/B of f ranks of a node sending at once, g s/B reduced,
+// messages of msg * x bytes; `written`: the stage forwards data (Topology::written_scale).
 Stage intra_stage(const Env& e, double b_mult, double g, double msg, double f, bool written = true);
 // The pipeline's first hop on one node sends untouched data (Pipe::first_clean).
 void set_first_clean(const Env& e, Pipe& P);
+// A network stage: b s/B moved, g s/B reduced, messages of msg * x bytes.
 Stage net_stage(const Env& e, double b, double g, double msg);
 
+// T(k) of the pipeline P moving n bytes in k chunks, with its one-way and exchange steps, copies
+// and node-bandwidth ramps.
 Parts pipe_time(const Env& e, const Pipe& P, double n, double k);
 
 // The number of chunks k that minimises the pipeline's time, and that time.
@@ -136,6 +140,7 @@ struct BestPipe {
   Parts t;
 };
 BestPipe best_pipe(const Env& e, const Pipe& P, double n);
+// best_pipe's time.
 Parts run_pipe(const Env& e, const Pipe& P, double n);
 
 // Ranks of a node sending inside it at once in a pipeline's steady state (intra_node.node_bandwidth):

@@ -53,4 +53,5 @@ Parts rabenseifner_reduce(const Env& e, double n) {
   }
   return t;
 }
+
 }  // namespace commsim::closed_forms

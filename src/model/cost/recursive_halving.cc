@@ -27,4 +27,5 @@ Parts recursive_halving_reducescatter(const Env& e, double n) {
   if (r > 0) t += xor_fold(e, block, 0, true);
   return t;
 }
+
 }  // namespace commsim::closed_forms

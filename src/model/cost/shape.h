@@ -1,14 +1,16 @@
 #pragma once
 // The vocabulary of the closed forms (model/cost/cost.h), internal to src/model/cost: the parts
-// of a cost, what one query prices (Env), and the steps the algorithms are made of. Notation: p = nodes * G ranks (G =
-// ranks per node, placed in blocks: ranks 0..G-1 on node 0, ...), n = bytes in nccl-tests' meaning, a/b = latency (s)
-// and inverse bandwidth (s/B) of the tier a message crosses, g = 1 / reduce_bw. lg = log2, m = floor(lg p), p' = 2^m, r
-// = p - p' (ranks left over when p is not a power of two), K = ceil(lg p).
+// of a cost, what one query prices (Env), and the steps the algorithms are made of.
 //
-// On one tier (nodes == 1, or G == 1) every formula below is the published one (Thakur,
-// Rabenseifner & Gropp 2005) with that tier's a and b. Across tiers each step is priced at the tier
-// its messages cross: a step where some messages cross the network pays the network latency, a
-// step where only some do costs max(intra-node step, network step).
+// Notation: p = nodes * G ranks (G = ranks per node, placed in blocks: ranks 0..G-1 on node 0,
+// ...), n = bytes in nccl-tests' meaning, a/b = latency (s) and inverse bandwidth (s/B) of the tier
+// a message crosses, g = 1 / reduce_bw. lg = log2, m = floor(lg p), p' = 2^m, r = p - p' (ranks
+// left over when p is not a power of two), K = ceil(lg p).
+//
+// On one tier (nodes == 1, or G == 1) every formula of the algorithm files (closed_forms.h) is the
+// published one (Thakur, Rabenseifner & Gropp 2005) with that tier's a and b. Across tiers each
+// step is priced at the tier its messages cross: a step where some messages cross the network
+// pays the network latency, a step where only some do costs max(intra-node step, network step).
 //
 // Network bandwidth of one message: every hand-written algorithm sends a message as one flow, as
 // its schedule does (model/price.h), so a message crossing the network gets
@@ -27,7 +29,7 @@
 // (NcclRing / NcclTree / Nccl) keeps NCCL's own assumption: a ring's traffic is spread over all
 // NICs of a node, min(intra_bw, node_bw).
 //
-// Local copies (the "local copies" section below): the copies each schedule makes on its slowest
+// Local copies (copies.cc): the copies each schedule makes on its slowest
 // rank's critical path, at device.memory_bandwidth, in Cost::copy_s.
 //
 // Optional terms (configs/topologies/README.md), off unless the topology sets them:
