@@ -51,6 +51,9 @@ struct ScheduleRequest {
 // Builds the schedule of any hand-written algorithm. Throws Error when the algorithm does not
 // apply to the collective, nranks < 1, the root is out of range, or the placement does not match.
 Schedule make_schedule(const ScheduleRequest& request);
+// True when registry.cc has a generator for (c, a): exactly the hand-written rows of the table of
+// model/algorithms.h.
+bool has_generator(Collective c, Algorithm a);
 
 // Checks that a schedule is well formed: spans inside their buffers, every Send matched by a Recv
 // or RecvReduce of the same size in the same order. Throws Error naming the rank, round and op.

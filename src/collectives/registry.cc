@@ -1,5 +1,6 @@
-// The one table of hand-written schedules: (collective, algorithm) -> generator. It holds exactly
-// the pairs for which model/collective.h's applies() is true (tests/collectives checks that).
+// The generators of the hand-written schedules: (collective, algorithm) -> generator. It holds
+// exactly the hand-written rows of model/algorithms.h's table (tests/model/test_algorithms.cc
+// checks both ways), which says everything else about each pair.
 #include <algorithm>
 #include <string>
 
@@ -62,7 +63,17 @@ std::string pair_name(Collective c, Algorithm a) {
   return std::string(to_string(c)) + " with algorithm '" + std::string(to_string(a)) + "'";
 }
 
+const Generator* find_generator(Collective c, Algorithm a) {
+  for (const Generator& g : kGenerators)
+    if (g.collective == c && g.algorithm == a) return &g;
+  return nullptr;
+}
+
 }  // namespace
+
+bool has_generator(Collective c, Algorithm a) {
+  return find_generator(c, a) != nullptr;
+}
 
 Schedule make_schedule(const ScheduleRequest& request) {
   const Collective c = request.collective;
@@ -71,9 +82,7 @@ Schedule make_schedule(const ScheduleRequest& request) {
     throw Error("algorithm '" + std::string(to_string(a)) +
                 "' is a library baseline and has no schedule; hand-written algorithms are ring, tree, "
                 "recursive-doubling, recursive-halving, rabenseifner, bruck, binomial, pairwise, direct, hierarchical");
-  const Generator* generator = nullptr;
-  for (const Generator& g : kGenerators)
-    if (g.collective == c && g.algorithm == a) generator = &g;
+  const Generator* generator = find_generator(c, a);
   if (generator == nullptr || !applies(c, a)) {
     std::string choices;
     for (Algorithm x : hand_written_algorithms(c)) choices += (choices.empty() ? "" : ", ") + std::string(to_string(x));

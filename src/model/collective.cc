@@ -1,6 +1,6 @@
+// applies(), is_hand_written() and hand_written_algorithms() read the table of model/algorithms.cc.
 #include "model/collective.h"
 
-#include <algorithm>
 #include <cctype>
 
 namespace commsim {
@@ -87,47 +87,6 @@ std::optional<Protocol> parse_protocol(std::string_view name) {
   if (n == "simple") return Protocol::Simple;
   if (n == "none" || n.empty()) return Protocol::None;
   return std::nullopt;
-}
-
-bool is_hand_written(Algorithm a) {
-  return std::find(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end(), a) != kHandWrittenAlgorithms.end();
-}
-
-bool applies(Collective c, Algorithm a) {
-  using A = Algorithm;
-  if (!is_hand_written(a)) {
-    // Every library baseline implements every collective (MPI_Sendrecv / ncclSend+ncclRecv for
-    // sendrecv); forcing NCCL's tree only exists for allreduce, NCCL falls back to ring otherwise.
-    if (a == A::NcclTree) return c == Collective::AllReduce;
-    return true;
-  }
-  switch (c) {
-    case Collective::AllReduce:
-      return a == A::Ring || a == A::Tree || a == A::RecursiveDoubling || a == A::Rabenseifner ||
-             a == A::Hierarchical;
-    case Collective::AllGather:
-      return a == A::Ring || a == A::RecursiveDoubling || a == A::Bruck || a == A::Direct || a == A::Hierarchical;
-    case Collective::ReduceScatter:
-      return a == A::Ring || a == A::RecursiveHalving || a == A::Pairwise || a == A::Direct;
-    case Collective::Broadcast:
-      return a == A::Ring || a == A::Tree || a == A::Binomial || a == A::RecursiveDoubling || a == A::Hierarchical ||
-             a == A::Direct;
-    case Collective::Reduce:
-      return a == A::Ring || a == A::Tree || a == A::Binomial || a == A::Rabenseifner || a == A::Hierarchical ||
-             a == A::Direct;
-    case Collective::SendRecv:
-      return a == A::Direct;
-    case Collective::AllToAll:
-      return a == A::Pairwise || a == A::Bruck || a == A::Direct;
-  }
-  return false;
-}
-
-std::vector<Algorithm> hand_written_algorithms(Collective c) {
-  std::vector<Algorithm> out;
-  for (Algorithm a : kHandWrittenAlgorithms)
-    if (applies(c, a)) out.push_back(a);
-  return out;
 }
 
 bool reduces(Collective c) {

@@ -1,6 +1,7 @@
 #pragma once
 // The IDs shared by the model, the schedule generators, the runtime and the HDF5 rows: one enum
-// per concept, one name per value, one table of which algorithm applies to which collective.
+// per concept, one name per value. Which algorithm applies to which collective, and what each
+// (collective, algorithm) is, lives in the one table of model/algorithms.h.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -32,6 +33,8 @@ enum class Algorithm : std::uint8_t {
   NcclRing,           // NCCL with NCCL_ALGO=Ring
   NcclTree,           // NCCL with NCCL_ALGO=Tree
 };
+// The hand-written values of Algorithm, in order (the table of model/algorithms.h has rows for each,
+// tests/model/test_algorithms.cc checks it); hand_written_algorithms() reads the table.
 inline constexpr std::array kHandWrittenAlgorithms = {
     Algorithm::Ring,     Algorithm::Tree,     Algorithm::RecursiveDoubling, Algorithm::RecursiveHalving,
     Algorithm::Rabenseifner, Algorithm::Bruck, Algorithm::Binomial, Algorithm::Pairwise,
@@ -57,11 +60,14 @@ std::optional<Collective> parse_collective(std::string_view name);  // "allreduc
 std::optional<Algorithm> parse_algorithm(std::string_view name);    // "recursive-doubling", "rd", "nccl-ring"
 std::optional<Protocol> parse_protocol(std::string_view name);      // "ll", "LL128", "simple"
 
+// These read the table of model/algorithms.h (defined in algorithms.cc).
 // True for the hand-written algorithms that have a schedule and a closed form.
 bool is_hand_written(Algorithm a);
 // True when the algorithm is implemented for the collective (hand-written or baseline).
 bool applies(Collective c, Algorithm a);
-// The hand-written algorithms that apply to c, in kHandWrittenAlgorithms order.
+// Every hand-written algorithm, in Algorithm order.
+std::vector<Algorithm> hand_written_algorithms();
+// The hand-written algorithms that apply to c, in Algorithm order.
 std::vector<Algorithm> hand_written_algorithms(Collective c);
 // Collectives that reduce (have a gamma term and need a reduction op).
 bool reduces(Collective c);

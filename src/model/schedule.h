@@ -23,6 +23,7 @@
 #include <functional>
 #include <vector>
 
+#include "model/algorithms.h"  // takes_channels
 #include "model/collective.h"
 
 namespace commsim {
@@ -107,18 +108,6 @@ struct Schedule {
 
 // Most channels a schedule may have (Op::channel holds the index).
 inline constexpr int kMaxChannels = 64;
-
-// True for the (collective, algorithm) pairs whose schedules take a channel count: ring allreduce,
-// allgather and reducescatter, the double binary tree (allreduce, broadcast, reduce), and
-// hierarchical allreduce and allgather (made of rings). The others are built with one channel:
-// hierarchical broadcast and reduce are binomial trees, and the rest are patterns of one message
-// per peer and step.
-constexpr bool takes_channels(Collective c, Algorithm a) {
-  if (a == Algorithm::Ring)
-    return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
-  if (a == Algorithm::Hierarchical) return c == Collective::AllReduce || c == Collective::AllGather;
-  return a == Algorithm::Tree && (c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce);
-}
 
 // Where an op sits: ranks[rank].rounds[round].ops[op].
 struct OpRef {

@@ -2,10 +2,12 @@
 // Closed-form alpha-beta-gamma costs of every (collective, algorithm), with the tier each message
 // crosses (inside a node vs the network, the NICs of a node shared by its ranks), and NCCL-style
 // protocol variants. Pure functions: the fast path of `commsim predict` and the cross-check of
-// schedule pricing (model/price.h).
+// schedule pricing (model/price.h). The closed forms live one file per algorithm family beside this
+// header (closed_forms.h lists them); the table of model/algorithms.h says which applies where.
 //
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer for allreduce, broadcast, reduce and
 // sendrecv, and the whole gathered/scattered buffer for allgather, reducescatter and alltoall.
+#include "model/algorithms.h"  // is_pipelined, takes_channels
 #include "model/collective.h"
 #include "model/topology/topology.h"
 #include "model/units.h"
@@ -35,17 +37,17 @@ struct CostQuery {
 // ring).
 int default_channels(const Topology& topo, int nodes);
 // The channels a query prices: 1 for the algorithms that take no channel count (takes_channels in
-// model/schedule.h), q.channels, or the default. Throws Error when q.channels is out of range.
+// model/algorithms.h), q.channels, or the default. Throws Error when q.channels is out of range.
 int channels_for(const Topology& topo, const CostQuery& q);
 
 // The predicted time and its parts (time_s = latency_s + bandwidth_s + reduction_s + copy_s).
 struct Cost {
   Seconds time_s = 0;
-  Seconds latency_s = 0;    // alpha terms
-  Seconds bandwidth_s = 0;  // beta terms
-  Seconds reduction_s = 0;  // gamma terms
-  Seconds copy_s = 0;       // local copies on the critical path, at the memory bandwidth
-  Protocol protocol = Protocol::None;  // the protocol priced (for Algorithm::Nccl: the one NCCL's model picks)
+  Seconds latency_s = 0;                  // alpha terms
+  Seconds bandwidth_s = 0;                // beta terms
+  Seconds reduction_s = 0;                // gamma terms
+  Seconds copy_s = 0;                     // local copies on the critical path, at the memory bandwidth
+  Protocol protocol = Protocol::None;     // the protocol priced (for Algorithm::Nccl: the one NCCL's model picks)
   Algorithm algorithm = Algorithm::Ring;  // for Algorithm::Nccl: the algorithm NCCL's model picks
 };
 
@@ -83,9 +85,6 @@ int tree_pipeline_chunks(const Topology& topo, Collective c, int nodes, int rank
                          int channels = 1);
 // The same for the pipelined chain of Algorithm::Ring broadcast and reduce (1 for other collectives).
 int ring_pipeline_chunks(const Topology& topo, Collective c, int nodes, int ranks_per_node, Bytes bytes);
-// True for the pipelined algorithms (Tree for allreduce, broadcast and reduce; Ring for broadcast
-// and reduce), whose schedules move the data in chunks (pipeline_chunk_bytes).
-bool is_pipelined(Collective c, Algorithm a);
 // What to pass as ScheduleRequest::pipeline_chunk_bytes so that the schedule priced is the one the
 // closed form assumes: Tree and Ring broadcast/reduce ceil(ceil(bytes / channels) / k) (channels:
 // channels_for(topo, q)); 0 (not pipelined) for everything else (Hierarchical broadcast/reduce are

@@ -1,6 +1,6 @@
 // The double binary tree (Sanders, Speck & Traeff 2009; NCCL's tree) as parents of relative
 // ranks: src/collectives/tree.cc builds its schedule on them, and the closed forms
-// (model/cost/cost.cc) count the tree's edges between nodes.
+// (model/cost/tree.cc) count the tree's edges between nodes.
 #pragma once
 
 #include <array>
@@ -37,11 +37,14 @@ inline std::array<std::vector<int>, 2> double_tree_parents(int p, bool rooted) {
   std::array<std::vector<int>, 2> out;
   out[0] = inorder(1, 1, p - 1, same, same);
   if (!rooted)
-    out[1] = inorder(0, 1, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
+    out[1] = inorder(
+        0, 1, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
   else if (p % 2 == 1)
-    out[1] = inorder(1, 1, p - 1, [p](int v) { return p - v; }, [p](int x) { return p - x; });
+    out[1] = inorder(
+        1, 1, p - 1, [p](int v) { return p - v; }, [p](int x) { return p - x; });
   else
-    out[1] = inorder(1, 2, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
+    out[1] = inorder(
+        1, 2, p, [](int v) { return v + 1; }, [](int x) { return x - 1; });
   return out;
 }
 

@@ -91,7 +91,7 @@ CalibrationRange calibration_range(const Topology& topo) {
 
 std::vector<Candidate> default_candidates(const Topology& topo) {
   std::vector<Candidate> c;
-  for (Algorithm a : kHandWrittenAlgorithms) c.push_back({a, Protocol::None});
+  for (Algorithm a : hand_written_algorithms()) c.push_back({a, Protocol::None});
   if (topo.nccl.present)
     for (Algorithm a : {Algorithm::NcclRing, Algorithm::NcclTree})
       for (Protocol p : kNcclProtocols) c.push_back({a, p});

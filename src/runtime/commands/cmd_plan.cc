@@ -129,7 +129,7 @@ OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
 // --algorithms: "all", or a list of hand-written names, nccl-ring and nccl-tree.
 std::vector<Candidate> candidates_from(const std::string& text, const Topology& topo) {
   if (text == "all") return default_candidates(topo);
-  std::vector<Algorithm> allowed(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+  std::vector<Algorithm> allowed = hand_written_algorithms();
   allowed.push_back(Algorithm::NcclRing);
   allowed.push_back(Algorithm::NcclTree);
   return candidates_for(parse_algorithms(text, allowed).named, topo);

@@ -345,7 +345,7 @@ int cmd_predict(int argc, char** argv) {
   OutputFormat format = auto_format || summary ? OutputFormat::Table : parse_format(output.format);
   std::vector<Collective> collectives = parse_collectives(sweep.collectives);
   // `all` means the hand-written algorithms; NCCL's own model is there when named.
-  const std::vector<Algorithm> hand(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+  const std::vector<Algorithm> hand = hand_written_algorithms();
   std::vector<Algorithm> allowed = hand;
   for (Algorithm a : {Algorithm::Nccl, Algorithm::NcclRing, Algorithm::NcclTree}) allowed.push_back(a);
   AlgorithmSelection sel = parse_algorithms(sweep.algorithms, allowed);

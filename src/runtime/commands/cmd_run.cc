@@ -120,7 +120,7 @@ std::vector<std::pair<Collective, std::vector<Algorithm> > > choose_pairs(const 
                                                                           const std::string& backend,
                                                                           std::vector<std::string>* skipped) {
   // The baselines of the backend: the MPI library's on host memory, NCCL's on the GPU.
-  std::vector<Algorithm> allowed(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
+  std::vector<Algorithm> allowed = hand_written_algorithms();
   if (backend == "cuda") {
     for (Algorithm a : {Algorithm::Nccl, Algorithm::NcclRing, Algorithm::NcclTree}) allowed.push_back(a);
   } else {

@@ -1,5 +1,5 @@
 // The closed forms against the published formulas (Thakur, Rabenseifner & Gropp 2005, and the
-// forms documented in cost.cc for tree, pipelined chains, direct and hierarchical), written out
+// forms documented in src/model/cost/ for tree, pipelined chains, direct and hierarchical), written out
 // here independently; the tier rules across nodes; limits; NCCL's model and its worked example.
 #include <gtest/gtest.h>
 
@@ -76,7 +76,7 @@ int clg(int p) {
 int tree_h(int p) {
   return clg(p) + (pow2(p) && p > 2 ? 1 : 0);
 }
-// The double tree's allreduce (cost.cc): k + 2H - 1 steps; H fill steps up and H down move a
+// The double tree's allreduce (model/cost/tree.cc): k + 2H - 1 steps; H fill steps up and H down move a
 // chunk (n/k), the k - 1 steady steps move 2n/k and combine n/k. With p = 2 every message is a
 // half-chunk: fill n/(2k), steady n/k. `moved` overrides the chunks a steady step moves.
 double tree_allreduce_T(int p, double n, double a, double b, double g, int k, double moved = 0) {
@@ -441,7 +441,7 @@ TEST(ClosedFormTiers, TreeCutCountsTheEdgesBetweenNodes) {
 }
 
 TEST(ClosedFormTiers, PipelinesAcrossNodes) {
-  // Documented in cost.cc: a pipeline of S_i intra-node and S_n network stages in k chunks costs
+  // Documented in model/cost/pipeline.h: a pipeline of S_i intra-node and S_n network stages in k chunks costs
   // S_i t_i + S_n t_n + (k-1) max(t_i, t_n), t_X = a_X + (n/k)(b_X + g_X), per phase. The tree's
   // levels are counted on it (tree_cut): `levels` cross the network, height - levels do not;
   // allreduce overlaps its reduce and broadcast phases: fill both (n/k per intra stage, g going
@@ -569,7 +569,7 @@ TEST(ClosedFormChannels, DefaultIsTwoPerNicAcrossNodes) {
             cost(t, Collective::AllReduce, Algorithm::Ring, 4, 8, 1 << 30, Protocol::None, 16).time_s);
 }
 
-// Documented in cost.cc: C channels leave each node from C different GPUs, so a step moves m / C per
+// Documented in model/cost/ring.cc: C channels leave each node from C different GPUs, so a step moves m / C per
 // channel across the network in C flows (bw_flow(C)) while the busiest GPU moves (C - floor(C/G)) m/C
 // inside the node.
 TEST(ClosedFormChannels, RingStepsShareTheNicsAndTheGpusLinks) {
