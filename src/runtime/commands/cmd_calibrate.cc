@@ -960,7 +960,7 @@ int cmd_calibrate(int argc, char** argv) {
   const std::vector<NcclSample> nccl_fitted = calibrate_nccl(out, points, run_files, today, topo, comments);
 
   // The record of what the fit saw.
-  CalibrationRecord rec;
+  CalibrationInfo rec;
   rec.created = today;
   rec.sources = o.inputs;
   std::set<Bytes> sizes;
