@@ -207,9 +207,15 @@ void print_nccl_term(std::ostream& out, const NcclTermFit& t) {
     return;
   }
   std::string colls;
-  for (Collective c : t.collectives) colls += (colls.empty() ? "" : ",") + std::string(to_string(c));
+  for (Collective c : t.collectives) {
+    if (!colls.empty()) colls += ',';
+    colls += to_string(c);
+  }
   std::string ranks;
-  for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  for (int r : t.ranks) {
+    if (!ranks.empty()) ranks += ',';
+    ranks += std::to_string(r);
+  }
   out << "  " << name << ": base " << fnum("%.3f", t.base_latency_s * 1e6) << " us"
       << (t.base_clamped ? " (clamped to 0)" : "") << ", intra hop " << fnum("%.3f", t.intra_hop_latency_s * 1e6)
       << " us"
