@@ -13,6 +13,10 @@
 //    linearly, so few steps are needed; the working-set factors and pipelining depths do not;
 //  - NCCL's own collectives with their algorithm and protocol forced: NCCL's constants (the
 //    `nccl:` section) per algorithm x protocol, by weighted least squares (fit_nccl).
+//
+// Where each piece lives: least_squares.cc (line fits, held-out checks), params.h (the fitted
+// terms, one row each), refine.cc (the collective fit), probe_fits.cc (the probe's own fits),
+// nccl_fit.cc (NCCL's constants); procedure.h runs them all in the order `commsim calibrate` does.
 #include <cstdint>
 #include <functional>
 #include <string>
