@@ -13,12 +13,17 @@
 //    linearly, so few steps are needed; the working-set factors and pipelining depths do not;
 //  - NCCL's own collectives with their algorithm and protocol forced: NCCL's constants (the
 //    `nccl:` section) per algorithm x protocol, by weighted least squares (fit_nccl).
+//
+// Where each piece lives: least_squares.cc (line fits, held-out checks), params.h (the fitted
+// terms, one row each), refine.cc (the collective fit), probe_fits.cc (the probe's own fits),
+// nccl_fit.cc (NCCL's constants); procedure.h runs them all in the order `commsim calibrate` does.
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "model/calibrate/params.h"
 #include "model/collective.h"
 #include "model/topology/topology.h"
 #include "model/units.h"
@@ -67,11 +72,11 @@ LineFit fit_line(const std::vector<TimedSize>& samples, FitWeighting weighting =
 // Held-out check: fit on every other distinct size (the 1st, 3rd, 5th, ... smallest) and measure
 // the error of that fit on the sizes left out.
 struct HeldOutCheck {
-  LineFit fit;                          // fitted on the even-indexed sizes
-  std::size_t held_out = 0;             // samples predicted
-  double median_abs_rel_error = 0;      // |predicted - measured| / measured on the held-out samples
+  LineFit fit;                      // fitted on the even-indexed sizes
+  std::size_t held_out = 0;         // samples predicted
+  double median_abs_rel_error = 0;  // |predicted - measured| / measured on the held-out samples
   double max_abs_rel_error = 0;
-  Bytes worst_bytes = 0;                // size of the worst held-out sample
+  Bytes worst_bytes = 0;  // size of the worst held-out sample
 };
 // Needs at least 4 distinct sizes; throws Error otherwise.
 HeldOutCheck held_out_check(const std::vector<TimedSize>& samples, FitWeighting weighting = FitWeighting::Relative,
@@ -84,7 +89,7 @@ struct CollectiveSample {
   int nodes = 1;
   int ranks_per_node = 1;
   Bytes bytes = 0;
-  Seconds time_s = 0;  // measured (median)
+  Seconds time_s = 0;   // measured (median)
   std::size_t key = 0;  // the caller's own index, passed back to a SamplePredictor
 };
 
@@ -94,63 +99,7 @@ struct CollectiveSample {
 using SamplePredictor = std::function<double(const Topology&, const CollectiveSample&)>;
 double predict_closed_form(const Topology& topo, const CollectiveSample& s);
 
-// The model parameters a collective fit may adjust.
-//  - the tiers' alpha and beta, gamma, and the local copy rate (1 / device.memory_bandwidth);
-//  - what the runtime adds per message and per call: the intra-node rendezvous latency and
-//    rendezvous overhead (only with an eager_limit), the intra-node message_overhead, the call_overhead;
-//  - the working-set curve (Topology::working_set_scale): the factor at its 2nd..7th point (the
-//    first point stays at 1, so intra_node.bandwidth is the bandwidth of a working set that fits
-//    the caches). A point the topology does not have is held;
-//  - the local-operation curve (Topology::local_op_scale): the factor at its 2nd..6th point, the
-//    same way (reduction.bandwidth and device.memory_bandwidth are those of operations that fit
-//    the caches);
-//  - the message-size curve (Topology::message_scale): the factor at its 2nd..8th point, the same
-//    way (intra_node.bandwidth is that of a 1 KiB message);
-//  - the inline regime's latency and overhead (intra_node.inline_latency, .inline_overhead), when
-//    the topology has an inline limit;
-//  - intra_node.one_way_factor, the factor on the latency of one-way messages (a scale, like the
-//    curves' points);
-//  - intra_node.exchange_factor, the factor on the latency of messages answered in the same round
-//    (a scale);
-//  - network.one_way_factor, the same as intra_node's for messages between nodes;
-//  - the network's rate curve (Topology::network_message_scale), when the probe measured one: its
-//    points every 4x from 4 KiB below the last (add_network_message_points);
-//  - intra_node.overhead_receive_share, the part of the message overheads paid by the receiving
-//    rank (from 0 to 1);
-//  - intra_node.send_share, the part of a round's outgoing bytes that the sending rank's bandwidth
-//    carries (from 0 to 1; only rounds that send more than they receive, such as a direct
-//    broadcast's root, depend on it);
-//  - the one-to-many curve (Topology::fan_out_scale), for host ranks: its points every 4x from
-//    4 KiB to 16 MiB but the last, which holds at 1 (add_fan_out_points);
-//  - the node's working-set curve (Topology::node_working_set_scale), when the topology has an
-//    intra_node.node_bandwidth and a node's ranks do not outnumber its logical CPUs: points every
-//    4x from 1 MiB (add_node_working_set_points).
-enum class Param : std::uint8_t {
-  IntraLatency, IntraBeta, NetLatency, NetBeta, Gamma,
-  IntraRendezvousLatency, IntraMessageOverhead, CallOverhead,
-  WorkingSet1, WorkingSet2, WorkingSet3, WorkingSet4, WorkingSet5, WorkingSet6,
-  IntraRendezvousOverhead,
-  LocalOp1, LocalOp2, LocalOp3, LocalOp4, LocalOp5,
-  MemoryBeta,
-  Message1, Message2, Message3, Message4, Message5, Message6, Message7,
-  IntraInlineLatency, IntraInlineOverhead,
-  IntraOneWay,
-  IntraReceiveShare,
-  IntraExchange,
-  NetOneWay,
-  NetMessage1, NetMessage2, NetMessage3, NetMessage4, NetMessage5, NetMessage6,
-  IntraSendShare,
-  NodeWorkingSet1, NodeWorkingSet2, NodeWorkingSet3, NodeWorkingSet4, NodeWorkingSet5, NodeWorkingSet6,
-  FanOut1, FanOut2, FanOut3, FanOut4, FanOut5, FanOut6,
-};
-inline constexpr int kParamCount = 53;
-std::string_view to_string(Param p);  // "intra.latency", "intra.beta", "network.latency", ...
-// The topology file's field a parameter is written to ("intra_node.latency", "reduction.bandwidth",
-// "call_overhead", "working_set_scale", ...).
-std::string_view field_of(Param p);
-// A parameter's value as `get_param` gives it, with its unit: latencies and overheads in us, a
-// beta as the bandwidth it stands for (GB/s), factors and shares as plain numbers.
-std::string param_text(Param p, double value);
+// The terms a collective fit adjusts (Param, param_table, get_param, set_param): model/calibrate/params.h.
 
 // Gives `topo` a working-set curve for fitting, unless it has one: points at 256 KiB, 1 MiB, 4 MiB,
 // ... (x4) up to the largest working set among `samples` (beyond the last point its factor
@@ -183,21 +132,12 @@ std::vector<Param> add_network_message_points(Topology& topo);
 // the last (at 16 MiB and beyond such a message moves as any other of its size), six at most.
 std::vector<Param> add_fan_out_points(Topology& topo);
 
-// Reads / writes one parameter of a topology (beta parameters as 1/bandwidth; gamma as
-// 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).
-double get_param(const Topology& topo, Param p);
-// True when a fitted value sits at the end of its parameter's range: a curve's factor at 0.02 (the
-// floor) or a latency factor (one-way, exchange) at 10. The measurements then did not pin it down:
-// the fit pushed it as far as it may go to absorb something else.
-bool at_fit_limit(Param p, double value);
-void set_param(Topology& topo, Param p, double value);
-
 struct ParamFit {
-  Topology topology;              // the input with the fitted parameters replaced
-  std::vector<Param> fitted;      // parameters the data determined (others left as they were)
-  std::vector<Param> held;        // parameters asked for that the data could not determine
-  std::size_t samples = 0;        // samples used
-  std::size_t skipped = 0;        // samples the prediction could not price (not hand-written, ...)
+  Topology topology;          // the input with the fitted parameters replaced
+  std::vector<Param> fitted;  // parameters the data determined (others left as they were)
+  std::vector<Param> held;    // parameters asked for that the data could not determine
+  std::size_t samples = 0;    // samples used
+  std::size_t skipped = 0;    // samples the prediction could not price (not hand-written, ...)
   int iterations = 0;
   double median_abs_rel_error_before = 0;  // of the prediction on the input topology
   double median_abs_rel_error_after = 0;   // of the prediction on the fitted topology
@@ -209,7 +149,8 @@ struct ParamFit {
 // topology's alpha and beta: t - (alpha and beta terms) = gamma * (bytes reduced on the critical
 // path). Non-reducing samples are ignored. Throws Error when no reducing sample has a reduction term.
 ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& samples,
-                   FitWeighting weighting = FitWeighting::Relative, const SamplePredictor& predict = predict_closed_form);
+                   FitWeighting weighting = FitWeighting::Relative,
+                   const SamplePredictor& predict = predict_closed_form);
 
 // Fits the chosen parameters to all samples by weighted least squares on `predict` (the closed
 // forms by default). Parameters stay positive (latencies >= 0). A parameter no sample depends on is
@@ -284,25 +225,6 @@ struct NcclFit {
 // Throws Error when no sample is a forced NCCL run inside one node with more than one rank.
 NcclFit fit_nccl(const Topology& topo, const std::vector<NcclSample>& samples);
 
-// What a calibration fitted, for the `calibrated:` record and the comments of the written file.
-struct CalibrationRecord {
-  std::string created;                // ISO 8601 UTC
-  std::vector<std::string> sources;   // input files
-  std::vector<Bytes> sizes;           // message sizes the fit saw (ascending)
-  std::vector<int> nodes;             // node counts the fit saw (ascending)
-  std::vector<int> ranks;             // rank counts the fit saw (ascending)
-};
-
-// The topology as YAML text in the schema of configs/topologies/README.md, loadable by
-// parse_topology. `header` is emitted as comment lines at the top; `field_comments` maps a dotted
-// field ("intra_node.bandwidth", "network.latency", "reduction.bandwidth", "device.memory_bandwidth",
-// "host_link.bandwidth", ...) to a comment placed after its value. With a record and
-// with_calibrated_section, a `calibrated:` map records sizes, nodes, ranks, sources and date
-// (otherwise the same facts go into the header comments only).
-std::string topology_yaml(const Topology& topo, const std::vector<std::string>& header,
-                          const std::vector<std::pair<std::string, std::string>>& field_comments,
-                          const CalibrationRecord* record, bool with_calibrated_section);
-
 // A tier's per-message terms fitted to one series of (bytes, time) (the probe's ring shift), for
 // message libraries whose small and large messages follow different protocols (MPI's inline,
 // eager and rendezvous):
@@ -322,7 +244,7 @@ std::string topology_yaml(const Topology& topo, const std::vector<std::string>& 
 // times) and the residuals drop by half again. Needs at least two sizes of at least
 // beta_from_bytes and two below; throws Error otherwise.
 struct ProtocolFit {
-  Seconds latency_s = 0;             // eager (or only) latency
+  Seconds latency_s = 0;  // eager (or only) latency
   double beta_s_per_byte = 0;
   bool switched = false;             // an eager/rendezvous switch was found
   Bytes eager_limit_bytes = 0;       // largest measured size on the eager side (when switched)

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/units.h"
@@ -350,6 +351,17 @@ struct Topology {
 Topology load_topology(const std::string& path);
 // The same from text; `origin` names it in error messages.
 Topology parse_topology(const std::string& yaml_text, const std::string& origin);
+
+// The topology as YAML text in the schema of configs/topologies/README.md, loadable by
+// parse_topology (write_yaml.cc). `header` is emitted as comment lines at the top;
+// `field_comments` maps a dotted field ("intra_node.bandwidth", "network.latency",
+// "reduction.bandwidth", "device.memory_bandwidth", "host_link.bandwidth", ...) to a comment placed
+// after its value. With a record and with_calibrated_section, a `calibrated:` map records its
+// sizes, nodes, ranks, sources and date (otherwise the same facts go into the header comments
+// only); without a record nothing is said about a calibration (`topo.calibrated` is not written).
+std::string topology_yaml(const Topology& topo, const std::vector<std::string>& header,
+                          const std::vector<std::pair<std::string, std::string>>& field_comments,
+                          const CalibrationInfo* record, bool with_calibrated_section);
 
 // `topology` with the tier values of `transport`'s override applied (see TransportOverride); an
 // unchanged copy when the file has no override for it. The NCCL constants, reduction bandwidth and

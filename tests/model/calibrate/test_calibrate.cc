@@ -171,7 +171,12 @@ TEST(TopologyYaml, WrittenFileLoadsBackAndPredictsTheFittedValues) {
   t.network.latency_s = 41.5e-6;
   t.network.nic_bw_Bps = 1.1e9;
   t.reduce_bw_Bps = 3.21e9;
-  CalibrationRecord rec{"2026-01-01T00:00:00Z", {"portrait.h5"}, {8, 1024, 1 << 20}, {1}, {2, 4}};
+  CalibrationInfo rec;
+  rec.created = "2026-01-01T00:00:00Z";
+  rec.sources = {"portrait.h5"};
+  rec.sizes = {8, 1024, 1 << 20};
+  rec.nodes = {1};
+  rec.ranks = {2, 4};
   std::string text = topology_yaml(t, {"a test header"}, {{"intra_node.bandwidth", "fitted from a test"}}, &rec, false);
   EXPECT_NE(text.find("# a test header"), std::string::npos);
   EXPECT_NE(text.find("fitted from a test"), std::string::npos);

@@ -1,0 +1,34 @@
+#pragma once
+// The files `commsim calibrate` reads, turned into calibrate()'s input (model/calibrate/procedure.h):
+// probe files (runtime/h5/probe_file.h) and run files (runtime/h5/results_file.h).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/calibrate/procedure.h"
+#include "runtime/h5/probe_file.h"
+#include "runtime/h5/results_file.h"
+
+namespace commsim {
+
+// The inputs as read, kept alive while calibrate() prices the schedules that ran.
+struct CalibrateFiles {
+  std::vector<ProbeData> probes;
+  std::vector<std::string> run_files;
+  std::vector<Point> points;                            // of every run file
+  std::vector<std::string> run_topology_text;           // per point: the topology its run was predicted on
+  std::vector<std::optional<std::uint64_t>> run_piece;  // per point: the host executor's piece in its run
+};
+
+// Reads every input: a file with a /probe group is a probe file, any other a run file. Throws
+// Error when none is a probe file.
+CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs);
+
+// calibrate()'s input from the files: the probe's rows and link matrix, the measured hand-written
+// collectives (each priced by the schedule it ran, built once here and owned by the predictor), the forced and chosen
+// NCCL runs, and the storage tiers (those of `base` with other names kept) with their YAML section.
+CalibrationInput calibration_input(const CalibrateFiles& files, const Topology& base, const std::string& sources,
+                                   const std::string& date);
+
+}  // namespace commsim
