@@ -50,7 +50,9 @@ Truth read_truth(const std::filesystem::path& csv) {
   return t;
 }
 
-double num(const std::string& s) { return std::stod(s); }
+double num(const std::string& s) {
+  return std::stod(s);
+}
 
 TEST(NcclTestsLog, ReadsEveryPublishedLogAsItsCsvSays) {
   int files = 0;
@@ -135,14 +137,16 @@ TEST(NcclTestsLog, ReadsRowsSplicedWithNcclLinesAndTheirAlgorithm) {
       "# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903\n"
       "node1:100:100 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
       "node1:100:100 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
       "     1048576        262144     float     sum      -1node1:100:100 [0] NCCL INFO AllReduce: 1048576 Bytes -> "
       "Algo Ring proto LL128 channel{Lo..Hi}={0..7}\n"
       "node1:100:100 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo Ring proto LL128 channel{Lo..Hi}={0..7}\n"
       "    20.50   51.15   89.51      0node1:100:100 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo Ring proto LL128 "
       "channel{Lo..Hi}={0..7}\n"
       "    20.40   51.40   89.95      0\n"
-      "     2097152        524288     float     sum      -1    30.10   69.67  121.93      0    30.00   69.91  122.34    N/A\n"
+      "     2097152        524288     float     sum      -1    30.10   69.67  121.93      0    30.00   69.91  122.34   "
+      " N/A\n"
       "# Avg bus bandwidth    : 105.9\n";
   const NcclTestsLog log = parse_nccl_tests_log(log_text, "spliced", "allreduce");
   ASSERT_EQ(log.error, "");
@@ -156,7 +160,7 @@ TEST(NcclTestsLog, ReadsRowsSplicedWithNcclLinesAndTheirAlgorithm) {
   EXPECT_EQ(log.rows[0].nccl_proto, "LL128");
   EXPECT_EQ(log.rows[0].nccl_channels, 8);
   EXPECT_EQ(log.rows[0].line, 5);
-  EXPECT_EQ(log.rows[1].nccl_algo, "");  // no per-call line printed with it
+  EXPECT_EQ(log.rows[1].nccl_algo, "");       // no per-call line printed with it
   EXPECT_EQ(log.rows[1].in_place.wrong, -1);  // N/A
   EXPECT_EQ(log.nccl_version, "2.19.3");
   EXPECT_EQ(log.forced_proto, "LL128");
@@ -177,9 +181,9 @@ TEST(NcclTestsLog, StripsSrunLabelsAndReadsPerIterationColumns) {
 }
 
 TEST(NcclTestsLog, ReadsNcclTestsJson) {
-  const NcclTestsLog log =
-      parse_nccl_tests_log(read_text(std::filesystem::path(COMMSIM_SOURCE_DIR) / "tests/collectives/data/nccl-tests-all_reduce.json"),
-                           "json");
+  const NcclTestsLog log = parse_nccl_tests_log(
+      read_text(std::filesystem::path(COMMSIM_SOURCE_DIR) / "tests/collectives/data/nccl-tests-all_reduce.json"),
+      "json");
   ASSERT_EQ(log.error, "");
   EXPECT_TRUE(log.json);
   ASSERT_EQ(log.rows.size(), 3u);
@@ -195,36 +199,46 @@ TEST(NcclTestsLog, ReadsNcclTestsJson) {
   EXPECT_NE(log.command_line.find("-g 1"), std::string::npos);
 
   // Cut in the middle of the third result: the two before it are kept, with a warning.
-  const std::string text = read_text(std::filesystem::path(COMMSIM_SOURCE_DIR) / "tests/collectives/data/nccl-tests-all_reduce.json");
+  const std::string text =
+      read_text(std::filesystem::path(COMMSIM_SOURCE_DIR) / "tests/collectives/data/nccl-tests-all_reduce.json");
   const NcclTestsLog cut = parse_nccl_tests_log(text.substr(0, text.find("8589934592")), "cut.json");
   EXPECT_EQ(cut.error, "");
   EXPECT_EQ(cut.rows.size(), 2u);
   ASSERT_EQ(cut.warnings.size(), 1u);
   EXPECT_NE(cut.warnings[0].find("cut.json:"), std::string::npos);
   EXPECT_NE(parse_nccl_tests_log("{\"version\": 2, \"results\": [", "bad.json").error, "");
+  const NcclTestsLog wrong_type = parse_nccl_tests_log("{\"results\": [{\"size\": \"big\"}]}", "type.json");
+  EXPECT_NE(wrong_type.error.find("type.json:"), std::string::npos) << wrong_type.error;
 }
 
 TEST(NcclTestsLog, NamesTheLineOfABadRowAndKeepsTheRowsBefore) {
   const std::string text =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17      0\n"
-      "        2048           512     float     sum      -1    1x.00    0.20    0.36      0    10.50    0.20    0.35      0\n"
-      "        4096          1024     float     sum      -1    10.00    0.41    0.72      0    10.50    0.39    0.68      0\n";
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
+      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17   "
+      "   0\n"
+      "        2048           512     float     sum      -1    1x.00    0.20    0.36      0    10.50    0.20    0.35   "
+      "   0\n"
+      "        4096          1024     float     sum      -1    10.00    0.41    0.72      0    10.50    0.39    0.68   "
+      "   0\n";
   const NcclTestsLog log = parse_nccl_tests_log(text, "bad.log", "all_reduce");
   EXPECT_EQ(log.rows.size(), 1u);
   EXPECT_NE(log.error.find("bad.log:3:"), std::string::npos) << log.error;
   EXPECT_NE(log.error.find("'1x.00'"), std::string::npos) << log.error;
 
   const NcclTestsLog extra = parse_nccl_tests_log(
-      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17      0  7\n",
+      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17   "
+      "   0  7\n",
       "extra.log");
   EXPECT_NE(extra.error.find("extra.log:1:"), std::string::npos) << extra.error;
 }
 
 TEST(NcclTestsLog, KeepsTheRowsOfACutLogWithAWarning) {
   const std::string text =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17      0\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
+      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17   "
+      "   0\n"
       "        2048           512     float     sum      -1    11.00    0.19";
   const NcclTestsLog log = parse_nccl_tests_log(text, "cut.log", "all_reduce");
   EXPECT_EQ(log.error, "");

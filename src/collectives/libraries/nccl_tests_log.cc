@@ -6,11 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 namespace commsim {
 namespace {
@@ -71,9 +70,11 @@ std::string normalize_collective(std::string_view name) {
   std::string s = lower(trim(name));
   if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
   if (s.size() > 5 && s.compare(s.size() - 5, 5, "_perf") == 0) s.resize(s.size() - 5);
-  static const std::map<std::string, std::string> commsim_names = {
-      {"allreduce", "all_reduce"}, {"allgather", "all_gather"}, {"reducescatter", "reduce_scatter"},
-      {"all_to_all", "alltoall"},  {"send_recv", "sendrecv"}};
+  static const std::map<std::string, std::string> commsim_names = {{"allreduce", "all_reduce"},
+                                                                   {"allgather", "all_gather"},
+                                                                   {"reducescatter", "reduce_scatter"},
+                                                                   {"all_to_all", "alltoall"},
+                                                                   {"send_recv", "sendrecv"}};
   if (auto it = commsim_names.find(s); it != commsim_names.end()) return it->second;
   return s;
 }
@@ -114,7 +115,8 @@ std::optional<NcclSplit> split_nccl_message(std::string_view line) {
   while (start > 0 && !std::isspace(static_cast<unsigned char>(line[start - 1]))) --start;
   std::string_view token = line.substr(start, host_end - start);
   std::size_t split = start;
-  if (!trim(line.substr(0, start)).empty() || (!token.empty() && (std::isdigit(static_cast<unsigned char>(token[0])) || token[0] == '-'))) {
+  if (!trim(line.substr(0, start)).empty() ||
+      (!token.empty() && (std::isdigit(static_cast<unsigned char>(token[0])) || token[0] == '-'))) {
     // A number glued to the host name: the longest number (or N/A) that leaves a host behind.
     static const std::regex glued(R"(^(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|N/A)([^:\s]+:\d+:\d+)$)");
     std::match_results<std::string_view::const_iterator> m;
@@ -132,8 +134,8 @@ bool starts_like_row(std::string_view line) {
 // The columns of a table, from its header line or guessed from a row's field count.
 struct Layout {
   bool known = false;
-  bool root = true;       // the `root` column (absent before nccl-tests 2.x)
-  bool per_iter = false;  // i_min i_max i_p99 i_cv% after each half
+  bool root = true;        // the `root` column (absent before nccl-tests 2.x)
+  bool per_iter = false;   // i_min i_max i_p99 i_cv% after each half
   bool timestamp = false;  // date and time at the end of the row
   std::size_t fields() const { return 4 + (root ? 1 : 0) + 2 * (per_iter ? 8 : 4) + (timestamp ? 2 : 0); }
 };
@@ -262,7 +264,8 @@ void TextReader::other(std::string_view text) {
 void TextReader::comment(std::string_view c, int number) {
   std::vector<std::string> t = split_ws(c);
   if (t.empty()) return;
-  static const std::regex rank_line(R"(^Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$)");
+  static const std::regex rank_line(
+      R"(^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$)");
   std::match_results<std::string_view::const_iterator> m;
   if (t[0] == "Rank" && std::regex_match(c.begin(), c.end(), m, rank_line)) {
     int rank = std::stoi(m[1].str());
@@ -291,7 +294,8 @@ void TextReader::comment(std::string_view c, int number) {
       if (t[i] == "nThread") log_.threads = static_cast<int>(*v);
       if (t[i] == "nGpus") log_.gpus_per_thread = static_cast<int>(*v);
       if (t[i] == "iters:" && i > 0 && t[i - 1] == "warmup") log_.warmup_iters = static_cast<int>(*v);
-      if (t[i] == "iters:" && (i == 0 || (t[i - 1] != "warmup" && t[i - 1] != "agg"))) log_.iters = static_cast<int>(*v);
+      if (t[i] == "iters:" && (i == 0 || (t[i - 1] != "warmup" && t[i - 1] != "agg")))
+        log_.iters = static_cast<int>(*v);
     }
     return;
   }
@@ -390,7 +394,12 @@ bool TextReader::finish_row() {
     row.root = static_cast<int>(*root);
   }
   if (!timing(i, row.out_of_place, "out-of-place") || !timing(i, row.in_place, "in-place")) return false;
-  NcclChoice choice = nccl_choice(tuning_, nccl_function_of(row.collective));
+  // The calls of this size (NCCL prints the bytes of one call): the warmup before the first row
+  // and any other size's calls are left out where the log makes that possible.
+  std::vector<NcclTuningLine> calls;
+  for (const NcclTuningLine& l : tuning_)
+    if (l.bytes == row.size_B) calls.push_back(l);
+  NcclChoice choice = nccl_choice(calls.empty() ? tuning_ : calls, nccl_function_of(row.collective));
   if (!choice.empty()) {
     row.nccl_algo = choice.algorithm;
     row.nccl_proto = choice.protocol;
@@ -409,7 +418,8 @@ void TextReader::finish() {
     log_.warnings.push_back(where(pending_line_) + "the log ends inside a row (" + std::to_string(pending_.size()) +
                             " of " + std::to_string(layout_.fields()) + " fields); the rows before it are kept");
   else if (log_.error.empty() && table_open_ && !log_.summaries.empty())
-    log_.warnings.push_back(where(table_line_) + "the last table has no `Avg bus bandwidth` footer: the log may be cut short");
+    log_.warnings.push_back(where(table_line_) +
+                            "the last table has no `Avg bus bandwidth` footer: the log may be cut short");
   for (const auto& [key, value] : env_) log_.environment.push_back(key + "=" + value);
   if (auto it = env_.find("NCCL_ALGO"); it != env_.end()) log_.forced_algo = it->second;
   if (auto it = env_.find("NCCL_PROTO"); it != env_.end()) log_.forced_proto = it->second;
@@ -461,7 +471,8 @@ std::optional<json> parse_json(std::string_view text, const std::string& name, N
   }
 }
 
-void read_json(std::string_view text, const std::string& name, std::string_view collective, NcclTestsLog& log) {
+void read_json_document(std::string_view text, const std::string& name, std::string_view collective,
+                        NcclTestsLog& log) {
   log.json = true;
   std::optional<json> doc = parse_json(text, name, log);
   if (!doc) return;
@@ -486,7 +497,8 @@ void read_json(std::string_view text, const std::string& name, std::string_view 
   log.iters = config.value("iterations", 0);
   log.warmup_iters = config.value("warmup_iters", 0);
   for (const json& d : config.value("devices", json::array()))
-    log.ranks.push_back({d.value("rank", 0), d.value("hostname", ""), d.value("device", 0), d.value("device_info", "")});
+    log.ranks.push_back(
+        {d.value("rank", 0), d.value("hostname", ""), d.value("device", 0), d.value("device_info", "")});
   for (const json& r : j.value("results", json::array())) {
     NcclTestsRow row;
     row.collective = coll;
@@ -495,13 +507,24 @@ void read_json(std::string_view text, const std::string& name, std::string_view 
     row.type = r.value("type", "");
     row.redop = r.value("redop", "");
     const json root = r.value("root", json());
-    row.root = root.is_number() ? root.get<int>() : static_cast<int>(to_int(trim(root.is_string() ? root.get<std::string>() : "")).value_or(-1));
+    row.root = root.is_number()
+                   ? root.get<int>()
+                   : static_cast<int>(to_int(trim(root.is_string() ? root.get<std::string>() : "")).value_or(-1));
     row.out_of_place = json_timing(r.value("out_of_place", json()));
     row.in_place = json_timing(r.value("in_place", json()));
     log.rows.push_back(std::move(row));
   }
   if (j.contains("average_bus_bandwidth"))
     log.summaries.push_back({coll, json_number(j["average_bus_bandwidth"].value("bandwidth", json()))});
+}
+
+// A field of the wrong JSON type (a string where a number belongs) stops the reading like a bad row.
+void read_json(std::string_view text, const std::string& name, std::string_view collective, NcclTestsLog& log) {
+  try {
+    read_json_document(text, name, collective, log);
+  } catch (const json::exception& e) {
+    log.error = name + ": " + e.what();
+  }
 }
 
 }  // namespace

@@ -41,12 +41,12 @@ namespace commsim {
 
 // One half of a row: out-of-place or in-place.
 struct NcclTestsTiming {
-  double time_us = std::numeric_limits<double>::quiet_NaN();  // average per iteration, us
+  double time_us = std::numeric_limits<double>::quiet_NaN();     // average per iteration, us
   double algbw_gbps = std::numeric_limits<double>::quiet_NaN();  // GB/s (1e9 B/s), as printed
   double busbw_gbps = std::numeric_limits<double>::quiet_NaN();
   std::int64_t wrong = -1;  // #wrong elements; -1 when not checked (N/A) or in the old format
   double max_error = std::numeric_limits<double>::quiet_NaN();  // old format's `error` column
-  bool present() const { return time_us == time_us; }  // false when the tool skipped this half
+  bool present() const { return time_us == time_us; }           // false when the tool skipped this half
 };
 
 struct NcclTestsRow {
@@ -85,13 +85,13 @@ struct NcclTestsLog {
   int gpus_per_thread = 0;         // nGpus (-g)
   int iters = 0;                   // timed iterations per size (0: not printed)
   int warmup_iters = 0;
-  std::vector<NcclTestsRank> ranks;  // in rank order, each rank once
-  std::string command_line;          // as printed, "" when not printed
+  std::vector<NcclTestsRank> ranks;       // in rank order, each rank once
+  std::string command_line;               // as printed, "" when not printed
   std::string forced_algo, forced_proto;  // NCCL_ALGO / NCCL_PROTO as set ("" when not set)
   std::vector<std::string> environment;   // "NCCL_X=value" settings seen, sorted, each key once
   std::vector<NcclTestsSummary> summaries;
   std::vector<NcclTestsRow> rows;
-  bool json = false;  // read from nccl-tests' JSON output
+  bool json = false;                  // read from nccl-tests' JSON output
   std::vector<std::string> warnings;  // "run.log:412: the log ends inside a row; ..."
   std::string error;                  // "run.log:57: ..." when reading stopped early
 

@@ -7,6 +7,7 @@
 // table has no field for the buffer placement; every row's note starts with which it is). A row's
 // time is nccl-tests' average over its iterations, stored as the median and the mean; there are
 // no per-iteration samples.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -59,7 +60,8 @@ std::pair<int, int> ranks_and_nodes(const NcclTestsLog& log, const std::string& 
   if (ranks == 0) ranks = per_process;
   const bool one_process = per_process > 0 && ranks == per_process;  // so one node
   if (ranks == 0)
-    throw Error(path + ": the log does not say how many ranks ran (no `#  Rank` lines): pass --nodes and --gpus-per-node");
+    throw Error(path +
+                ": the log does not say how many ranks ran (no `#  Rank` lines): pass --nodes and --gpus-per-node");
   if (o.nodes > 0) return {ranks, o.nodes};
   if (o.gpus_per_node > 0) return {ranks, (ranks + o.gpus_per_node - 1) / o.gpus_per_node};
   if (one_process || ranks <= 1) return {ranks, 1};
@@ -85,8 +87,9 @@ RunContext context_of(const NcclTestsLog& log, const std::string& path, int rank
     }
   }
   ctx.environment = log.environment;
-  if (!o.nccl_algo.empty()) ctx.environment.push_back("NCCL_ALGO=" + o.nccl_algo);
-  if (!o.nccl_proto.empty()) ctx.environment.push_back("NCCL_PROTO=" + o.nccl_proto);
+  if (log.forced_algo.empty() && !o.nccl_algo.empty()) ctx.environment.push_back("NCCL_ALGO=" + o.nccl_algo);
+  if (log.forced_proto.empty() && !o.nccl_proto.empty()) ctx.environment.push_back("NCCL_PROTO=" + o.nccl_proto);
+  std::sort(ctx.environment.begin(), ctx.environment.end());
   if (topology) {
     ctx.topology_name = topology->name;
     ctx.topology_path = topology->source_path;
@@ -98,8 +101,8 @@ RunContext context_of(const NcclTestsLog& log, const std::string& path, int rank
 // The rows of one placement ("out-of-place" or "in-place") as points.
 std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, bool in_place, int ranks, int nodes,
                              const ImportOptions& o, std::set<std::string>& skipped) {
-  const std::string algo = o.nccl_algo.empty() ? log.forced_algo : o.nccl_algo;
-  const std::string proto = o.nccl_proto.empty() ? log.forced_proto : o.nccl_proto;
+  const std::string algo = log.forced_algo.empty() ? o.nccl_algo : log.forced_algo;
+  const std::string proto = log.forced_proto.empty() ? o.nccl_proto : log.forced_proto;
   const std::optional<Protocol> forced_protocol = parse_protocol(proto);
   Algorithm algorithm = Algorithm::Nccl;
   if (canonical_nccl_algorithm(algo) == "Ring") algorithm = Algorithm::NcclRing;
@@ -140,7 +143,9 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
     const bool tunable = p.collective != Collective::SendRecv && p.collective != Collective::AllToAll;
     const bool one_algo = !algo.empty() && algo.find_first_of(",^") == std::string::npos;
     p.nccl_algo = !row.nccl_algo.empty() ? row.nccl_algo : tunable && one_algo ? canonical_nccl_algorithm(algo) : "";
-    p.nccl_proto = !row.nccl_proto.empty() ? row.nccl_proto : tunable && forced_protocol ? std::string(to_string(*forced_protocol)) : "";
+    p.nccl_proto = !row.nccl_proto.empty()      ? row.nccl_proto
+                   : tunable && forced_protocol ? std::string(to_string(*forced_protocol))
+                                                : "";
     p.nccl_channels = row.nccl_channels;
     derive_bandwidths(p);
     points.push_back(std::move(p));
@@ -155,33 +160,36 @@ int cmd_import(int argc, char** argv) {
   std::string out, topology_name;
   bool force = false, report = false;
   ImportOptions o;
-  CommandLine cli("import",
-                  "Read nccl-tests output (what all_reduce_perf and the other *_perf tools print, pasted or saved, "
-                  "with mpirun or srun prefixes and NCCL's own lines mixed in; or their -J JSON file) into a results "
-                  "file, as measured rows of the `nccl` baseline that `report` and `calibrate` read like those of `run`. "
-                  "Ranks, nodes, GPUs, the NCCL version, NCCL_ALGO / NCCL_PROTO and the algorithm NCCL logged per size "
-                  "are read from the log where it prints them. Each log gives two runs in the file: its out-of-place "
-                  "rows, then its in-place rows. Times are nccl-tests' averages over its iterations, stored as median "
-                  "and mean. A bad line stops the import with its line number; a log cut short is imported up to there.",
-                  "commsim import all_reduce.log --out run.h5 --topology dgx-h100 --report\n"
-                  "commsim import run.json --out run.h5 && commsim report run.h5 --topology mycluster.yaml\n"
-                  "commsim import old.log --nodes 2 --gpus-per-node 8 --collective allreduce --out run.h5\n"
-                  "pbpaste | commsim import - --out run.h5");
-  cli.options().add_options()                                                                            //
+  CommandLine cli(
+      "import",
+      "Read nccl-tests output (what all_reduce_perf and the other *_perf tools print, pasted or saved, "
+      "with mpirun or srun prefixes and NCCL's own lines mixed in; or their -J JSON file) into a results "
+      "file, as measured rows of the `nccl` baseline that `report` and `calibrate` read like those of `run`. "
+      "Ranks, nodes, GPUs, the NCCL version, NCCL_ALGO / NCCL_PROTO and the algorithm NCCL logged per size "
+      "are read from the log where it prints them. Each log gives two runs in the file: its out-of-place "
+      "rows, then its in-place rows. Times are nccl-tests' averages over its iterations, stored as median "
+      "and mean. A bad line stops the import with its line number; a log cut short is imported up to there.",
+      "commsim import all_reduce.log --out run.h5 --topology dgx-h100 --report\n"
+      "commsim import run.json --out run.h5 && commsim report run.h5 --topology mycluster.yaml\n"
+      "commsim import old.log --nodes 2 --gpus-per-node 8 --collective allreduce --out run.h5\n"
+      "pbpaste | commsim import - --out run.h5");
+  cli.options().add_options()                                                                             //
       ("logs", po::value(&logs)->multitoken(), "nccl-tests logs (text or JSON); - reads standard input")  //
-      ("out", po::value(&out)->value_name("FILE.h5"), "results file to write (required)")               //
-      ("force", po::bool_switch(&force), "overwrite FILE.h5 if it exists")                               //
+      ("out", po::value(&out)->value_name("FILE.h5"), "results file to write (required)")                 //
+      ("force", po::bool_switch(&force), "overwrite FILE.h5 if it exists")                                //
       ("topology", po::value(&topology_name)->value_name("T"),
-       "predict every row on this topology (preset name or YAML file) and store it with the run")  //
+       "predict every row on this topology (preset name or YAML file) and store it with the run")              //
       ("nodes", po::value(&o.nodes)->value_name("N"), "nodes the run used, for logs without `#  Rank` lines")  //
       ("gpus-per-node", po::value(&o.gpus_per_node)->value_name("G"),
        "ranks (GPUs) per node, for logs without `#  Rank` lines")  //
       ("collective", po::value(&o.collective)->value_name("C"),
        "the collective of logs that do not name it (allreduce, allgather, reducescatter, alltoall, ...)")  //
-      ("nccl-algo", po::value(&o.nccl_algo)->value_name("ALGO"), "NCCL_ALGO the run was forced with, when the log does not show it")  //
-      ("nccl-proto", po::value(&o.nccl_proto)->value_name("PROTO"), "NCCL_PROTO the run was forced with, when the log does not show it")  //
+      ("nccl-algo", po::value(&o.nccl_algo)->value_name("ALGO"),
+       "NCCL_ALGO the run was forced with, when the log does not show it")  //
+      ("nccl-proto", po::value(&o.nccl_proto)->value_name("PROTO"),
+       "NCCL_PROTO the run was forced with, when the log does not show it")  //
       ("placement", po::value(&o.placement)->default_value(o.placement)->value_name("P"),
-       "which rows to import: out-of-place, in-place or both")  //
+       "which rows to import: out-of-place, in-place or both")                                                     //
       ("keep-partial", po::bool_switch(&o.keep_partial), "import the rows before a bad line instead of stopping")  //
       ("report", po::bool_switch(&report), "print `commsim report`'s verdict on the imported rows afterwards");
   cli.positional("logs", "LOG...");
@@ -222,8 +230,8 @@ int cmd_import(int argc, char** argv) {
     for (const std::string& c : skipped)
       std::fprintf(stderr, "warning: %s: the rows of %s are not imported (commsim has no such collective)\n",
                    name.c_str(), c.c_str());
-    std::printf("%s: %zu rows, %d ranks on %d node%s%s%s\n", name.c_str(), imported, ranks, nodes, nodes == 1 ? "" : "s",
-                log.nccl_version.empty() ? "" : (", NCCL " + log.nccl_version).c_str(),
+    std::printf("%s: %zu rows, %d ranks on %d node%s%s%s\n", name.c_str(), imported, ranks, nodes,
+                nodes == 1 ? "" : "s", log.nccl_version.empty() ? "" : (", NCCL " + log.nccl_version).c_str(),
                 log.forced_algo.empty() ? "" : (", NCCL_ALGO=" + log.forced_algo).c_str());
   }
   ResultsFile file = ResultsFile::create_empty(out, force, local.command_line);
