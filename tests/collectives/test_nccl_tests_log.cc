@@ -54,6 +54,15 @@ double num(const std::string& s) {
   return std::stod(s);
 }
 
+// The table header of nccl-tests 2.x and one all_reduce row under it.
+const std::string kFirstRow =
+    "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17     "
+    " 0";
+const std::string kHeaderAndFirstRow =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n" +
+    kFirstRow + "\n";
+
 TEST(NcclTestsLog, ReadsEveryPublishedLogAsItsCsvSays) {
   int files = 0;
   std::size_t rows = 0;
@@ -213,10 +222,7 @@ TEST(NcclTestsLog, ReadsNcclTestsJson) {
 
 TEST(NcclTestsLog, NamesTheLineOfABadRowAndKeepsTheRowsBefore) {
   const std::string text =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
-      "#wrong\n"
-      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17   "
-      "   0\n"
+      kHeaderAndFirstRow +
       "        2048           512     float     sum      -1    1x.00    0.20    0.36      0    10.50    0.20    0.35   "
       "   0\n"
       "        4096          1024     float     sum      -1    10.00    0.41    0.72      0    10.50    0.39    0.68   "
@@ -226,20 +232,13 @@ TEST(NcclTestsLog, NamesTheLineOfABadRowAndKeepsTheRowsBefore) {
   EXPECT_NE(log.error.find("bad.log:3:"), std::string::npos) << log.error;
   EXPECT_NE(log.error.find("'1x.00'"), std::string::npos) << log.error;
 
-  const NcclTestsLog extra = parse_nccl_tests_log(
-      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17   "
-      "   0  7\n",
-      "extra.log");
+  // One field too many and no header: no layout fits.
+  const NcclTestsLog extra = parse_nccl_tests_log(kFirstRow + "  7\n", "extra.log");
   EXPECT_NE(extra.error.find("extra.log:1:"), std::string::npos) << extra.error;
 }
 
 TEST(NcclTestsLog, KeepsTheRowsOfACutLogWithAWarning) {
-  const std::string text =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
-      "#wrong\n"
-      "        1024           256     float     sum      -1    10.00    0.10    0.18      0    10.50    0.10    0.17   "
-      "   0\n"
-      "        2048           512     float     sum      -1    11.00    0.19";
+  const std::string text = kHeaderAndFirstRow + "        2048           512     float     sum      -1    11.00    0.19";
   const NcclTestsLog log = parse_nccl_tests_log(text, "cut.log", "all_reduce");
   EXPECT_EQ(log.error, "");
   EXPECT_EQ(log.rows.size(), 1u);
