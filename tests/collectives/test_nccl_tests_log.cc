@@ -146,6 +146,12 @@ TEST(NcclTestsLog, ReadsRowsSplicedWithNcclLinesAndTheirAlgorithm) {
       "# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903\n"
       "node1:100:100 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
       "node1:100:100 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n"
+      "node1:100:100 [0] NCCL INFO   Algorithm   |            Tree |            Ring\n"
+      "node1:100:100 [0] NCCL INFO   Protocol    |  LL | LL128 | Simple |  LL | LL128 | Simple\n"
+      "node1:100:100 [0] NCCL INFO    AllReduce  |  9.4/ 7.5 | 17.4/ 18.0 | 61.0/ 36.0 |  8.4/ 3.7 | 14.8/ 28.1 | "
+      "23.0/ 72.0\n"
+      "node1:100:100 [0] NCCL INFO comm 0x5601 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"
+      "node1:100:100 [0] NCCL INFO   Algorithm   |            Tree |            Ring\n"
       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
       "#wrong\n"
       "     1048576        262144     float     sum      -1node1:100:100 [0] NCCL INFO AllReduce: 1048576 Bytes -> "
@@ -168,12 +174,16 @@ TEST(NcclTestsLog, ReadsRowsSplicedWithNcclLinesAndTheirAlgorithm) {
   EXPECT_EQ(log.rows[0].nccl_algo, "Ring");
   EXPECT_EQ(log.rows[0].nccl_proto, "LL128");
   EXPECT_EQ(log.rows[0].nccl_channels, 8);
-  EXPECT_EQ(log.rows[0].line, 5);
+  EXPECT_EQ(log.rows[0].line, 10);
   EXPECT_EQ(log.rows[1].nccl_algo, "");       // no per-call line printed with it
   EXPECT_EQ(log.rows[1].in_place.wrong, -1);  // N/A
   EXPECT_EQ(log.nccl_version, "2.19.3");
   EXPECT_EQ(log.forced_proto, "LL128");
   EXPECT_EQ(log.forced_algo, "");
+  EXPECT_EQ(log.nccl_ranks, 16);
+  EXPECT_EQ(log.nccl_nodes, 2);
+  ASSERT_EQ(log.nccl_tuning_table.size(), 3u);  // the first table only
+  EXPECT_EQ(log.nccl_tuning_table[2].substr(0, 9), "AllReduce");
 }
 
 TEST(NcclTestsLog, StripsSrunLabelsAndReadsPerIterationColumns) {

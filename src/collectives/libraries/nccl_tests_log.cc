@@ -205,6 +205,7 @@ class TextReader {
   std::vector<std::string> pending_;  // fields of a row not yet complete
   int pending_line_ = 0;
   std::vector<NcclTuningLine> tuning_;  // per-call lines since the last row
+  bool in_table_ = false;               // inside NCCL's first TUNING table
   bool table_open_ = false;             // a header or a row seen since the last footer
   int table_line_ = 0;
   std::map<std::string, std::string> env_;
@@ -242,9 +243,24 @@ bool TextReader::line(std::string_view raw, int number) {
 void TextReader::nccl_message(std::string_view message) {
   if (auto tuning = parse_nccl_tuning_line(message)) tuning_.push_back(*tuning);
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+))");
+  static const std::regex placement(R"(\bnRanks (\d+) nNodes (\d+))");
   std::match_results<std::string_view::const_iterator> m;
   if (log_.nccl_version.empty() && std::regex_search(message.begin(), message.end(), m, version))
     log_.nccl_version = m[1].str();
+  if (log_.nccl_ranks == 0 && std::regex_search(message.begin(), message.end(), m, placement)) {
+    log_.nccl_ranks = std::stoi(m[1].str());
+    log_.nccl_nodes = std::stoi(m[2].str());
+  }
+  // The TUNING table: its lines are the only INFO lines with '|'; the first table only (each
+  // communicator prints one).
+  std::size_t info = message.find("NCCL INFO ");
+  std::string_view text = info == std::string_view::npos ? "" : trim(message.substr(info + 10));
+  if (text.find('|') == std::string_view::npos) {
+    in_table_ = false;
+  } else {
+    if (text.rfind("Algorithm", 0) == 0) in_table_ = log_.nccl_tuning_table.empty();
+    if (in_table_) log_.nccl_tuning_table.emplace_back(text);
+  }
   scan_settings(message, env_);
 }
 

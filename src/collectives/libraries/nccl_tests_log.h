@@ -89,6 +89,13 @@ struct NcclTestsLog {
   std::string command_line;               // as printed, "" when not printed
   std::string forced_algo, forced_proto;  // NCCL_ALGO / NCCL_PROTO as set ("" when not set)
   std::vector<std::string> environment;   // "NCCL_X=value" settings seen, sorted, each key once
+  // From NCCL's own line "comm 0x... rank 0 nRanks 16 nNodes 2 localRanks 8 ..." (NCCL_DEBUG=INFO,
+  // NCCL 2.12 and later); 0 when not logged.
+  int nccl_ranks = 0, nccl_nodes = 0;
+  // NCCL's TUNING table (NCCL_DEBUG_SUBSYS=TUNING, printed once per communicator at init: a
+  // "Algorithm | Tree | Ring ..." line, a protocol line, then one line per collective), the first
+  // one logged, each line as printed after "NCCL INFO"; empty when not logged.
+  std::vector<std::string> nccl_tuning_table;
   std::vector<NcclTestsSummary> summaries;
   std::vector<NcclTestsRow> rows;
   bool json = false;                  // read from nccl-tests' JSON output

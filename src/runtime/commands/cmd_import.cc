@@ -45,7 +45,8 @@ std::string read_log(const std::string& path) {
   return s.str();
 }
 
-// Ranks and nodes: read from the log where it prints them (`#  Rank` lines), else as given, else
+// Ranks and nodes: read from the log where it prints them (`#  Rank` lines, else NCCL's INIT line),
+// else as given, else
 // from the bandwidths of the rows, else one process of nThread x nGpus GPUs. As many ranks as one
 // process drives means one process, so one node.
 std::pair<int, int> ranks_and_nodes(const NcclTestsLog& log, const std::string& path, const ImportOptions& o) {
@@ -55,6 +56,7 @@ std::pair<int, int> ranks_and_nodes(const NcclTestsLog& log, const std::string& 
       std::fprintf(stderr, "warning: %s shows %d nodes; --nodes %d is not used for it\n", path.c_str(), nodes, o.nodes);
     return {static_cast<int>(log.ranks.size()), nodes};
   }
+  if (log.nccl_ranks > 0 && log.nccl_nodes > 0) return {log.nccl_ranks, log.nccl_nodes};
   int ranks = o.nodes > 0 && o.gpus_per_node > 0 ? o.nodes * o.gpus_per_node : ranks_from_bandwidths(log);
   const int per_process = log.threads * log.gpus_per_thread;  // GPUs of one process (-t x -g)
   if (ranks == 0) ranks = per_process;
@@ -173,10 +175,11 @@ int cmd_import(int argc, char** argv) {
       "commsim import run.json --out run.h5 && commsim report run.h5 --topology mycluster.yaml\n"
       "commsim import old.log --nodes 2 --gpus-per-node 8 --collective allreduce --out run.h5\n"
       "pbpaste | commsim import - --out run.h5");
-  cli.options().add_options()                                                                             //
-      ("logs", po::value(&logs)->multitoken(), "nccl-tests logs (text or JSON); - reads standard input")  //
-      ("out", po::value(&out)->value_name("FILE.h5"), "results file to write (required)")                 //
-      ("force", po::bool_switch(&force), "overwrite FILE.h5 if it exists")                                //
+  cli.options().add_options()  //
+      ("logs", po::value(&logs)->multitoken()->value_name("LOG"),
+       "nccl-tests logs (text or JSON); - reads standard input")                           //
+      ("out", po::value(&out)->value_name("FILE.h5"), "results file to write (required)")  //
+      ("force", po::bool_switch(&force), "overwrite FILE.h5 if it exists")                 //
       ("topology", po::value(&topology_name)->value_name("T"),
        "predict every row on this topology (preset name or YAML file) and store it with the run")              //
       ("nodes", po::value(&o.nodes)->value_name("N"), "nodes the run used, for logs without `#  Rank` lines")  //
