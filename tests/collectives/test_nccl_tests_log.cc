@@ -3,6 +3,7 @@
 // and on the forms a pasted log takes: launcher prefixes, NCCL lines inside rows, bad and cut logs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -118,6 +119,9 @@ TEST(NcclTestsLog, ReadsTheMetadataOfAMultiNodeLog) {
   EXPECT_EQ(collectives, (std::set<std::string>{"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}));
   ASSERT_FALSE(log.summaries.empty());
   EXPECT_EQ(log.summaries.front().collective, "all_reduce");
+  EXPECT_EQ(log.command_line, "");  // not printed
+  // A footer without its number.
+  EXPECT_TRUE(std::isnan(parse_nccl_tests_log("# Avg bus bandwidth    :\n", "empty").summaries.at(0).avg_busbw_gbps));
 }
 
 TEST(NcclTestsLog, ReadsTheOldFormatUnderMpirunTagsAndTheForcedAlgorithm) {

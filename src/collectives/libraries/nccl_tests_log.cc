@@ -319,9 +319,11 @@ void TextReader::comment(std::string_view c, int number) {
     collective_ = normalize_collective(t[3]);
     return;
   }
+  if (c.rfind("Collective test concluded:", 0) == 0) return;
   if (c.rfind("Avg bus bandwidth", 0) == 0) {
     std::size_t colon = c.find(':');
-    auto v = colon == std::string_view::npos ? std::nullopt : to_double(split_ws(c.substr(colon + 1)).front());
+    const std::vector<std::string> value = split_ws(c.substr(colon == std::string_view::npos ? c.size() : colon + 1));
+    auto v = value.empty() ? std::nullopt : to_double(value.front());
     log_.summaries.push_back({collective_, v ? *v : kNaN});
     table_open_ = false;
     return;
