@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "collectives/libraries/nccl_tests_log.h"
+#include "model/error.h"
 
 namespace commsim {
 namespace {
@@ -262,6 +263,30 @@ TEST(NcclTestsLog, KeepsTheRowsOfACutLogWithAWarning) {
   const NcclTestsLog cut_then_more = parse_nccl_tests_log(text + "\n# Avg bus bandwidth    : 0.1\n", "cut2.log");
   EXPECT_NE(cut_then_more.error.find("cut2.log:3: the row is cut short"), std::string::npos) << cut_then_more.error;
   EXPECT_EQ(cut_then_more.rows.size(), 1u);
+}
+
+TEST(NcclTestsLog, TellsRanksAndNodesFromTheLogElseAsGiven) {
+  auto placement = [](const char* id, int nodes = 0, int gpus_per_node = 0) {
+    const NcclTestsLog log =
+        parse_nccl_tests_log(read_text(kCorpus / "raw" / (std::string(id) + ".txt")), id, "all_reduce");
+    const NcclTestsPlacement p = placement_of(log, id, nodes, gpus_per_node);
+    return std::to_string(p.ranks) + "/" + std::to_string(p.nodes) + (p.note.empty() ? "" : " (note)");
+  };
+  EXPECT_EQ(placement("rjun_h100_10n_g8"), "80/10");                // rank lines
+  EXPECT_EQ(placement("rjun_h100_10n_g8", 2), "80/10 (note)");      // the log wins
+  EXPECT_EQ(placement("h100sxm_nvs_g4_small_reg0_graph0"), "4/1");  // -g 4, one process
+  EXPECT_EQ(placement("oci_tut_a100_1n"), "8/1");                   // no rank lines; nGpus 8, busbw/algbw
+  EXPECT_EQ(placement("aws_p4d_efa_a100_2n_ring", 2), "16/2");      // busbw/algbw = 2(16-1)/16
+  EXPECT_EQ(placement("aws_p4d_efa_a100_2n_ring", 0, 8), "16/2");
+  EXPECT_EQ(placement("aws_p4de_efa_2n", 4, 4), "16/4");       // as given
+  EXPECT_THROW(placement("aws_p4d_efa_a100_2n_ring"), Error);  // 16 ranks, nodes unknown
+  const NcclTestsLog nothing = parse_nccl_tests_log("", "empty.log");
+  try {
+    placement_of(nothing, "empty.log");
+    FAIL() << "no ranks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty.log:"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NcclTestsLog, IgnoresLinesThatAreNotRows) {

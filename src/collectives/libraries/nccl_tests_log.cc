@@ -11,6 +11,8 @@
 #include <regex>
 #include <set>
 
+#include "model/error.h"
+
 namespace commsim {
 namespace {
 
@@ -605,6 +607,32 @@ int ranks_from_bandwidths(const NcclTestsLog& log) {
   const int n = static_cast<int>(std::lround((allreduce ? 2.0 : 1.0) / denom));
   if (!fits(n) || fits(n - 1) || fits(n + 1)) return 0;
   return n;
+}
+
+NcclTestsPlacement placement_of(const NcclTestsLog& log, std::string_view name, int nodes_given,
+                                int gpus_per_node_given) {
+  const std::string log_name(name);
+  if (!log.ranks.empty() || (log.nccl_ranks > 0 && log.nccl_nodes > 0)) {
+    NcclTestsPlacement p{log.nccl_ranks, log.nccl_nodes, ""};
+    if (!log.ranks.empty()) p = {static_cast<int>(log.ranks.size()), static_cast<int>(log.hosts().size()), ""};
+    if (nodes_given > 0 && nodes_given != p.nodes)
+      p.note = log_name + " shows " + std::to_string(p.nodes) + " nodes; the " + std::to_string(nodes_given) +
+               " given are not used for it";
+    return p;
+  }
+  int ranks =
+      nodes_given > 0 && gpus_per_node_given > 0 ? nodes_given * gpus_per_node_given : ranks_from_bandwidths(log);
+  const int per_process = log.threads * log.gpus_per_thread;  // GPUs of one process (-t x -g)
+  if (ranks == 0) ranks = per_process;
+  if (ranks == 0)
+    throw Error(log_name +
+                ": the log does not say how many ranks ran (no `#  Rank` lines): give the nodes and the "
+                "GPUs per node");
+  if (nodes_given > 0) return {ranks, nodes_given, ""};
+  if (gpus_per_node_given > 0) return {ranks, (ranks + gpus_per_node_given - 1) / gpus_per_node_given, ""};
+  if (ranks == per_process || ranks == 1) return {ranks, 1, ""};  // one process: one node
+  throw Error(log_name + ": the log does not say how many nodes its " + std::to_string(ranks) +
+              " ranks ran on (no `#  Rank` lines): give the nodes or the GPUs per node");
 }
 
 }  // namespace commsim

@@ -118,6 +118,21 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view name =
 // collectives, or inconsistent).
 int ranks_from_bandwidths(const NcclTestsLog& log);
 
+// How many ranks ran, on how many nodes. Read from the log where it says: the `#  Rank` lines
+// (ranks, distinct hosts), else NCCL's INIT line. Else the ranks are nodes_given x
+// gpus_per_node_given when both are given, else what the bandwidths imply (ranks_from_bandwidths),
+// else one process's nThread x nGpus; the nodes are nodes_given, else the ranks over
+// gpus_per_node_given (rounded up), else 1 when the ranks are as many as one process drives.
+// `note` says where a given value was not used (the log says otherwise). Throws Error, naming the
+// log, when the ranks or the nodes cannot be told.
+struct NcclTestsPlacement {
+  int ranks = 0;
+  int nodes = 0;
+  std::string note;
+};
+NcclTestsPlacement placement_of(const NcclTestsLog& log, std::string_view name, int nodes_given = 0,
+                                int gpus_per_node_given = 0);
+
 // NCCL's function name for an nccl-tests collective ("all_reduce" -> "AllReduce"); "" if none.
 std::string nccl_function_of(std::string_view collective);
 

@@ -45,32 +45,6 @@ std::string read_log(const std::string& path) {
   return s.str();
 }
 
-// Ranks and nodes: read from the log where it prints them (`#  Rank` lines, else NCCL's INIT line),
-// else as given, else
-// from the bandwidths of the rows, else one process of nThread x nGpus GPUs. As many ranks as one
-// process drives means one process, so one node.
-std::pair<int, int> ranks_and_nodes(const NcclTestsLog& log, const std::string& path, const ImportOptions& o) {
-  if (!log.ranks.empty()) {
-    const int nodes = static_cast<int>(log.hosts().size());
-    if (o.nodes > 0 && o.nodes != nodes)
-      std::fprintf(stderr, "warning: %s shows %d nodes; --nodes %d is not used for it\n", path.c_str(), nodes, o.nodes);
-    return {static_cast<int>(log.ranks.size()), nodes};
-  }
-  if (log.nccl_ranks > 0 && log.nccl_nodes > 0) return {log.nccl_ranks, log.nccl_nodes};
-  int ranks = o.nodes > 0 && o.gpus_per_node > 0 ? o.nodes * o.gpus_per_node : ranks_from_bandwidths(log);
-  const int per_process = log.threads * log.gpus_per_thread;  // GPUs of one process (-t x -g)
-  if (ranks == 0) ranks = per_process;
-  const bool one_process = per_process > 0 && ranks == per_process;  // so one node
-  if (ranks == 0)
-    throw Error(path +
-                ": the log does not say how many ranks ran (no `#  Rank` lines): pass --nodes and --gpus-per-node");
-  if (o.nodes > 0) return {ranks, o.nodes};
-  if (o.gpus_per_node > 0) return {ranks, (ranks + o.gpus_per_node - 1) / o.gpus_per_node};
-  if (one_process || ranks <= 1) return {ranks, 1};
-  throw Error(path + ": the log does not say how many nodes its " + std::to_string(ranks) +
-              " ranks ran on (no `#  Rank` lines): pass --nodes or --gpus-per-node");
-}
-
 RunContext context_of(const NcclTestsLog& log, const std::string& path, int ranks, int nodes, const ImportOptions& o,
                       const Topology* topology, const std::string& commsim_version) {
   RunContext ctx;
@@ -216,7 +190,9 @@ int cmd_import(int argc, char** argv) {
                   " rows before it)");
     if (!log.error.empty()) std::fprintf(stderr, "warning: %s; the rows before it are imported\n", log.error.c_str());
     for (const std::string& w : log.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    const auto [ranks, nodes] = ranks_and_nodes(log, name, o);
+    const NcclTestsPlacement placement = placement_of(log, name, o.nodes, o.gpus_per_node);
+    if (!placement.note.empty()) std::fprintf(stderr, "warning: %s (--nodes)\n", placement.note.c_str());
+    const int ranks = placement.ranks, nodes = placement.nodes;
     const RunContext ctx =
         context_of(log, name, ranks, nodes, o, topology ? &*topology : nullptr, local.commsim_version);
     std::set<std::string> skipped;
