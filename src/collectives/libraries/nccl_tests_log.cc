@@ -625,14 +625,12 @@ NcclTestsPlacement placement_of(const NcclTestsLog& log, std::string_view name, 
   const int per_process = log.threads * log.gpus_per_thread;  // GPUs of one process (-t x -g)
   if (ranks == 0) ranks = per_process;
   if (ranks == 0)
-    throw Error(log_name +
-                ": the log does not say how many ranks ran (no `#  Rank` lines): give the nodes and the "
-                "GPUs per node");
+    throw Error(log_name + ": the log does not say how many ranks ran (no `#  Rank` lines, no NCCL INIT line)");
   if (nodes_given > 0) return {ranks, nodes_given, ""};
   if (gpus_per_node_given > 0) return {ranks, (ranks + gpus_per_node_given - 1) / gpus_per_node_given, ""};
   if (ranks == per_process || ranks == 1) return {ranks, 1, ""};  // one process: one node
   throw Error(log_name + ": the log does not say how many nodes its " + std::to_string(ranks) +
-              " ranks ran on (no `#  Rank` lines): give the nodes or the GPUs per node");
+              " ranks ran on (no `#  Rank` lines)");
 }
 
 }  // namespace commsim

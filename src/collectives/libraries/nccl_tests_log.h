@@ -124,7 +124,7 @@ int ranks_from_bandwidths(const NcclTestsLog& log);
 // else one process's nThread x nGpus; the nodes are nodes_given, else the ranks over
 // gpus_per_node_given (rounded up), else 1 when the ranks are as many as one process drives.
 // `note` says where a given value was not used (the log says otherwise). Throws Error, naming the
-// log, when the ranks or the nodes cannot be told.
+// log and what is missing, when the ranks or the nodes cannot be told.
 struct NcclTestsPlacement {
   int ranks = 0;
   int nodes = 0;

@@ -190,7 +190,12 @@ int cmd_import(int argc, char** argv) {
                   " rows before it)");
     if (!log.error.empty()) std::fprintf(stderr, "warning: %s; the rows before it are imported\n", log.error.c_str());
     for (const std::string& w : log.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    const NcclTestsPlacement placement = placement_of(log, name, o.nodes, o.gpus_per_node);
+    NcclTestsPlacement placement;
+    try {
+      placement = placement_of(log, name, o.nodes, o.gpus_per_node);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + ": pass --nodes and --gpus-per-node");
+    }
     if (!placement.note.empty()) std::fprintf(stderr, "warning: %s (--nodes)\n", placement.note.c_str());
     const int ranks = placement.ranks, nodes = placement.nodes;
     const RunContext ctx =
