@@ -273,7 +273,9 @@ void TextReader::other(std::string_view text) {
   if (std::regex_search(text.begin(), text.end(), m, version)) {
     log_.nccl_version = m[1].str();
   } else if (std::regex_search(text.begin(), text.end(), m, tool)) {
-    if (log_.command_line.empty()) log_.command_line = std::string(text);
+    std::string_view command = text;  // without a shell prompt pasted with it
+    if (!command.empty() && (command.front() == '$' || command.front() == '>')) command = trim(command.substr(1));
+    if (log_.command_line.empty()) log_.command_line = std::string(command);
     collective_ = normalize_collective(m[2].str());
   }
   scan_settings(text, env_);

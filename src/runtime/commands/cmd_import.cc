@@ -50,7 +50,6 @@ RunContext context_of(const NcclTestsLog& log, const std::string& path, int rank
   RunContext ctx;
   ctx.command_line = log.command_line.empty() ? "nccl-tests (" + path + ")" : log.command_line;
   ctx.commsim_version = commsim_version;
-  ctx.started = "";  // not printed by nccl-tests
   ctx.ranks = ranks;
   ctx.nodes = nodes;
   ctx.backend = "cuda";
