@@ -150,7 +150,7 @@ TEST(NcclTestsLog, ReadsRowsSplicedWithNcclLinesAndTheirAlgorithm) {
   const std::string log_text =
       "# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903\n"
       "node1:100:100 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
-      "node1:100:100 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n"
+      "[2024-05-01 12:00:00] node1:100:100 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n"
       "node1:100:100 [0] NCCL INFO   Algorithm   |            Tree |            Ring\n"
       "node1:100:100 [0] NCCL INFO   Protocol    |  LL | LL128 | Simple |  LL | LL128 | Simple\n"
       "node1:100:100 [0] NCCL INFO    AllReduce  |  9.4/ 7.5 | 17.4/ 18.0 | 61.0/ 36.0 |  8.4/ 3.7 | 14.8/ 28.1 | "

@@ -219,7 +219,8 @@ bool TextReader::line(std::string_view raw, int number) {
   // NCCL's lines start with the host name; a `#` line that quotes one is a comment.
   if (auto split = trim(text).rfind('#', 0) == 0 ? std::nullopt : split_nccl_message(text)) {
     nccl_message(split->message);
-    if (!trim(split->before).empty()) return row_text(split->before, number, true);
+    // Before it: a piece of a row, or NCCL's own prefix (a timestamp), which is not.
+    if (!pending_.empty() || starts_like_row(split->before)) return row_text(split->before, number, true);
     return true;
   }
   std::string_view t = trim(text);
