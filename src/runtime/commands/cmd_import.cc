@@ -114,7 +114,11 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
     p.status = t.wrong > 0 ? "wrong" : "ok";
     p.note = std::string("nccl-tests ") + (in_place ? "in-place" : "out-of-place") + ": average of " +
              (log.iters > 0 ? std::to_string(log.iters) + " iterations" : "its iterations");
-    if (t.max_error == t.max_error) p.note += ", largest error " + std::to_string(t.max_error);
+    if (t.max_error == t.max_error) {  // the old `error` column, printed as %g
+      char error[32];
+      std::snprintf(error, sizeof error, "%g", t.max_error);
+      p.note += std::string(", largest error ") + error;
+    }
     const bool tunable = p.collective != Collective::SendRecv && p.collective != Collective::AllToAll;
     const bool one_algo = !algo.empty() && algo.find_first_of(",^") == std::string::npos;
     p.nccl_algo = !row.nccl_algo.empty() ? row.nccl_algo : tunable && one_algo ? canonical_nccl_algorithm(algo) : "";
