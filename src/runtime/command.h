@@ -24,6 +24,7 @@ int cmd_run(int argc, char** argv);
 int cmd_merge(int argc, char** argv);
 int cmd_probe(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
+int cmd_import(int argc, char** argv);
 int cmd_report(int argc, char** argv);
 int cmd_plan(int argc, char** argv);
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `commsim import` end to end, as a user runs it: two published nccl-tests logs (one with `#  Rank`
+# lines and five collectives; one of the old format under mpirun's tags, without them) into one
+# results file, then `commsim report` on it, with the predictions made at import and again on
+# another topology. Also: a log with a bad row writes no file and names the line.
+# Usage: import_nccl_tests.sh COMMSIM_BINARY DATA_DIR WORK_DIR
+set -euo pipefail
+bin=$1
+data=$2
+work=$3
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+expect() {  # expect TEXT FILE: FILE contains TEXT
+  grep -qF -- "$1" "$2" || { cat "$2" >&2; fail "no '$1' in $2"; }
+}
+
+"$bin" import "$data/raw/rjun_h100_10n_g8.txt" "$data/raw/aws_p4d_efa_a100_2n_ring.txt" \
+  --nodes 2 --collective allreduce --topology dgx-h100 --out run.h5 >import.txt 2>import.err
+expect "80 ranks on 10 nodes, NCCL 2.29.2" import.txt
+expect "56 rows, 16 ranks on 2 nodes" import.txt
+expect "wrote run.h5 (156 points in 4 runs" import.txt
+[[ -f run.h5 && ! -e run.h5.partial ]] || fail "run.h5 not written"
+
+"$bin" report run.h5 >report.txt
+expect "156 points read, 156 measured, 156 with a prediction to compare" report.txt
+expect "alltoall       nccl" report.txt
+"$bin" report run.h5 --topology dgx-a100 >report_a100.txt
+expect "predictions recomputed on topology 'dgx-a100'" report_a100.txt
+
+# The same file again needs --force; in-place rows only, and the verdict printed by import itself.
+if "$bin" import "$data/raw/oci_tut_a100_1n.txt" --out run.h5 >/dev/null 2>again.err; then fail "overwrote run.h5"; fi
+expect "exists" again.err
+"$bin" import "$data/raw/oci_tut_a100_1n.txt" --out run.h5 --force --placement in-place --topology dgx-a100 \
+  --report >tut.txt
+expect "28 rows, 8 ranks on 1 node" tut.txt
+expect "28 points read, 28 measured" tut.txt
+
+# A bad row: the error names the file and line, and nothing is written.
+sed '5s/ 31.75 / 3x.75 /' "$data/raw/oci_tut_a100_1n.txt" >bad.log
+if "$bin" import bad.log --out bad.h5 >/dev/null 2>bad.err; then fail "imported a bad log"; fi
+expect "bad.log:5:" bad.err
+[[ ! -e bad.h5 && ! -e bad.h5.partial ]] || fail "a bad log left a file"
+"$bin" import bad.log --out bad.h5 --keep-partial >partial.txt 2>partial.err
+expect "4 rows" partial.txt
+echo "import end to end: ok"
