@@ -15,10 +15,9 @@ namespace {
 // Compute capability by product name: the first entry whose text device.name contains (so "A100"
 // before "A10", and the Blackwell names before their Hopper look-alikes).
 constexpr std::pair<std::string_view, int> kComputeCapabilities[] = {
-    {"GB300", 103}, {"B300", 103}, {"GB200", 100}, {"B200", 100}, {"B100", 100}, {"H100", 90},
-    {"H200", 90},   {"H800", 90},  {"H20", 90},    {"A100", 80},  {"A800", 80},  {"A30", 80},
-    {"4090", 89},   {"L40", 89},   {"L4", 89},     {"A10", 86},   {"A40", 86},   {"3090", 86},
-    {"A6000", 86},  {"V100", 70}};
+    {"GB300", 103}, {"B300", 103}, {"GB200", 100}, {"B200", 100}, {"B100", 100}, {"H100", 90}, {"H200", 90},
+    {"H800", 90},   {"H20", 90},   {"A100", 80},   {"A800", 80},  {"A30", 80},   {"4090", 89}, {"L40", 89},
+    {"L4", 89},     {"A10", 86},   {"A40", 86},    {"3090", 86},  {"A6000", 86}, {"V100", 70}};
 
 int default_nvlinks(int compCap) {
   // NVLink links per GPU: NVLink 4/5 18 (H100, B200 datasheets), NVLink 3 12 on A100, NVLink 2

@@ -65,8 +65,8 @@ void read_graph(const MapReader& graphs, const char* key, NcclGraphOverride& out
   const Ctx& ctx = graphs.ctx();
   const std::string path = child_path(graphs.path(), key);
   MapReader g(ctx, *node, path, {"channels", "bw_intra", "bw_inter"});
-  out.channels = static_cast<int>(read_int(ctx, g.require("channels", "nChannels of the GRAPH line"),
-                                           path + ".channels", 1, 64));
+  out.channels =
+      static_cast<int>(read_int(ctx, g.require("channels", "nChannels of the GRAPH line"), path + ".channels", 1, 64));
   out.bw_intra_Bps = read_bandwidth(ctx, g.require("bw_intra", "per channel, e.g. 30 GB/s"), path + ".bw_intra");
   out.bw_inter_Bps = out.bw_intra_Bps;
   if (auto v = g.optional("bw_inter")) out.bw_inter_Bps = read_bandwidth(ctx, *v, path + ".bw_inter");
@@ -96,7 +96,8 @@ void read_nccl_machine(const MapReader& nccl, NcclMachine& m) {
   if (auto v = nccl.optional("collnet")) {
     MapReader c(ctx, *v, "nccl.collnet", {"enabled", "heads"});
     m.collnet = read_bool(ctx, c.require("enabled"), "nccl.collnet.enabled");
-    if (auto h = c.optional("heads")) m.collnet_heads = static_cast<int>(read_int(ctx, *h, "nccl.collnet.heads", 1, 64));
+    if (auto h = c.optional("heads"))
+      m.collnet_heads = static_cast<int>(read_int(ctx, *h, "nccl.collnet.heads", 1, 64));
   }
   if (auto v = nccl.optional("cpu")) {
     MapReader c(ctx, *v, "nccl.cpu", {"arch", "vendor"});
@@ -109,7 +110,8 @@ void read_nccl_machine(const MapReader& nccl, NcclMachine& m) {
     if (auto g = p.optional("gen")) m.pcie_gen = static_cast<int>(read_int(ctx, *g, "nccl.pcie.gen", 1, 5));
     if (auto w = p.optional("width")) {
       m.pcie_width = static_cast<int>(read_int(ctx, *w, "nccl.pcie.width", 1, 32));
-      if (m.pcie_width & (m.pcie_width - 1)) fail(ctx, w->Mark(), "nccl.pcie.width", "must be 1, 2, 4, 8, 16 or 32 lanes");
+      if (m.pcie_width & (m.pcie_width - 1))
+        fail(ctx, w->Mark(), "nccl.pcie.width", "must be 1, 2, 4, 8, 16 or 32 lanes");
     }
   }
   if (auto v = nccl.optional("nic_speed")) m.nic_speed_Bps = read_bandwidth(ctx, *v, "nccl.nic_speed");

@@ -133,8 +133,7 @@ void read_in_range(const Ctx& ctx, const MapReader& r, const std::string& path, 
   auto v = r.optional(key);
   if (!v) return;
   const double x = read_number(ctx, *v, child_path(path, key));
-  if (!(lo_included ? x >= lo : x > lo) || !(x <= hi))
-    fail(ctx, v->Mark(), child_path(path, key), what);
+  if (!(lo_included ? x >= lo : x > lo) || !(x <= hi)) fail(ctx, v->Mark(), child_path(path, key), what);
   out = x;
 }
 

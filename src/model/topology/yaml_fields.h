@@ -23,9 +23,9 @@ struct Ctx {
 // Throws Error("ORIGIN:LINE: FIELD: WHAT"); an empty field reads "(top level)".
 [[noreturn]] void fail(const Ctx& ctx, const YAML::Mark& mark, const std::string& field, const std::string& what);
 
-std::string join(std::initializer_list<const char*> names);          // "a, b, c"
+std::string join(std::initializer_list<const char*> names);                 // "a, b, c"
 std::string child_path(const std::string& parent, const std::string& key);  // "parent.key"
-std::string node_kind(const YAML::Node& n);                          // "a map", "a list", "'text'", ...
+std::string node_kind(const YAML::Node& n);                                 // "a map", "a list", "'text'", ...
 
 // A YAML map at a dotted path: rejects unknown and duplicate keys on construction, then hands out
 // its values by key.
