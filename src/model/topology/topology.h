@@ -1,7 +1,8 @@
 #pragma once
 // A cluster described by a topology file (configs/topologies/*.yaml): nodes of identical GPUs (or
 // host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
-// constants and what NCCL's own tuning model reads (NcclMachine). Plain data; load_topology() validates everything and reports file, line and field.
+// constants and what NCCL's own tuning model reads (NcclMachine). Plain data; load_topology()
+// validates everything and reports file, line and field.
 #include <algorithm>
 #include <bit>
 #include <cmath>
