@@ -93,7 +93,8 @@ TEST(Presets, DgxA100SmallMessageLatencyTrend) {
 }
 
 TEST(Presets, EveryPresetPricesEveryAlgorithm) {
-  for (const char* name : {"consumer-pcie-4090", "dgx-a100", "dgx-h100", "h200-node", "gb200-nvl72", "local-cpu"}) {
+  for (const char* name : {"consumer-pcie-4090", "dgx-a100", "dgx-h100", "h200-node", "gb200-nvl72", "local-cpu",
+                           "aws-p4d", "oci-a100", "polaris", "gb300-nvl72"}) {
     Topology t = preset(name);
     int max_nodes = t.network.present() ? 16 : 1;
     for (Collective c : kAllCollectives)

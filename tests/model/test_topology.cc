@@ -279,8 +279,85 @@ TEST_F(TopologyFile, IncompleteNcclTable) {
   expect_error(frac, 26, "nccl.bandwidth_fraction.LL", "(0, 1]");
 }
 
+TEST_F(TopologyFile, NcclMachineFields) {
+  // What NCCL's tuning model reads: every field optional, the latency tables too.
+  Topology t = parse_topology(join_lines(kGood) +
+                                  "nccl:\n"
+                                  "  version: 2.21.5\n"
+                                  "  compute_capability: 10.3\n"
+                                  "  nvlinks_per_gpu: 18\n"
+                                  "  nvlink_bandwidth: 40 GB/s\n"
+                                  "  nvls: yes\n"
+                                  "  nvlink_domain: 72\n"
+                                  "  collnet: { enabled: yes, heads: 8 }\n"
+                                  "  cpu: { arch: arm, vendor: other }\n"
+                                  "  pcie: { gen: 5, width: 16 }\n"
+                                  "  nic_speed: 400 Gb/s\n"
+                                  "  net_latency: 20 us\n"
+                                  "  graphs: { nvls: { channels: 8, bw_intra: 40 GB/s, bw_inter: 60 GB/s } }\n"
+                                  "  algo: \"allreduce:ring,nvls\"\n"
+                                  "  proto: Simple\n",
+                              "t.yaml");
+  const NcclMachine& m = t.nccl.machine;
+  EXPECT_FALSE(t.nccl.present);
+  EXPECT_EQ(m.version, "2.21.5");
+  EXPECT_EQ(m.compute_capability, 103);
+  EXPECT_EQ(m.nvlinks_per_gpu, 18);
+  EXPECT_DOUBLE_EQ(m.nvlink_bw_Bps, 40e9);
+  EXPECT_EQ(m.nvls, true);
+  EXPECT_EQ(m.nvlink_domain_gpus, 72);
+  EXPECT_TRUE(m.collnet);
+  EXPECT_EQ(m.collnet_heads, 8);
+  EXPECT_EQ(m.cpu_arch, "arm");
+  EXPECT_EQ(m.cpu_vendor, "other");
+  EXPECT_EQ(m.pcie_gen, 5);
+  EXPECT_DOUBLE_EQ(m.nic_speed_Bps, 50e9);
+  EXPECT_DOUBLE_EQ(m.net_latency_s, 20e-6);
+  EXPECT_FALSE(m.ring.given());
+  EXPECT_EQ(m.nvls_graph.channels, 8);
+  EXPECT_DOUBLE_EQ(m.nvls_graph.bw_inter_Bps, 60e9);
+  EXPECT_EQ(m.algo, "allreduce:ring,nvls");
+  EXPECT_EQ(m.proto, "Simple");
+  // Defaults.
+  const NcclMachine d = load_topology(resolve_topology_path("dgx-h100")).nccl.machine;
+  EXPECT_EQ(d.version, "");
+  EXPECT_EQ(d.compute_capability, 90);
+  EXPECT_DOUBLE_EQ(d.net_latency_s, 0);
+  EXPECT_FALSE(d.collnet);
+}
+
+TEST_F(TopologyFile, NcclMachineErrors) {
+  const std::string head = join_lines(kGood) + "nccl:\n";  // nccl: is line 22
+  expect_error(head + "  version: 2.99\n", 23, "nccl.version", "2.28");
+  expect_error(head + "  compute_capability: 9\n", 23, "nccl.compute_capability", "MAJOR.MINOR");
+  expect_error(head + "  nvls: maybe\n", 23, "nccl.nvls", "yes or no");
+  expect_error(head + "  cpu: { arch: sparc }\n", 23, "nccl.cpu.arch", "x86");
+  expect_error(head + "  pcie: { gen: 7 }\n", 23, "nccl.pcie.gen", "out of range");
+  expect_error(head + "  pcie: { width: 12 }\n", 23, "nccl.pcie.width", "lanes");
+  expect_error(head + "  collnet: { heads: 2 }\n", 23, "nccl.collnet.enabled", "missing required field");
+  expect_error(head + "  graphs: { ring: { bw_intra: 30 GB/s } }\n", 23, "nccl.graphs.ring.channels",
+               "missing required field");
+  expect_error(head + "  graphs: { ring: { channels: 12, bw_intra: 30 } }\n", 23, "nccl.graphs.ring.bw_intra",
+               "unknown unit");
+  expect_error(head + "  algo: rnig\n", 23, "nccl.algo", "rnig");
+  expect_error(head + "  version: \"2.28\"\n  proto: LL256\n", 24, "nccl.proto", "LL256");
+  expect_error(head + "  nic_sped: 50 GB/s\n", 23, "nccl.nic_sped", "nic_speed");
+  // The latency tables come together.
+  expect_error(head + "  base_latency: { ring: { LL: 1 us, LL128: 1 us, Simple: 1 us }, tree: { LL: 1 us, LL128: 1 "
+                      "us, Simple: 1 us } }\n",
+               23, "nccl.intra_hop_latency", "missing required field");
+}
+
+TEST_F(TopologyFile, NetworkKindsOfCloudsAndSupercomputers) {
+  for (const char* kind : {"efa", "slingshot", "tcpxo"}) {
+    Topology t = parse_topology(with_line(16, std::string("  kind: ") + kind), "t.yaml");
+    EXPECT_EQ(t.network.kind, kind);
+  }
+}
+
 TEST(TopologyPresets, AllLoadAndResolveByName) {
-  const char* names[] = {"consumer-pcie-4090", "dgx-a100", "dgx-h100", "h200-node", "gb200-nvl72", "local-cpu"};
+  const char* names[] = {"consumer-pcie-4090", "dgx-a100", "dgx-h100", "h200-node", "gb200-nvl72", "local-cpu",
+                         "aws-p4d",            "oci-a100", "polaris",  "gb300-nvl72"};
   for (const char* name : names) {
     SCOPED_TRACE(name);
     std::string path = resolve_topology_path(name);

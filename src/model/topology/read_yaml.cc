@@ -21,193 +21,21 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/topology/yaml_fields.h"
 
 namespace commsim {
 namespace {
 
-// Where we are in the file, for messages.
-struct Ctx {
-  std::string origin;  // file name (or what the text came from)
-};
-
-[[noreturn]] void fail(const Ctx& ctx, const YAML::Mark& mark, const std::string& field, const std::string& what) {
-  int line = mark.is_null() ? 1 : mark.line + 1;
-  throw Error(ctx.origin + ":" + std::to_string(line) + ": " + (field.empty() ? std::string("(top level)") : field) +
-              ": " + what);
-}
-
-std::string join(std::initializer_list<const char*> names) {
-  std::string s;
-  for (const char* n : names) {
-    if (!s.empty()) s += ", ";
-    s += n;
-  }
-  return s;
-}
-
-std::string child_path(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
-}
-
-std::string node_kind(const YAML::Node& n) {
-  if (n.IsMap()) return "a map";
-  if (n.IsSequence()) return "a list";
-  if (n.IsNull()) return "empty";
-  return "'" + n.Scalar() + "'";
-}
-
-// A YAML map at a dotted path: rejects unknown and duplicate keys on construction, then hands out
-// its values by key.
-class MapReader {
- public:
-  MapReader(const Ctx& ctx, const YAML::Node& node, std::string path, std::initializer_list<const char*> allowed)
-      : ctx_(ctx), node_(node), path_(std::move(path)) {
-    if (!node.IsMap())
-      fail(ctx, node.Mark(), path_, "expected a map of keys (" + join(allowed) + "), got " + node_kind(node));
-    std::set<std::string> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node key = it->first;  // a copy: the iterator hands out a temporary pair
-      if (!key.IsScalar()) fail(ctx, key.Mark(), path_, "keys must be plain names");
-      const std::string& name = key.Scalar();
-      bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; });
-      if (!known) fail(ctx, key.Mark(), child_path(path_, name), "unknown key (allowed here: " + join(allowed) + ")");
-      if (!seen.insert(name).second) fail(ctx, key.Mark(), child_path(path_, name), "key given twice");
-      entries_.push_back({name, key.Mark(), YAML::Node(it->second)});
-    }
-  }
-
-  const std::string& path() const { return path_; }
-  const Ctx& ctx() const { return ctx_; }
-
-  bool has(const char* key) const { return find(key) != nullptr; }
-
-  // The value of `key`, or fails with "missing required field".
-  YAML::Node require(const char* key, const char* hint = nullptr) const {
-    const Entry* e = find(key);
-    if (!e)
-      fail(ctx_, node_.Mark(), child_path(path_, key),
-           std::string("missing required field") + (hint ? std::string(" (") + hint + ")" : std::string()));
-    if (e->value.IsNull()) fail(ctx_, e->mark, child_path(path_, key), "has no value");
-    return e->value;
-  }
-  // The value of `key`, or an undefined node when absent.
-  std::optional<YAML::Node> optional(const char* key) const {
-    const Entry* e = find(key);
-    if (!e) return std::nullopt;
-    if (e->value.IsNull()) fail(ctx_, e->mark, child_path(path_, key), "has no value");
-    return e->value;
-  }
-  YAML::Mark mark() const { return node_.Mark(); }
-
- private:
-  struct Entry {
-    std::string name;
-    YAML::Mark mark;
-    YAML::Node value;
-  };
-  const Entry* find(const char* key) const {
-    for (const Entry& e : entries_)
-      if (e.name == key) return &e;
-    return nullptr;
-  }
-  const Ctx& ctx_;
-  YAML::Node node_;
-  std::string path_;
-  std::vector<Entry> entries_;
-};
-
-// Scalar readers. `field` is the dotted path of the value.
-std::string scalar(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
-  if (!n.IsScalar()) fail(ctx, n.Mark(), field, "expected a single value, got " + node_kind(n));
-  return n.Scalar();
-}
-
-long long read_int(const Ctx& ctx, const YAML::Node& n, const std::string& field, long long lo, long long hi) {
-  std::string s = scalar(ctx, n, field);
-  long long v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
-    fail(ctx, n.Mark(), field, "'" + s + "' is not a whole number");
-  if (v < lo || v > hi)
-    fail(ctx, n.Mark(), field,
-         std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
-  return v;
-}
-
-double read_number(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
-  std::string s = scalar(ctx, n, field);
-  double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v))
-    fail(ctx, n.Mark(), field, "'" + s + "' is not a number");
-  return v;
-}
-
-// Unit-carrying values go through units.h; its message (unknown unit, not positive, ...) is kept.
-template <class Parse>
-auto read_unit(const Ctx& ctx, const YAML::Node& n, const std::string& field, Parse parse) {
-  std::string s = scalar(ctx, n, field);
-  try {
-    return parse(s);
-  } catch (const Error& e) {
-    fail(ctx, n.Mark(), field, e.what());
-  }
-}
-
-BytesPerSecond read_bandwidth(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
-  return read_unit(ctx, n, field, [](const std::string& s) { return parse_bandwidth(s); });
-}
-Seconds read_time(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
-  return read_unit(ctx, n, field, [](const std::string& s) { return parse_time(s); });
-}
-Bytes read_bytes(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
-  return read_unit(ctx, n, field, [](const std::string& s) { return parse_bytes(s); });
-}
-
-std::string read_choice(const Ctx& ctx, const YAML::Node& n, const std::string& field,
-                        std::initializer_list<const char*> choices) {
-  std::string s = scalar(ctx, n, field);
-  for (const char* c : choices)
-    if (s == c) return s;
-  fail(ctx, n.Mark(), field, "'" + s + "' is not one of: " + join(choices));
-}
+using namespace topology_yaml;  // the field readers (yaml_fields.h)
 
 constexpr std::initializer_list<const char*> kIntraFabrics = {"nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge",
                                                               "shared-memory"};
-constexpr std::initializer_list<const char*> kNetworkKinds = {"infiniband", "roce", "ethernet", "tcp", "none"};
+constexpr std::initializer_list<const char*> kNetworkKinds = {"infiniband", "roce",     "efa",
+                                                              "slingshot",  "tcpxo",    "ethernet",
+                                                              "tcp",        "none"};
 constexpr std::initializer_list<const char*> kNetworkShapes = {"fat-tree",  "rail-optimized", "single-switch",
                                                                "dragonfly", "torus",          "none"};
 
-// ring/tree x LL/LL128/Simple latencies, e.g. nccl.base_latency.
-void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][3]) {
-  const Ctx& ctx = parent.ctx();
-  std::string path = child_path(parent.path(), key);
-  MapReader table(ctx, parent.require(key), path, {"ring", "tree"});
-  const char* algos[2] = {"ring", "tree"};
-  for (int a = 0; a < 2; ++a) {
-    std::string apath = child_path(path, algos[a]);
-    MapReader protos(ctx, table.require(algos[a]), apath, {"LL", "LL128", "Simple"});
-    const char* names[3] = {"LL", "LL128", "Simple"};
-    for (int p = 0; p < 3; ++p) out[a][p] = read_time(ctx, protos.require(names[p]), child_path(apath, names[p]));
-  }
-}
-
-// nccl.bus_bandwidth: ring/tree x LL/LL128/Simple bandwidths, every one optional (0: from the tiers).
-void read_nccl_bandwidths(const MapReader& parent, const YAML::Node& node, BytesPerSecond (&out)[2][3]) {
-  const Ctx& ctx = parent.ctx();
-  const std::string path = child_path(parent.path(), "bus_bandwidth");
-  MapReader table(ctx, node, path, {"ring", "tree"});
-  const char* algos[2] = {"ring", "tree"};
-  const char* names[3] = {"LL", "LL128", "Simple"};
-  for (int a = 0; a < 2; ++a) {
-    auto row = table.optional(algos[a]);
-    if (!row) continue;
-    const std::string apath = child_path(path, algos[a]);
-    MapReader protos(ctx, *row, apath, {"LL", "LL128", "Simple"});
-    for (int p = 0; p < 3; ++p)
-      if (auto v = protos.optional(names[p])) out[a][p] = read_bandwidth(ctx, *v, child_path(apath, names[p]));
-  }
-}
 
 // A list given as text ("8B:256MiB", "1:4", "1,2,4") or as a YAML list of values.
 std::vector<Bytes> read_size_list(const Ctx& ctx, const YAML::Node& n, const std::string& field) {
@@ -278,16 +106,6 @@ bool read_regime(const Ctx& ctx, const MapReader& r, const std::string& path, co
   return lim.has_value();
 }
 
-// An optional number of a tier in (lo, hi], or [lo, hi] when `lo_included`; `what` ends the error.
-void read_in_range(const Ctx& ctx, const MapReader& r, const std::string& path, const char* key, double lo,
-                   bool lo_included, double hi, const std::string& what, double& out) {
-  auto v = r.optional(key);
-  if (!v) return;
-  const double x = read_number(ctx, *v, child_path(path, key));
-  if (!(lo_included ? x >= lo : x > lo) || !(x <= hi))
-    fail(ctx, v->Mark(), child_path(path, key), what);
-  out = x;
-}
 
 // The optional message-protocol fields of a tier (MessageCosts): the rendezvous regime above the
 // eager limit, the inline regime up to the inline limit (below the eager limit), and
@@ -512,27 +330,7 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
     // A plain reduction reads two operands and writes one: three passes over memory per byte reduced.
     t.reduce_bw_Bps = t.memory_bw_Bps / 3.0;
   }
-  if (auto nccl_node = top.optional("nccl")) {
-    MapReader nccl(ctx, *nccl_node, "nccl",
-                   {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth"});
-    read_nccl_table(nccl, "base_latency", t.nccl.base_latency_s);
-    read_nccl_table(nccl, "intra_hop_latency", t.nccl.intra_hop_latency_s);
-    read_nccl_table(nccl, "inter_hop_latency", t.nccl.inter_hop_latency_s);
-    if (auto frac = nccl.optional("bandwidth_fraction")) {
-      MapReader f(ctx, *frac, "nccl.bandwidth_fraction", {"LL", "LL128", "Simple"});
-      const char* names[3] = {"LL", "LL128", "Simple"};
-      for (int p = 0; p < 3; ++p) {
-        if (auto v = f.optional(names[p])) {
-          std::string field = std::string("nccl.bandwidth_fraction.") + names[p];
-          double x = read_number(ctx, *v, field);
-          if (!(x > 0 && x <= 1)) fail(ctx, v->Mark(), field, "must be in (0, 1] (a fraction of Simple's bandwidth)");
-          t.nccl.bw_fraction[p] = x;
-        }
-      }
-    }
-    if (auto bw = nccl.optional("bus_bandwidth")) read_nccl_bandwidths(nccl, *bw, t.nccl.bus_bw_Bps);
-    t.nccl.present = true;
-  }
+  if (auto nccl_node = top.optional("nccl")) read_nccl_section(ctx, *nccl_node, t.nccl);
   if (auto v = top.optional("call_overhead")) t.call_overhead_s = read_time(ctx, *v, "call_overhead");
   read_curve(ctx, top, "working_set_scale", "working_set", t.working_set_scale, &WorkingSetScale::working_set);
   read_curve(ctx, top, "node_working_set_scale", "working_set", t.node_working_set_scale,

@@ -1,7 +1,8 @@
 #pragma once
 // A cluster described by a topology file (configs/topologies/*.yaml): nodes of identical GPUs (or
 // host ranks), the fabric inside a node, the network between nodes, and optional NCCL protocol
-// constants. Plain data; load_topology() validates everything and reports file, line and field.
+// constants and what NCCL's own tuning model reads (NcclMachine). Plain data; load_topology()
+// validates everything and reports file, line and field.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -103,7 +104,7 @@ struct Tier {
 };
 
 struct Network {
-  std::string kind;          // "infiniband", "roce", "ethernet", "tcp", "none"
+  std::string kind;          // "infiniband", "roce", "efa", "slingshot", "tcpxo", "ethernet", "tcp", "none"
   std::string fabric_shape;  // "fat-tree", "rail-optimized", "single-switch", ...
   int nics_per_node = 0;     // NICs of a node, shared by its ranks
   BytesPerSecond nic_bw_Bps = 0;  // usable bandwidth of one NIC per direction, B/s
@@ -116,9 +117,42 @@ struct Network {
   BytesPerSecond node_bw_Bps() const { return nics_per_node * nic_bw_Bps / oversubscription; }
 };
 
+// One graph as NCCL_DEBUG_SUBSYS=GRAPH prints it ("Pattern 4, crossNic 0, nChannels 12, bw
+// 30.000000/30.000000, ..."): stated in the topology (nccl.graphs), it replaces the graph that NCCL's
+// model would derive for that algorithm.
+struct NcclGraphOverride {
+  int channels = 0;                 // nChannels; 0 = not given (the model derives the graph)
+  BytesPerSecond bw_intra_Bps = 0;  // per channel inside a node (NCCL prints GB/s, 1e9 B/s)
+  BytesPerSecond bw_inter_Bps = 0;  // per channel across nodes
+  bool given() const { return channels > 0; }
+};
+
+// What NCCL's own tuning model (src/model/nccl, see from_topology.h) reads about the cluster beyond
+// the tiers: the machine fields of the `nccl:` section. Every field is optional; the defaults
+// (stated per field, applied by nccl_system()) describe a uniform node from gpus_per_node,
+// intra_node.fabric, device.name and the network.
+struct NcclMachine {
+  std::string version;                // NCCL release ("2.21.5", "2.28"); "" = the newest ported
+  int compute_capability = 0;         // x10 (9.0 -> 90, 10.3 -> 103); 0 = from device.name (else 9.0)
+  int nvlinks_per_gpu = -1;           // -1 = by fabric and architecture (18 Hopper/Blackwell, 12 A100, 0 PCIe)
+  BytesPerSecond nvlink_bw_Bps = 0;   // per link; 0 = NCCL's value for the architecture (topo.h)
+  std::optional<bool> nvls;           // NVLink SHARP multicast; unset = yes on nvswitch with 9.0 or newer
+  int nvlink_domain_gpus = 0;         // GPUs of one NVLink domain (multi-node NVLink); 0 = gpus_per_node
+  bool collnet = false;               // SHARP (NCCL_COLLNET_ENABLE=1 with a CollNet plugin)
+  int collnet_heads = 0;              // CollNet heads per node; 0 = network.nics_per_node
+  std::string cpu_arch = "x86";       // x86, arm, power
+  std::string cpu_vendor = "intel";   // intel, amd, zhaoxin, other
+  int pcie_gen = 0;                   // GPU <-> NIC link; 0 = by architecture (5 Hopper+, 4 Ampere/Ada, else 3)
+  int pcie_width = 16;
+  BytesPerSecond nic_speed_Bps = 0;   // per NIC as the net plugin reports it; 0 = network.nic_bandwidth
+  Seconds net_latency_s = 0;          // NCCL's latencyInter: the NET node's latency in the topology XML
+  NcclGraphOverride ring, tree, nvls_graph;  // nccl.graphs.{ring,tree,nvls}
+  std::string algo, proto;            // NCCL_ALGO / NCCL_PROTO as the cluster sets them ("" = unset)
+};
+
 // NCCL's protocol constants (src/graph/tuning.cc), indexed [algorithm ring=0/tree=1][protocol LL=0/LL128=1/Simple=2].
 struct NcclConstants {
-  bool present = false;
+  bool present = false;  // the latency tables were given (the closed forms need them)
   double base_latency_s[2][3] = {};     // per call
   double intra_hop_latency_s[2][3] = {};  // per hop inside the node (NVLink or PCIe values)
   double inter_hop_latency_s[2][3] = {};  // per hop across the network
@@ -127,6 +161,7 @@ struct NcclConstants {
   // `nccl.bus_bandwidth`, fitted by `commsim calibrate` from forced runs), B/s; 0: the intra-node
   // bandwidth x bw_fraction. Across nodes the node's network bandwidth x bw_fraction still caps it.
   BytesPerSecond bus_bw_Bps[2][3] = {};
+  NcclMachine machine;  // what NCCL's tuning model reads (all optional)
 };
 
 // One storage tier (the optional `storage:` list): where a job's data and checkpoints go. Rates are
