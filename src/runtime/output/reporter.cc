@@ -4,7 +4,13 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/error.h"
 #include "runtime/h5/results_file.h"
@@ -19,8 +25,6 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
-std::string cell(double v) { return std::isfinite(v) ? number(v) : std::string(); }
-
 }  // namespace
 
 std::string_view to_string(OutputFormat f) {
@@ -32,41 +36,49 @@ std::string_view to_string(OutputFormat f) {
   return "?";
 }
 
+namespace {
+
+constexpr bool is_number(ColumnKind k) {
+  return k == ColumnKind::I32 || k == ColumnKind::I64 || k == ColumnKind::U64 || k == ColumnKind::F64;
+}
+
+// A column's value as text, before CSV quoting or JSON escaping; nullopt for a missing value:
+// NaN, a Negative column below 0, and (in CSV only: JSON keeps counts of 0) a NonPositive column
+// at or below 0.
+template <ColumnKind K, class V>
+std::optional<std::string> text_of(const V& v, Missing missing, bool json) {
+  if constexpr (K == ColumnKind::Collective || K == ColumnKind::Algorithm || K == ColumnKind::Protocol) {
+    return std::string(to_string(v));
+  } else if constexpr (!is_number(K)) {
+    return v;
+  } else if constexpr (K == ColumnKind::F64) {
+    if (!std::isfinite(v)) return std::nullopt;
+    return number(v);
+  } else {
+    if ((missing == Missing::Negative && v < 0) || (!json && missing == Missing::NonPositive && v <= 0))
+      return std::nullopt;
+    return std::to_string(v);
+  }
+}
+
+template <ColumnKind K, class V>
+std::string json_value(const V& v, Missing missing) {
+  std::optional<std::string> text = text_of<K>(v, missing, true);
+  if (!text) return "null";
+  return is_number(K) ? *text : json_string(*text);
+}
+
+}  // namespace
+
 std::vector<std::string> csv_cells(const Point& p) {
-  return {
-      std::string(to_string(p.collective)),
-      std::string(to_string(p.algorithm)),
-      p.backend,
-      std::string(to_string(p.protocol)),
-      p.dtype,
-      std::to_string(p.nodes),
-      std::to_string(p.ranks),
-      std::to_string(p.bytes),
-      cell(p.predicted_us),
-      cell(p.predicted_busbw_gbps),
-      cell(p.measured_median_us),
-      cell(p.measured_p95_us),
-      cell(p.algbw_gbps),
-      cell(p.busbw_gbps),
-      cell(p.rel_error),
-      p.wrong < 0 ? std::string() : std::to_string(p.wrong),
-      p.status,
-      // extras
-      p.transport,
-      p.redop,
-      std::to_string(p.count),
-      std::to_string(p.root),
-      std::to_string(p.pipeline_chunk_bytes),
-      p.iters > 0 ? std::to_string(p.iters) : std::string(),
-      cell(p.measured_min_us),
-      cell(p.measured_mean_us),
-      cell(p.measured_max_us),
-      p.predicted_winner,
-      p.note,
-      p.nccl_algo,
-      p.nccl_proto,
-      p.nccl_channels > 0 ? std::to_string(p.nccl_channels) : std::string(),
-  };
+  std::vector<std::string> cells(kCsvColumnCount);
+#define COMMSIM_CSV_CELL(name, kind, length, initial, csv, json, missing, unit, since) \
+  if constexpr (csv >= 0) cells[csv] = text_of<ColumnKind::kind>(p.name, Missing::missing, false).value_or("");
+#define COMMSIM_CSV_FILE_CELL(name, kind)
+  COMMSIM_POINT_COLUMNS(COMMSIM_CSV_CELL, COMMSIM_CSV_FILE_CELL)
+#undef COMMSIM_CSV_CELL
+#undef COMMSIM_CSV_FILE_CELL
+  return cells;
 }
 
 std::string csv_quote(std::string_view field) {
@@ -81,26 +93,8 @@ std::string csv_quote(std::string_view field) {
 }
 
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (ch < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-          out += buf;
-        } else {
-          out += static_cast<char>(ch);
-        }
-    }
-  }
-  out += '"';
-  return out;
+  // Invalid UTF-8 (a garbled error message) becomes U+FFFD, so the document stays valid JSON.
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string json_number(double v) { return std::isfinite(v) ? number(v) : std::string("null"); }
@@ -139,38 +133,18 @@ class JsonObject {
 }  // namespace
 
 std::string point_json(const Point& p, bool with_samples) {
+  // Each column's value at its JSON position; numbers keep to_chars' shortest form (nlohmann's
+  // would print 100 as 100.0), strings are escaped by nlohmann.
+  std::vector<std::string> values(kJsonColumnCount);
+  constexpr auto keys = columns_in_order<kJsonColumnCount>(&ColumnInfo::json);
+#define COMMSIM_JSON_VALUE(name, kind, length, initial, csv, json, missing, unit, since) \
+  if constexpr (json >= 0) values[json] = json_value<ColumnKind::kind>(p.name, Missing::missing);
+#define COMMSIM_JSON_FILE_VALUE(name, kind)
+  COMMSIM_POINT_COLUMNS(COMMSIM_JSON_VALUE, COMMSIM_JSON_FILE_VALUE)
+#undef COMMSIM_JSON_VALUE
+#undef COMMSIM_JSON_FILE_VALUE
   JsonObject o;
-  o.str("collective", to_string(p.collective))
-      .str("algorithm", to_string(p.algorithm))
-      .str("backend", p.backend)
-      .str("transport", p.transport)
-      .str("protocol", to_string(p.protocol))
-      .str("dtype", p.dtype)
-      .str("redop", p.redop)
-      .integer("nodes", p.nodes)
-      .integer("ranks", p.ranks)
-      .integer("bytes", static_cast<long long>(p.bytes))
-      .integer("count", static_cast<long long>(p.count))
-      .integer("root", p.root)
-      .integer("pipeline_chunk_bytes", static_cast<long long>(p.pipeline_chunk_bytes))
-      .num("predicted_us", p.predicted_us)
-      .num("predicted_busbw_gbps", p.predicted_busbw_gbps)
-      .str("predicted_winner", p.predicted_winner)
-      .integer("iters", p.iters)
-      .num("measured_min_us", p.measured_min_us)
-      .num("measured_median_us", p.measured_median_us)
-      .num("measured_mean_us", p.measured_mean_us)
-      .num("measured_p95_us", p.measured_p95_us)
-      .num("measured_max_us", p.measured_max_us)
-      .num("algbw_gbps", p.algbw_gbps)
-      .num("busbw_gbps", p.busbw_gbps)
-      .num("rel_error", p.rel_error)
-      .raw("wrong", p.wrong < 0 ? std::string("null") : std::to_string(p.wrong))
-      .str("status", p.status)
-      .str("note", p.note)
-      .str("nccl_algo", p.nccl_algo)
-      .str("nccl_proto", p.nccl_proto)
-      .integer("nccl_channels", p.nccl_channels);
+  for (std::size_t i = 0; i < values.size(); ++i) o.raw(keys[i], values[i]);
   if (with_samples) {
     std::string a = "[";
     for (std::size_t i = 0; i < p.samples_us.size(); ++i) {
@@ -218,13 +192,7 @@ std::string context_json(const RunContext& c) {
 // ---- CSV
 
 CsvReporter::CsvReporter(std::ostream& out) : out_(out) {
-  bool first = true;
-  for (auto c : kCsvColumns) {
-    out_ << (first ? "" : ",") << c;
-    first = false;
-  }
-  for (auto c : kCsvExtraColumns) out_ << ',' << c;
-  out_ << '\n';
+  out_ << fmt::format("{}\n", fmt::join(columns_in_order<kCsvColumnCount>(&ColumnInfo::csv), ","));
   out_.flush();
 }
 
