@@ -44,15 +44,15 @@ TEST(PredictRow, RecordsTheChunkOfPipelinedSchedulesOnly) {
   const Topology t = one_node(10e9);
   const Placement pl = Placement::uniform(1, 8);
   Point ring = broadcast_point(Algorithm::Ring, 8 << 20, 8);
-  predict_row(ring, t, pl, 0, MpiLibrary{}, nullptr, nullptr);
+  predict_row(ring, t, pl, 0, MpiLibrary{});
   const Bytes chosen = pipeline_chunk_bytes(t, {Collective::Broadcast, Algorithm::Ring, Protocol::None, 1, 8, 8 << 20});
   ASSERT_GT(chosen, 0u);
   EXPECT_EQ(ring.pipeline_chunk_bytes, chosen);
-  predict_row(ring, t, pl, 64 << 10, MpiLibrary{}, nullptr, nullptr);  // --pipeline-chunk
+  predict_row(ring, t, pl, 64 << 10, MpiLibrary{});  // --pipeline-chunk
   EXPECT_EQ(ring.pipeline_chunk_bytes, 64u << 10);
 
   Point binomial = broadcast_point(Algorithm::Binomial, 8 << 20, 8);
-  predict_row(binomial, t, pl, 64 << 10, MpiLibrary{}, nullptr, nullptr);
+  predict_row(binomial, t, pl, 64 << 10, MpiLibrary{});
   EXPECT_EQ(binomial.pipeline_chunk_bytes, 0u);
 }
 
