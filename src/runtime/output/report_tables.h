@@ -1,6 +1,6 @@
 #pragma once
 // The verdict on the model: from measured points with their predictions, the tables `commsim
-// report` prints (and analysis/report.py reproduces to the digit):
+// report` prints (and analysis/report.py reads from its JSON):
 //  - relative error per point, (predicted - measured median) / measured median;
 //  - median and geometric-mean |error| per (collective, algorithm, backend) x size band;
 //  - whether the model's winner was the measured winner, per (collective, backend, nodes, ranks,
