@@ -112,17 +112,6 @@ class JsonObject {
     out_ += value;
     return *this;
   }
-  JsonObject& str(std::string_view key, std::string_view v) { return raw(key, json_string(v)); }
-  JsonObject& num(std::string_view key, double v) { return raw(key, json_number(v)); }
-  JsonObject& integer(std::string_view key, long long v) { return raw(key, std::to_string(v)); }
-  JsonObject& strings(std::string_view key, const std::vector<std::string>& v) {
-    std::string a = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (i) a += ',';
-      a += json_string(v[i]);
-    }
-    return raw(key, a + "]");
-  }
   std::string done() { return first_ ? "{}" : out_ + "}"; }
 
  private:
@@ -157,36 +146,36 @@ std::string point_json(const Point& p, bool with_samples) {
 }
 
 std::string context_json(const RunContext& c) {
-  JsonObject slurm;
-  slurm.str("job_id", c.slurm.job_id)
-      .str("array_job_id", c.slurm.array_job_id)
-      .str("array_task_id", c.slurm.array_task_id)
-      .str("node_list", c.slurm.node_list)
-      .str("partition", c.slurm.partition)
-      .str("cluster", c.slurm.cluster);
-  JsonObject o;
-  o.str("command_line", c.command_line)
-      .str("commsim_version", c.commsim_version)
-      .str("started", c.started)
-      .strings("hostnames", c.hostnames)
-      .integer("ranks", c.ranks)
-      .integer("nodes", c.nodes)
-      .strings("cpus", c.cpus)
-      .str("cpu_binding", c.cpu_binding)
-      .str("backend", c.backend)
-      .str("transport", c.transport)
-      .str("mpi_version", c.mpi_version)
-      .str("nccl_version", c.nccl_version)
-      .str("cuda_version", c.cuda_version)
-      .str("ucx_version", c.ucx_version)
-      .strings("gpu_names", c.gpu_names)
-      .strings("environment", c.environment)
-      .raw("slurm", slurm.done())
-      .str("topology_name", c.topology_name)
-      .str("topology_path", c.topology_path)
-      .str("topology_text", c.topology_text);
-  if (c.index >= 0) o.integer("index", c.index).str("status", c.status).str("finished", c.finished);
-  return o.done();
+  // No floating-point fields: nlohmann's compact dump is the whole encoding.
+  nlohmann::ordered_json slurm = {{"job_id", c.slurm.job_id},           {"array_job_id", c.slurm.array_job_id},
+                                  {"array_task_id", c.slurm.array_task_id}, {"node_list", c.slurm.node_list},
+                                  {"partition", c.slurm.partition},     {"cluster", c.slurm.cluster}};
+  nlohmann::ordered_json o = {{"command_line", c.command_line},
+                              {"commsim_version", c.commsim_version},
+                              {"started", c.started},
+                              {"hostnames", c.hostnames},
+                              {"ranks", c.ranks},
+                              {"nodes", c.nodes},
+                              {"cpus", c.cpus},
+                              {"cpu_binding", c.cpu_binding},
+                              {"backend", c.backend},
+                              {"transport", c.transport},
+                              {"mpi_version", c.mpi_version},
+                              {"nccl_version", c.nccl_version},
+                              {"cuda_version", c.cuda_version},
+                              {"ucx_version", c.ucx_version},
+                              {"gpu_names", c.gpu_names},
+                              {"environment", c.environment},
+                              {"slurm", slurm},
+                              {"topology_name", c.topology_name},
+                              {"topology_path", c.topology_path},
+                              {"topology_text", c.topology_text}};
+  if (c.index >= 0) {
+    o["index"] = c.index;
+    o["status"] = c.status;
+    o["finished"] = c.finished;
+  }
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // ---- CSV
@@ -239,11 +228,8 @@ void JsonReporter::finalize() {
   if (finalized_) return;
   open();
   out_ << "\n]";
-  if (!notes_.empty()) {
-    out_ << ",\"notes\":[";
-    for (std::size_t i = 0; i < notes_.size(); ++i) out_ << (i ? "," : "") << json_string(notes_[i]);
-    out_ << "]";
-  }
+  if (!notes_.empty())
+    out_ << ",\"notes\":" << nlohmann::json(notes_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out_ << "}\n";
   out_.flush();
   finalized_ = true;
