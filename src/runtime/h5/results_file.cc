@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "model/error.h"
 #include "runtime/h5/hdf5.h"
 
@@ -107,9 +109,7 @@ constexpr hsize_t kPointsChunkRows = 256;    // ~70 KiB per chunk
 constexpr hsize_t kSamplesChunkRows = 4096;  // 32 KiB per chunk
 
 std::string run_group_name(int index) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04d", index);
-  return buf;
+  return fmt::format("{:04d}", index);
 }
 
 void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {

@@ -8,6 +8,8 @@
 #include <set>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "model/collective.h"
 #include "runtime/output/reporter.h"
 #include "runtime/sweep/stats.h"
@@ -15,12 +17,7 @@
 namespace commsim {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-std::string pct(double v) { return std::isfinite(v) ? fmt("%.1f%%", 100.0 * v) : "-"; }
+std::string pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", 100.0 * v) : "-"; }
 
 std::string size_list(const std::vector<double>& sizes) {
   if (sizes.empty()) return "none";
@@ -54,10 +51,8 @@ std::string point_label(const Point& p) {
 }
 
 void stats_line(std::ostream& out, const char* label, const ErrorStats& s) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "  %-22s %6zu points   median |err| %8s   geomean |err| %8s   max |err| %8s\n", label,
-                s.n, pct(s.median_abs).c_str(), pct(s.geomean_abs).c_str(), pct(s.max_abs).c_str());
-  out << buf;
+  out << fmt::format("  {:<22} {:>6} points   median |err| {:>8}   geomean |err| {:>8}   max |err| {:>8}\n", label, s.n,
+                     pct(s.median_abs), pct(s.geomean_abs), pct(s.max_abs));
 }
 
 }  // namespace
@@ -70,14 +65,13 @@ std::string nccl_ran(const NcclChoiceCase& c) {
   return c.nccl_pick + (c.nccl_channels > 0 ? ", " + std::to_string(c.nccl_channels) + " ch" : "");
 }
 std::string us_text(double us) {
-  return std::isfinite(us) ? fmt("%.2f", us) : "-";
+  return std::isfinite(us) ? fmt::format("{:.2f}", us) : "-";
 }
 std::string signed_pct(double v) {
-  return std::isfinite(v) ? fmt("%+.1f%%", 100.0 * v) : "-";
+  return std::isfinite(v) ? fmt::format("{:+.1f}%", 100.0 * v) : "-";
 }
 
 void print_nccl_choices(std::ostream& out, const Report& r) {
-  char buf[400];
   std::size_t logged = 0, fastest_known = 0, nccl_fastest = 0, model_known = 0, model_agrees = 0;
   for (const NcclChoiceCase& c : r.nccl_choices) {
     if (c.nccl_pick.empty()) continue;
@@ -86,23 +80,18 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
     if (!c.model_pick.empty()) ++model_known, model_agrees += c.model_agrees ? 1 : 0;
   }
   out << "\n## NCCL's choice (what NCCL ran, from its TUNING log; NCCL's model's pick; the fastest forced variant)\n";
-  std::snprintf(buf, sizeof buf,
-                "  %zu cases, NCCL's choice logged in %zu: it was the fastest forced variant in %zu of %zu, NCCL's "
-                "model picked it in %zu of %zu\n",
-                r.nccl_choices.size(), logged, nccl_fastest, fastest_known, model_agrees, model_known);
-  out << buf;
-  std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-20s %-14s %-14s %10s %10s %8s\n", "collective", "backend",
-                "nodes", "ranks", "bytes", "NCCL ran", "model's pick", "fastest forced", "NCCL us", "fastest us",
-                "lost");
-  out << buf;
-  for (const NcclChoiceCase& c : r.nccl_choices) {
-    std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-20s %-14s %-14s %10s %10s %8s%s\n", c.collective.c_str(),
-                  c.backend.c_str(), c.nodes, c.ranks, format_bytes(c.bytes).c_str(), nccl_ran(c).c_str(),
-                  c.model_pick.empty() ? "-" : c.model_pick.c_str(), c.fastest.empty() ? "-" : c.fastest.c_str(),
-                  us_text(c.nccl_us).c_str(), us_text(c.fastest_us).c_str(), signed_pct(c.lost).c_str(),
-                  c.slower ? "  <- NCCL slower" : "");
-    out << buf;
-  }
+  out << fmt::format(
+      "  {} cases, NCCL's choice logged in {}: it was the fastest forced variant in {} of {}, NCCL's model picked it "
+      "in {} of {}\n",
+      r.nccl_choices.size(), logged, nccl_fastest, fastest_known, model_agrees, model_known);
+  constexpr const char* kRow = "{:<14} {:<6} {:>5} {:>5} {:>10} {:<20} {:<14} {:<14} {:>10} {:>10} {:>8}{}\n";
+  out << fmt::format(kRow, "collective", "backend", "nodes", "ranks", "bytes", "NCCL ran", "model's pick",
+                     "fastest forced", "NCCL us", "fastest us", "lost", "");
+  for (const NcclChoiceCase& c : r.nccl_choices)
+    out << fmt::format(kRow, c.collective, c.backend, c.nodes, c.ranks, format_bytes(c.bytes), nccl_ran(c),
+                       c.model_pick.empty() ? "-" : c.model_pick, c.fastest.empty() ? "-" : c.fastest,
+                       us_text(c.nccl_us), us_text(c.fastest_us), signed_pct(c.lost),
+                       c.slower ? "  <- NCCL slower" : "");
   if (r.nccl_slower == 0) {
     out << "  NCCL's own choice measured no slower than every variant it could have been forced to (beyond the "
            "noise)\n";
@@ -112,7 +101,7 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
       << r.nccl_choices.size() << " cases:\n";
   for (const NcclChoiceCase& c : r.nccl_choices) {
     if (!c.slower) continue;
-    const std::string p = c.lost_p < 1 ? ", Mann-Whitney p " + fmt("%.2g", c.lost_p) : std::string();
+    const std::string p = c.lost_p < 1 ? ", Mann-Whitney p " + fmt::format("{:.2g}", c.lost_p) : std::string();
     out << "    " << c.collective << " " << c.backend << " nodes=" << c.nodes << " ranks=" << c.ranks << " "
         << format_bytes(c.bytes) << ": NCCL ran " << (c.nccl_pick.empty() ? "an unlogged variant" : c.nccl_pick)
         << " in " << us_text(c.nccl_us) << " us; forcing " << c.fastest << " measured " << us_text(c.fastest_us)
@@ -158,7 +147,6 @@ void print_verdict(std::ostream& out, const Report& r) {
 }
 
 void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
-  char buf[400];
   out << "# commsim report: " << r.points << " points read, " << r.measured << " measured, " << r.compared
       << " with a prediction to compare\n";
   for (const auto& f : r.files) out << "#   " << f << "\n";
@@ -190,57 +178,45 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
 
   if (with_points) {
     out << "\n## Relative error per point\n";
-    std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %5s %5s %12s %12s %12s %9s\n", "collective", "algorithm", "backend",
-                  "nodes", "ranks", "bytes", "measured_us", "predicted_us", "error");
-    out << buf;
+    out << fmt::format("{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12} {:>12} {:>9}\n", "collective", "algorithm",
+                       "backend", "nodes", "ranks", "bytes", "measured_us", "predicted_us", "error");
     for (const Point& p : points) {
       if (!comparable(p)) continue;
-      std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %5d %5d %12llu %12.2f %12.2f %9s\n",
-                    std::string(to_string(p.collective)).c_str(), std::string(to_string(p.algorithm)).c_str(),
-                    p.backend.c_str(), p.nodes, p.ranks, static_cast<unsigned long long>(p.bytes), p.measured_median_us,
-                    p.predicted_us, pct(rel_error_of(p)).c_str());
-      out << buf;
+      out << fmt::format("{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12.2f} {:>12.2f} {:>9}\n", to_string(p.collective),
+                         to_string(p.algorithm), p.backend, p.nodes, p.ranks, p.bytes, p.measured_median_us,
+                         p.predicted_us, pct(rel_error_of(p)));
     }
   }
 
   out << "\n## Error per collective x algorithm x size band\n";
-  std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %-12s %6s %10s %10s %10s\n", "collective", "algorithm", "backend",
-                "band", "n", "median", "geomean", "max");
-  out << buf;
-  for (const auto& g : r.groups) {
-    std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %-12s %6zu %10s %10s %10s\n", g.collective.c_str(),
-                  g.algorithm.c_str(), g.backend.c_str(), std::string(to_string(g.band)).c_str(), g.stats.n,
-                  pct(g.stats.median_abs).c_str(), pct(g.stats.geomean_abs).c_str(), pct(g.stats.max_abs).c_str());
-    out << buf;
-  }
+  constexpr const char* kGroupRow = "{:<14} {:<19} {:<6} {:<12} {:>6} {:>10} {:>10} {:>10}\n";
+  out << fmt::format(kGroupRow, "collective", "algorithm", "backend", "band", "n", "median", "geomean", "max");
+  for (const auto& g : r.groups)
+    out << fmt::format(kGroupRow, g.collective, g.algorithm, g.backend, to_string(g.band), g.stats.n,
+                       pct(g.stats.median_abs), pct(g.stats.geomean_abs), pct(g.stats.max_abs));
 
   out << "\n## Winners (fastest hand-written algorithm: model vs measurement)\n";
   if (r.winners.empty()) {
     out << "  no point has two or more hand-written algorithms measured\n";
   } else {
-    std::snprintf(buf, sizeof buf, "  model picked the measured winner in %zu of %zu cases (%s); its pick measured within 5%% of the best in %zu\n",
-                  r.winner_agree, r.winners.size(), pct(r.winner_agreement).c_str(), r.winner_within_5pct);
-    out << buf;
+    out << fmt::format("  model picked the measured winner in {} of {} cases ({}); its pick measured within 5% of the "
+                       "best in {}\n",
+                       r.winner_agree, r.winners.size(), pct(r.winner_agreement), r.winner_within_5pct);
     // The samples' verdict (one-sided Mann-Whitney U tests): where the measurement itself names a
     // winner, and where the model's pick is slower than the winner beyond the noise.
     const double clear_share = r.winner_clear ? static_cast<double>(r.winner_clear_agree) / static_cast<double>(r.winner_clear) : 0.0;
-    std::snprintf(buf, sizeof buf,
-                  "  measured winner clear (faster than every other schedule, one-sided Mann-Whitney U test on the "
-                  "per-iteration samples, p < %g) in %zu cases: the model picked it in %zu (%s)\n"
-                  "  model's pick slower than the measured winner beyond the noise (p < %g) in %zu of %zu cases\n",
-                  kWinnerAlpha, r.winner_clear, r.winner_clear_agree, pct(clear_share).c_str(), kWinnerAlpha,
-                  r.winner_pick_slower, r.winners.size());
-    out << buf;
-    std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-28s %-19s %8s %8s\n", "collective", "backend", "nodes", "ranks",
-                  "bytes", "predicted", "measured", "loss", "winner p");
-    out << buf;
-    for (const auto& w : r.winners) {
-      std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-28s %-19s %8s %8.2g%s\n", w.collective.c_str(),
-                    w.backend.c_str(), w.nodes, w.ranks, format_bytes(w.bytes).c_str(), w.predicted_winner.c_str(),
-                    w.measured_winner.c_str(), pct(w.loss).c_str(), w.winner_p,
-                    w.agree ? "" : w.pick_slower ? "  <- differs" : "  <- differs (within the noise)");
-      out << buf;
-    }
+    out << fmt::format(
+        "  measured winner clear (faster than every other schedule, one-sided Mann-Whitney U test on the "
+        "per-iteration samples, p < {:g}) in {} cases: the model picked it in {} ({})\n"
+        "  model's pick slower than the measured winner beyond the noise (p < {:g}) in {} of {} cases\n",
+        kWinnerAlpha, r.winner_clear, r.winner_clear_agree, pct(clear_share), kWinnerAlpha, r.winner_pick_slower,
+        r.winners.size());
+    out << fmt::format("{:<14} {:<6} {:>5} {:>5} {:>10} {:<28} {:<19} {:>8} {:>8}\n", "collective", "backend", "nodes",
+                       "ranks", "bytes", "predicted", "measured", "loss", "winner p");
+    for (const auto& w : r.winners)
+      out << fmt::format("{:<14} {:<6} {:>5} {:>5} {:>10} {:<28} {:<19} {:>8} {:>8.2g}{}\n", w.collective, w.backend,
+                         w.nodes, w.ranks, format_bytes(w.bytes), w.predicted_winner, w.measured_winner, pct(w.loss),
+                         w.winner_p, w.agree ? "" : w.pick_slower ? "  <- differs" : "  <- differs (within the noise)");
   }
 
   out << "\n## Crossovers (sizes where the faster of two algorithms changes)\n";
@@ -260,9 +236,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   out << "\n## Worst outliers\n";
   if (r.outliers.empty()) out << "  none\n";
   for (const Point& p : r.outliers) {
-    std::snprintf(buf, sizeof buf, "  %-60s measured %12.2f us  predicted %12.2f us  error %9s\n", point_label(p).c_str(),
-                  p.measured_median_us, p.predicted_us, pct(rel_error_of(p)).c_str());
-    out << buf;
+    out << fmt::format("  {:<60} measured {:>12.2f} us  predicted {:>12.2f} us  error {:>9}\n", point_label(p),
+                       p.measured_median_us, p.predicted_us, pct(rel_error_of(p)));
   }
 
   out << "\n## Failed or missing points\n";

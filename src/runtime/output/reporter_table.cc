@@ -4,31 +4,21 @@
 #include <cstdio>
 #include <ostream>
 
+#include <fmt/format.h>
+
 #include "runtime/output/reporter.h"
 
 namespace commsim {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // A right-aligned number, or "N/A" (as nccl-tests prints) when there is none.
 std::string num(double v, int width, int precision) {
-  char buf[64];
-  if (!std::isfinite(v))
-    std::snprintf(buf, sizeof buf, "%*s", width, "N/A");
-  else
-    std::snprintf(buf, sizeof buf, "%*.*f", width, precision, v);
-  return buf;
+  if (!std::isfinite(v)) return fmt::format("{:>{}}", "N/A", width);
+  return fmt::format("{:>{}.{}f}", v, width, precision);
 }
 
 std::string text(std::string_view s, int width) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%*.*s", width, static_cast<int>(s.size()), s.data());
-  return buf;
+  return fmt::format("{:>{}}", s, width);
 }
 
 }  // namespace
@@ -104,7 +94,7 @@ void TableReporter::point(const Point& p) {
   } else {
     line += num(p.measured_median_us, 11, 2) + num(p.algbw_gbps, 9, 2) + num(p.busbw_gbps, 9, 2) +
             text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) + num(p.predicted_us, 11, 2) +
-            (std::isfinite(p.rel_error) ? text(fmt("%+.1f", p.rel_error * 100.0), 9) : text("N/A", 9)) + "  " +
+            (std::isfinite(p.rel_error) ? text(fmt::format("{:+.1f}", p.rel_error * 100.0), 9) : text("N/A", 9)) + "  " +
             (p.predicted_winner.empty() ? "-" : p.predicted_winner) + "  " + p.status;
     if (!p.note.empty() && p.status != "ok") line += " (" + p.note + ")";
   }
