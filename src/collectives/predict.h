@@ -15,7 +15,7 @@ namespace commsim {
 struct PricedSchedule {
   ScheduleRequest request;  // what was built (its chunk and channels resolved)
   Schedule schedule;
-  Seconds time_s = 0;       // price_schedule's time on the topology it was priced on
+  Seconds time_s = 0;  // price_schedule's time on the topology it was priced on
 };
 
 // Builds the schedule of hand-written algorithm `a` for collective `c`: `count` elements of

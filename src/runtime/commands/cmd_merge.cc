@@ -26,20 +26,18 @@ int cmd_merge(int argc, char** argv) {
   std::vector<std::string> files;
   std::string out, on_duplicate_text = "keep-all";
   bool force = false;
-  cli.options().add_options()
-      ("inputs", po::value(&files)->value_name("FILE.h5"), "input results files (positional)")
-      ("out,o", po::value(&out)->value_name("FILE.h5"), "the merged file to write (required)")
-      ("force", po::bool_switch(&force), "overwrite --out when it exists")
-      ("on-duplicate", po::value(&on_duplicate_text)->default_value(on_duplicate_text)->value_name("WHAT"),
-       "a point measured in more than one run: keep-all (every row, each tied to its run; a warning counts "
-       "them), keep-last (only the row of the run that started last), error (refuse to merge)");
+  cli.options().add_options()("inputs", po::value(&files)->value_name("FILE.h5"), "input results files (positional)")(
+      "out,o", po::value(&out)->value_name("FILE.h5"), "the merged file to write (required)")(
+      "force", po::bool_switch(&force), "overwrite --out when it exists")(
+      "on-duplicate", po::value(&on_duplicate_text)->default_value(on_duplicate_text)->value_name("WHAT"),
+      "a point measured in more than one run: keep-all (every row, each tied to its run; a warning counts "
+      "them), keep-last (only the row of the run that started last), error (refuse to merge)");
   cli.positional("inputs", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
   if (out.empty()) throw Error("--out FILE.h5 is required (see commsim merge --help)");
   if (files.empty()) throw Error("no input files; usage: commsim merge A.h5 B.h5 ... --out all.h5");
   const OnDuplicate on_duplicate = parse_on_duplicate(on_duplicate_text);
-  const MergeSummary s =
-      merge_results(files, out, force, on_duplicate, "commsim " + join_command_line(argc, argv));
+  const MergeSummary s = merge_results(files, out, force, on_duplicate, "commsim " + join_command_line(argc, argv));
   const std::vector<MergeInput>& inputs = s.inputs;
   const std::size_t read_ok = s.read, runs_written = s.runs_written, points_written = s.points_written;
   const std::size_t duplicated_points = s.duplicated_points, extra_rows = s.extra_rows;
@@ -50,11 +48,12 @@ int cmd_merge(int argc, char** argv) {
   for (const std::string& line : run_lines) std::printf("%s\n", line.c_str());
   for (const MergeInput& in : inputs)
     if (in.contents && in.path != in.given)
-      std::printf("note: %s is missing; read %s, left by a run that did not finish\n", in.given.c_str(), in.path.c_str());
+      std::printf("note: %s is missing; read %s, left by a run that did not finish\n", in.given.c_str(),
+                  in.path.c_str());
   std::fflush(stdout);
   if (duplicated_points > 0) {
-    const std::string what = count_of(duplicated_points, "point") + (duplicated_points == 1 ? " was" : " were") +
-                             " measured more than once";
+    const std::string what =
+        count_of(duplicated_points, "point") + (duplicated_points == 1 ? " was" : " were") + " measured more than once";
     if (on_duplicate == OnDuplicate::KeepAll)
       std::fprintf(stderr,
                    "commsim merge: warning: %s (%s); all rows kept, each tied to its run (--on-duplicate keep-last "

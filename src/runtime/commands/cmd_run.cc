@@ -18,10 +18,10 @@
 #include "model/topology/topology.h"
 #include "model/units.h"
 #include "runtime/commands/cli.h"
+#include "runtime/job/watchdog.h"
 #include "runtime/output/run_context.h"
 #include "runtime/sweep/backend.h"
 #include "runtime/sweep/run_job.h"
-#include "runtime/job/watchdog.h"
 #endif
 
 namespace commsim {
@@ -151,7 +151,6 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "for testing only: RANK flips one element of its output before the --check count");
   add("inject-hang", po::value(&o.inject_hang)->value_name("RANK"),
       "for testing only: RANK never arrives at the second point, so the --timeout watchdog ends the job");
-
 }
 
 // The options checked and turned into the job (the same on every rank). Throws Error naming the
@@ -189,7 +188,8 @@ RunJob resolve(RunOptions o, int nranks) {
     throw Error("--protocols: protocols are forced on the NCCL baselines only (--backend cuda)");
   const OutputOptions& out = o.output;
   if (!out.resume.empty() && !out.out.empty() && out.out != out.resume)
-    throw Error("--out " + out.out + " and --resume " + out.resume + " name different files; --resume appends to its file");
+    throw Error("--out " + out.out + " and --resume " + out.resume +
+                " name different files; --resume appends to its file");
   if (!out.resume.empty() && out.force) throw Error("--force and --resume contradict each other");
   job.out = out.resume.empty() ? out.out : out.resume;
   job.resume = !out.resume.empty();

@@ -18,7 +18,9 @@ OnDuplicate parse_on_duplicate(const std::string& text) {
 }
 
 // "1 point", "3 points".
-std::string count_of(std::size_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+std::string count_of(std::size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
 
 namespace {
 
@@ -84,7 +86,8 @@ std::string describe_run(const MergeInput& in, const RunContext& ctx, std::size_
                   (ctx.status.empty() ? "status unknown" : ctx.status);
   if (!ctx.slurm.job_id.empty()) {
     s += ", job " + ctx.slurm.job_id;
-    if (!ctx.slurm.array_task_id.empty()) s += " (array " + ctx.slurm.array_job_id + "_" + ctx.slurm.array_task_id + ")";
+    if (!ctx.slurm.array_task_id.empty())
+      s += " (array " + ctx.slurm.array_job_id + "_" + ctx.slurm.array_task_id + ")";
     if (!ctx.slurm.node_list.empty()) s += " on " + ctx.slurm.node_list;
     if (!ctx.slurm.partition.empty()) s += " (partition " + ctx.slurm.partition + ")";
   }
@@ -92,7 +95,6 @@ std::string describe_run(const MergeInput& in, const RunContext& ctx, std::size_
        (ctx.ranks == 1 ? " rank" : " ranks");
   return s;
 }
-
 
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
@@ -115,7 +117,6 @@ void load_inputs(const std::vector<std::string>& files, MergeSummary& s) {
                 (readable.empty() ? "" : "\nthe others are:" + readable) +
                 "\nmerge each group of one schema version with the commsim that wrote it; nothing was written");
   }
-
 }
 
 // Which rows go into the merged file, per input and point: all of them, or (keep-last) only the
@@ -127,7 +128,8 @@ std::vector<std::vector<bool>> choose_rows(MergeSummary& s, OnDuplicate on_dupli
   for (std::size_t i = 0; i < s.inputs.size(); ++i) {
     if (!s.inputs[i].contents) continue;
     const ResultsContents& c = *s.inputs[i].contents;
-    for (std::size_t p = 0; p < c.points.size(); ++p) rows_of_key[key_of(c.points[p])].push_back({i, c.run_of_point[p], p});
+    for (std::size_t p = 0; p < c.points.size(); ++p)
+      rows_of_key[key_of(c.points[p])].push_back({i, c.run_of_point[p], p});
   }
   std::size_t& duplicated_points = s.duplicated_points;
   std::size_t& extra_rows = s.extra_rows;
@@ -156,8 +158,8 @@ std::vector<std::vector<bool>> choose_rows(MergeSummary& s, OnDuplicate on_dupli
         for (std::size_t r = 0; r < refs.size(); ++r) list += (r ? ", " : "") + where(s.inputs, refs[r]);
       }
       throw Error(count_of(duplicated_points, "point") + (duplicated_points == 1 ? " was" : " were") +
-                  " measured more than once (--on-duplicate error):" +
-                  list + "\npass --on-duplicate keep-all or keep-last to merge anyway; nothing was written");
+                  " measured more than once (--on-duplicate error):" + list +
+                  "\npass --on-duplicate keep-all or keep-last to merge anyway; nothing was written");
     }
     if (on_duplicate == OnDuplicate::KeepLast) {
       auto order = [&](const RowRef& r) {

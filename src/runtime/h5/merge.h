@@ -36,7 +36,7 @@ struct MergeInput {
 
 struct MergeSummary {
   std::vector<MergeInput> inputs;
-  std::size_t read = 0;            // inputs read
+  std::size_t read = 0;  // inputs read
   std::size_t runs_written = 0;
   std::size_t points_written = 0;
   // One line per run written: "A.h5 run 0: 42 points, complete, job 6 on node[1-2] ..., 2 nodes, 4 ranks".

@@ -91,15 +91,40 @@ enum class Missing {
 // clang-format on
 
 // The C++ type of a column's value in `Point` (and, for numbers, in the HDF5 row).
-template <ColumnKind K> struct ColumnValue { using type = std::string; };
-template <> struct ColumnValue<ColumnKind::Collective> { using type = Collective; };
-template <> struct ColumnValue<ColumnKind::Algorithm> { using type = Algorithm; };
-template <> struct ColumnValue<ColumnKind::Protocol> { using type = Protocol; };
-template <> struct ColumnValue<ColumnKind::I32> { using type = std::int32_t; };
-template <> struct ColumnValue<ColumnKind::I64> { using type = std::int64_t; };
-template <> struct ColumnValue<ColumnKind::U64> { using type = std::uint64_t; };
-template <> struct ColumnValue<ColumnKind::F64> { using type = double; };
-template <ColumnKind K> using ColumnValueT = typename ColumnValue<K>::type;
+template <ColumnKind K>
+struct ColumnValue {
+  using type = std::string;
+};
+template <>
+struct ColumnValue<ColumnKind::Collective> {
+  using type = Collective;
+};
+template <>
+struct ColumnValue<ColumnKind::Algorithm> {
+  using type = Algorithm;
+};
+template <>
+struct ColumnValue<ColumnKind::Protocol> {
+  using type = Protocol;
+};
+template <>
+struct ColumnValue<ColumnKind::I32> {
+  using type = std::int32_t;
+};
+template <>
+struct ColumnValue<ColumnKind::I64> {
+  using type = std::int64_t;
+};
+template <>
+struct ColumnValue<ColumnKind::U64> {
+  using type = std::uint64_t;
+};
+template <>
+struct ColumnValue<ColumnKind::F64> {
+  using type = double;
+};
+template <ColumnKind K>
+using ColumnValueT = typename ColumnValue<K>::type;
 
 // One column, as data: what the reporters' headers, the schema doc's test and the file readers use.
 struct ColumnInfo {
@@ -111,7 +136,7 @@ struct ColumnInfo {
   Missing missing;
   std::string_view unit;
   int since;
-  bool in_point;       // false for the columns only the file has (run, samples_offset, samples_count)
+  bool in_point;  // false for the columns only the file has (run, samples_offset, samples_count)
 };
 
 // clang-format off

@@ -1,14 +1,14 @@
 #include "runtime/h5/results_file.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "model/error.h"
 #include "runtime/h5/hdf5.h"
@@ -25,11 +25,26 @@ template <ColumnKind K, std::size_t Length>
 struct RowField {
   using type = char[Length];  // a fixed-length name
 };
-template <> struct RowField<ColumnKind::Note, 0> { using type = char*; };
-template <> struct RowField<ColumnKind::I32, 0> { using type = std::int32_t; };
-template <> struct RowField<ColumnKind::I64, 0> { using type = std::int64_t; };
-template <> struct RowField<ColumnKind::U64, 0> { using type = std::uint64_t; };
-template <> struct RowField<ColumnKind::F64, 0> { using type = double; };
+template <>
+struct RowField<ColumnKind::Note, 0> {
+  using type = char*;
+};
+template <>
+struct RowField<ColumnKind::I32, 0> {
+  using type = std::int32_t;
+};
+template <>
+struct RowField<ColumnKind::I64, 0> {
+  using type = std::int64_t;
+};
+template <>
+struct RowField<ColumnKind::U64, 0> {
+  using type = std::uint64_t;
+};
+template <>
+struct RowField<ColumnKind::F64, 0> {
+  using type = double;
+};
 
 struct Row {
 #define COMMSIM_ROW_MEMBER(name, kind, length, initial, csv, json, missing, unit, since) \
@@ -213,11 +228,14 @@ auto parse_name(const char (&src)[N], Parse parse, const char* name, const std::
 template <ColumnKind K, class Field, class Value>
 void load(Value& v, const Field& src, const char* name, const std::string& path) {
   if constexpr (K == ColumnKind::Collective)
-    v = parse_name(src, [](const std::string& s) { return parse_collective(s); }, name, path);
+    v = parse_name(
+        src, [](const std::string& s) { return parse_collective(s); }, name, path);
   else if constexpr (K == ColumnKind::Algorithm)
-    v = parse_name(src, [](const std::string& s) { return parse_algorithm(s); }, name, path);
+    v = parse_name(
+        src, [](const std::string& s) { return parse_algorithm(s); }, name, path);
   else if constexpr (K == ColumnKind::Protocol)
-    v = parse_name(src, [](const std::string& s) { return parse_protocol(s); }, name, path);
+    v = parse_name(
+        src, [](const std::string& s) { return parse_protocol(s); }, name, path);
   else if constexpr (K == ColumnKind::Text || K == ColumnKind::CutText)
     v = get(src);
   else if constexpr (K == ColumnKind::Note)
@@ -282,11 +300,12 @@ void check_schema(hid_t file, const std::string& path) {
     throw Error(path + " is not a commsim results file (it has no schema_version attribute)");
   std::int64_t v = h5::get_int_attribute(file, "schema_version");
   if (v != kResultsSchemaVersion)
-    throw Error(path + " has results schema version " + std::to_string(v) + "; this commsim (" COMMSIM_VERSION
-                ") reads and writes schema version " + std::to_string(kResultsSchemaVersion) +
-                " only: use the commsim version that wrote it");
+    throw Error(path + " has results schema version " + std::to_string(v) +
+                "; this commsim (" COMMSIM_VERSION ") reads and writes schema version " +
+                std::to_string(kResultsSchemaVersion) + " only: use the commsim version that wrote it");
   for (const char* name : {"runs", "points", "samples"})
-    if (!h5::exists(file, name)) throw Error(path + " is not a complete commsim results file: /" + std::string(name) + " is missing");
+    if (!h5::exists(file, name))
+      throw Error(path + " is not a complete commsim results file: /" + std::string(name) + " is missing");
 }
 
 void check_readable_hdf5(const std::string& path) {
@@ -352,7 +371,8 @@ struct ResultsFile::Impl {
 
   // Writes the pending rows and samples, then flushes the file to disk.
   void write_pending() {
-    if (!pending_samples.empty()) h5::append_rows(samples, H5T_NATIVE_DOUBLE, pending_samples.data(), pending_samples.size());
+    if (!pending_samples.empty())
+      h5::append_rows(samples, H5T_NATIVE_DOUBLE, pending_samples.data(), pending_samples.size());
     if (!pending_rows.empty()) h5::append_rows(points, types.memory.get(), pending_rows.data(), pending_rows.size());
     pending_samples.clear();
     pending_rows.clear();
@@ -455,8 +475,7 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
   bool have_partial = fs::exists(partial, ec);
   bool have_final = fs::exists(path, ec);
   if (!have_partial && !have_final)
-    throw Error("cannot resume " + path + ": neither it nor " + partial +
-                " exists; drop --resume to start a new file");
+    throw Error("cannot resume " + path + ": neither it nor " + partial + " exists; drop --resume to start a new file");
   // When both exist the .partial is newer (a --force run that did not finish): continue it.
   const std::string source = have_partial ? partial : path;
   if (!h5::is_hdf5(source)) throw Error("cannot resume " + source + ": not an HDF5 file");
@@ -560,15 +579,25 @@ const std::set<PointKey>& ResultsFile::existing_keys() const {
   static const std::set<PointKey> none;
   return impl_ ? impl_->keys : none;
 }
-bool ResultsFile::contains(const PointKey& k) const { return impl_ && impl_->keys.count(k) > 0; }
-int ResultsFile::current_run() const { return impl_ ? impl_->run : -1; }
-std::size_t ResultsFile::points_in_file() const { return impl_ ? impl_->point_rows : 0; }
+bool ResultsFile::contains(const PointKey& k) const {
+  return impl_ && impl_->keys.count(k) > 0;
+}
+int ResultsFile::current_run() const {
+  return impl_ ? impl_->run : -1;
+}
+std::size_t ResultsFile::points_in_file() const {
+  return impl_ ? impl_->point_rows : 0;
+}
 const std::string& ResultsFile::path() const {
   static const std::string none;
   return impl_ ? impl_->path : none;
 }
-std::string ResultsFile::partial_path() const { return path() + ".partial"; }
-bool ResultsFile::is_open() const { return impl_ && !impl_->finished && impl_->file.valid(); }
+std::string ResultsFile::partial_path() const {
+  return path() + ".partial";
+}
+bool ResultsFile::is_open() const {
+  return impl_ && !impl_->finished && impl_->file.valid();
+}
 
 ResultsContents read_results(const std::string& path, bool with_samples) {
   check_readable_hdf5(path);
@@ -606,7 +635,8 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
     Point p = from_row(r, path);
     p.note = rows.notes[i];
     if (r.run < 0 || r.run >= static_cast<int>(out.runs.size()))
-      throw Error(path + ": points row " + std::to_string(i) + " names run " + std::to_string(r.run) + ", which does not exist");
+      throw Error(path + ": points row " + std::to_string(i) + " names run " + std::to_string(r.run) +
+                  ", which does not exist");
     if (with_samples && r.samples_count > 0) {
       if (r.samples_offset + r.samples_count > samples.size())
         throw Error(path + ": points row " + std::to_string(i) + " refers to samples beyond the end of /samples");
@@ -619,6 +649,8 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
   return out;
 }
 
-std::vector<Point> read_points(const std::string& path) { return read_results(path).points; }
+std::vector<Point> read_points(const std::string& path) {
+  return read_results(path).points;
+}
 
 }  // namespace commsim

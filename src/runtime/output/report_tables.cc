@@ -1,5 +1,7 @@
 #include "runtime/output/report_tables.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,8 +10,6 @@
 #include <set>
 #include <tuple>
 
-#include <fmt/format.h>
-
 #include "model/collective.h"
 #include "runtime/output/reporter.h"
 #include "runtime/sweep/stats.h"
@@ -17,7 +17,9 @@
 namespace commsim {
 namespace {
 
-std::string pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", 100.0 * v) : "-"; }
+std::string pct(double v) {
+  return std::isfinite(v) ? fmt::format("{:.1f}%", 100.0 * v) : "-";
+}
 
 std::string size_list(const std::vector<double>& sizes) {
   if (sizes.empty()) return "none";
@@ -37,8 +39,8 @@ std::string json_sizes(const std::vector<double>& sizes) {
 
 std::string stats_json(const ErrorStats& s) {
   return "{\"n\": " + std::to_string(s.n) + ", \"median_abs_rel_error\": " + json_number(s.median_abs) +
-         ", \"geomean_abs_rel_error\": " + json_number(s.geomean_abs) + ", \"max_abs_rel_error\": " +
-         json_number(s.max_abs) + "}";
+         ", \"geomean_abs_rel_error\": " + json_number(s.geomean_abs) +
+         ", \"max_abs_rel_error\": " + json_number(s.max_abs) + "}";
 }
 
 }  // namespace
@@ -115,8 +117,9 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
 void print_verdict(std::ostream& out, const Report& r) {
   if (r.compared == 0) return;
   out << "\n## Verdict\n";
-  out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared << " points: "
-      << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs) << " from 64 KiB\n";
+  out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared
+      << " points: " << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs)
+      << " from 64 KiB\n";
   std::vector<const ErrorGroup*> worst;
   for (const ErrorGroup& g : r.groups)
     if (g.stats.n > 0 && g.stats.median_abs > kVerdictWithin) worst.push_back(&g);
@@ -156,7 +159,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   stats_line(out, "all sizes", r.all);
   stats_line(out, "below 64 KiB", r.below_64KiB);
   stats_line(out, "64 KiB and above", r.from_64KiB);
-  if (r.schedules_below_64KiB.n + r.schedules_from_64KiB.n > 0 && r.library_below_64KiB.n + r.library_from_64KiB.n > 0) {
+  if (r.schedules_below_64KiB.n + r.schedules_from_64KiB.n > 0 &&
+      r.library_below_64KiB.n + r.library_from_64KiB.n > 0) {
     out << "  hand-written schedules:\n";
     stats_line(out, "  below 64 KiB", r.schedules_below_64KiB);
     stats_line(out, "  64 KiB and above", r.schedules_from_64KiB);
@@ -199,12 +203,14 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   if (r.winners.empty()) {
     out << "  no point has two or more hand-written algorithms measured\n";
   } else {
-    out << fmt::format("  model picked the measured winner in {} of {} cases ({}); its pick measured within 5% of the "
-                       "best in {}\n",
-                       r.winner_agree, r.winners.size(), pct(r.winner_agreement), r.winner_within_5pct);
+    out << fmt::format(
+        "  model picked the measured winner in {} of {} cases ({}); its pick measured within 5% of the "
+        "best in {}\n",
+        r.winner_agree, r.winners.size(), pct(r.winner_agreement), r.winner_within_5pct);
     // The samples' verdict (one-sided Mann-Whitney U tests): where the measurement itself names a
     // winner, and where the model's pick is slower than the winner beyond the noise.
-    const double clear_share = r.winner_clear ? static_cast<double>(r.winner_clear_agree) / static_cast<double>(r.winner_clear) : 0.0;
+    const double clear_share =
+        r.winner_clear ? static_cast<double>(r.winner_clear_agree) / static_cast<double>(r.winner_clear) : 0.0;
     out << fmt::format(
         "  measured winner clear (faster than every other schedule, one-sided Mann-Whitney U test on the "
         "per-iteration samples, p < {:g}) in {} cases: the model picked it in {} ({})\n"
@@ -216,15 +222,18 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
     for (const auto& w : r.winners)
       out << fmt::format("{:<14} {:<6} {:>5} {:>5} {:>10} {:<28} {:<19} {:>8} {:>8.2g}{}\n", w.collective, w.backend,
                          w.nodes, w.ranks, format_bytes(w.bytes), w.predicted_winner, w.measured_winner, pct(w.loss),
-                         w.winner_p, w.agree ? "" : w.pick_slower ? "  <- differs" : "  <- differs (within the noise)");
+                         w.winner_p,
+                         w.agree         ? ""
+                         : w.pick_slower ? "  <- differs"
+                                         : "  <- differs (within the noise)");
   }
 
   out << "\n## Crossovers (sizes where the faster of two algorithms changes)\n";
   if (r.crossovers.empty()) out << "  none predicted or measured\n";
   for (const auto& c : r.crossovers) {
     out << "  " << c.collective << " " << c.backend << " nodes=" << c.nodes << " ranks=" << c.ranks << " " << c.a
-        << " vs " << c.b << ": predicted " << size_list(c.predicted_bytes) << "; measured " << size_list(c.measured_bytes)
-        << "\n";
+        << " vs " << c.b << ": predicted " << size_list(c.predicted_bytes) << "; measured "
+        << size_list(c.measured_bytes) << "\n";
   }
 
   if (!r.nccl_choices.empty())
@@ -249,7 +258,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
 void print_report_json(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
   out << "{\n  \"files\": [";
   for (std::size_t i = 0; i < r.files.size(); ++i) out << (i ? ", " : "") << json_string(r.files[i]);
-  out << "],\n  \"points\": " << r.points << ", \"measured\": " << r.measured << ", \"compared\": " << r.compared << ",\n";
+  out << "],\n  \"points\": " << r.points << ", \"measured\": " << r.measured << ", \"compared\": " << r.compared
+      << ",\n";
   out << "  \"run_notes\": [";
   for (std::size_t i = 0; i < r.run_notes.size(); ++i) out << (i ? ", " : "") << json_string(r.run_notes[i]);
   out << "],\n";
@@ -284,10 +294,11 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
         << ", \"backend\": " << json_string(w.backend) << ", \"nodes\": " << w.nodes << ", \"ranks\": " << w.ranks
         << ", \"bytes\": " << w.bytes << ", \"candidates\": " << w.candidates
         << ", \"predicted_winner\": " << json_string(w.predicted_winner)
-        << ", \"measured_winner\": " << json_string(w.measured_winner) << ", \"agree\": " << (w.agree ? "true" : "false")
-        << ", \"loss\": " << json_number(w.loss) << ", \"winner_p\": " << json_number(w.winner_p)
-        << ", \"clear\": " << (w.clear ? "true" : "false") << ", \"pick_p\": " << json_number(w.pick_p)
-        << ", \"pick_slower\": " << (w.pick_slower ? "true" : "false") << "}";
+        << ", \"measured_winner\": " << json_string(w.measured_winner)
+        << ", \"agree\": " << (w.agree ? "true" : "false") << ", \"loss\": " << json_number(w.loss)
+        << ", \"winner_p\": " << json_number(w.winner_p) << ", \"clear\": " << (w.clear ? "true" : "false")
+        << ", \"pick_p\": " << json_number(w.pick_p) << ", \"pick_slower\": " << (w.pick_slower ? "true" : "false")
+        << "}";
   }
   out << "]},\n  \"crossovers\": [";
   for (std::size_t i = 0; i < r.crossovers.size(); ++i) {
@@ -328,8 +339,8 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
           << ", \"algorithm\": " << json_string(to_string(p.algorithm)) << ", \"backend\": " << json_string(p.backend)
           << ", \"nodes\": " << p.nodes << ", \"ranks\": " << p.ranks << ", \"bytes\": " << p.bytes
           << ", \"measured_median_us\": " << json_number(p.measured_median_us)
-          << ", \"predicted_us\": " << json_number(p.predicted_us) << ", \"rel_error\": " << json_number(rel_error_of(p))
-          << "}";
+          << ", \"predicted_us\": " << json_number(p.predicted_us)
+          << ", \"rel_error\": " << json_number(rel_error_of(p)) << "}";
       first = false;
     }
     out << "]";
@@ -342,8 +353,8 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
   if (table == "groups") {
     out << "collective,algorithm,backend,band,n,median_abs_rel_error,geomean_abs_rel_error,max_abs_rel_error\n";
     for (const auto& g : r.groups)
-      out << g.collective << "," << g.algorithm << "," << g.backend << "," << to_string(g.band) << "," << g.stats.n << ","
-          << json_number(g.stats.median_abs) << "," << json_number(g.stats.geomean_abs) << ","
+      out << g.collective << "," << g.algorithm << "," << g.backend << "," << to_string(g.band) << "," << g.stats.n
+          << "," << json_number(g.stats.median_abs) << "," << json_number(g.stats.geomean_abs) << ","
           << json_number(g.stats.max_abs) << "\n";
   } else if (table == "points") {
     for (std::size_t i = 0; i < std::size(kCsvColumns); ++i) out << (i ? "," : "") << kCsvColumns[i];
@@ -358,8 +369,8 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
     out << "collective,backend,nodes,ranks,bytes,candidates,predicted_winner,measured_winner,agree,loss,winner_p,clear,"
            "pick_p,pick_slower\n";
     for (const auto& w : r.winners)
-      out << w.collective << "," << w.backend << "," << w.nodes << "," << w.ranks << "," << w.bytes << "," << w.candidates
-          << "," << w.predicted_winner << "," << w.measured_winner << "," << (w.agree ? 1 : 0) << ","
+      out << w.collective << "," << w.backend << "," << w.nodes << "," << w.ranks << "," << w.bytes << ","
+          << w.candidates << "," << w.predicted_winner << "," << w.measured_winner << "," << (w.agree ? 1 : 0) << ","
           << json_number(w.loss) << "," << json_number(w.winner_p) << "," << (w.clear ? 1 : 0) << ","
           << json_number(w.pick_p) << "," << (w.pick_slower ? 1 : 0) << "\n";
   } else if (table == "crossovers") {

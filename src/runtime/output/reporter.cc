@@ -1,16 +1,15 @@
 // Shared helpers of the reporters, the CSV and JSON encodings, and the trivial reporters.
 #include "runtime/output/reporter.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
-
-#include <nlohmann/json.hpp>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "model/error.h"
 #include "runtime/h5/results_file.h"
@@ -97,7 +96,9 @@ std::string json_string(std::string_view s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string json_number(double v) { return std::isfinite(v) ? number(v) : std::string("null"); }
+std::string json_number(double v) {
+  return std::isfinite(v) ? number(v) : std::string("null");
+}
 
 namespace {
 
@@ -147,9 +148,12 @@ std::string point_json(const Point& p, bool with_samples) {
 
 std::string context_json(const RunContext& c) {
   // No floating-point fields: nlohmann's compact dump is the whole encoding.
-  nlohmann::ordered_json slurm = {{"job_id", c.slurm.job_id},           {"array_job_id", c.slurm.array_job_id},
-                                  {"array_task_id", c.slurm.array_task_id}, {"node_list", c.slurm.node_list},
-                                  {"partition", c.slurm.partition},     {"cluster", c.slurm.cluster}};
+  nlohmann::ordered_json slurm = {{"job_id", c.slurm.job_id},
+                                  {"array_job_id", c.slurm.array_job_id},
+                                  {"array_task_id", c.slurm.array_task_id},
+                                  {"node_list", c.slurm.node_list},
+                                  {"partition", c.slurm.partition},
+                                  {"cluster", c.slurm.cluster}};
   nlohmann::ordered_json o = {{"command_line", c.command_line},
                               {"commsim_version", c.commsim_version},
                               {"started", c.started},
@@ -222,7 +226,9 @@ void JsonReporter::point(const Point& p) {
   out_.flush();
 }
 
-void JsonReporter::note(std::string_view text) { notes_.emplace_back(text); }
+void JsonReporter::note(std::string_view text) {
+  notes_.emplace_back(text);
+}
 
 void JsonReporter::finalize() {
   if (finalized_) return;
@@ -238,7 +244,9 @@ void JsonReporter::finalize() {
 // ---- HDF5
 
 Hdf5Reporter::Hdf5Reporter(ResultsFile& file) : file_(file) {}
-void Hdf5Reporter::point(const Point& p) { file_.append(p); }
+void Hdf5Reporter::point(const Point& p) {
+  file_.append(p);
+}
 
 // ---- fan-out
 

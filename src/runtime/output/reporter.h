@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/sweep/point.h"
 #include "runtime/output/run_context.h"
+#include "runtime/sweep/point.h"
 
 namespace commsim {
 
@@ -87,7 +87,7 @@ class JsonReporter : public Reporter {
   void context(const RunContext& ctx) override;  // the first context is the document's "context"
   void point(const Point& p) override;
   void note(std::string_view text) override;  // collected into "notes": [...] after "points"
-  void finalize() override;  // closes the document; "context": null when none was given
+  void finalize() override;                   // closes the document; "context": null when none was given
 
  private:
   void open();

@@ -26,7 +26,9 @@ double median_of_abs(std::vector<double> v) {
 }
 }  // namespace
 
-double rel_error_of(const Point& p) { return (p.predicted_us - p.measured_median_us) / p.measured_median_us; }
+double rel_error_of(const Point& p) {
+  return (p.predicted_us - p.measured_median_us) / p.measured_median_us;
+}
 
 SizeBand band_of(Bytes bytes) {
   if (bytes < kSmallBandLimit) return SizeBand::Small;
@@ -113,7 +115,8 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
   };
   std::map<Where, Cell> cells;
   for (const Point& p : points) {
-    if (!is_nccl_algorithm(p.algorithm) || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || p.ranks < 2)
+    if (!is_nccl_algorithm(p.algorithm) || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) ||
+        p.ranks < 2)
       continue;
     Cell& c = cells[{std::string(to_string(p.collective)), p.backend, p.nodes, p.ranks, p.bytes, p.dtype}];
     if (p.algorithm == Algorithm::Nccl && p.protocol == Protocol::None) {
@@ -207,7 +210,8 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
 
   // Winners and crossovers: the first comparable point of each (collective, backend, dtype, nodes,
   // ranks, algorithm, bytes), hand-written algorithms only.
-  using Where = std::tuple<std::string, std::string, std::string, int, int>;  // collective, backend, dtype, nodes, ranks
+  using Where =
+      std::tuple<std::string, std::string, std::string, int, int>;  // collective, backend, dtype, nodes, ranks
   std::map<Where, std::map<Bytes, std::map<std::string, const Point*>>> grid;
   for (const Point* p : cmp) {
     if (!is_hand_written(p->algorithm)) continue;
@@ -277,10 +281,12 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
       }
     }
   }
-  r.winner_agreement = r.winners.empty() ? 0.0 : static_cast<double>(r.winner_agree) / static_cast<double>(r.winners.size());
+  r.winner_agreement =
+      r.winners.empty() ? 0.0 : static_cast<double>(r.winner_agree) / static_cast<double>(r.winners.size());
   r.nccl_choices = nccl_choices(points);
   for (const NcclChoiceCase& c : r.nccl_choices) r.nccl_slower += c.slower ? 1 : 0;
-  for (const Point& p : points) r.nccl_one_rank += is_nccl_algorithm(p.algorithm) && p.measured() && p.ranks == 1 ? 1 : 0;
+  for (const Point& p : points)
+    r.nccl_one_rank += is_nccl_algorithm(p.algorithm) && p.measured() && p.ranks == 1 ? 1 : 0;
 
   std::vector<const Point*> sorted = cmp;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Point* a, const Point* b) {

@@ -25,7 +25,9 @@ struct Point {
 
   std::vector<double> samples_us;  // per-iteration times (max over ranks), us
 
-  bool measured() const { return !std::isnan(measured_median_us); }
+  bool measured() const {
+    return !std::isnan(measured_median_us);
+  }
 };
 
 // Fills algbw, busbw and rel_error from the median and prediction (nccl-tests definitions).

@@ -44,7 +44,9 @@ bool agree(int rank, std::string_view command, const std::function<void()>& step
 
 namespace {
 
-bool agree_run(int rank, const std::function<void()>& step) { return agree(rank, "run", step); }
+bool agree_run(int rank, const std::function<void()>& step) {
+  return agree(rank, "run", step);
+}
 
 std::vector<std::string> gather_hostnames() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
@@ -97,7 +99,8 @@ class Progress {
  public:
   Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
   void show(const Point& p, int ordinal, int total, int pass, int passes) {
-    const std::string of_pass = passes > 1 ? " (pass " + std::to_string(pass) + " of " + std::to_string(passes) + ")" : "";
+    const std::string of_pass =
+        passes > 1 ? " (pass " + std::to_string(pass) + " of " + std::to_string(passes) + ")" : "";
     if (tty_)
       std::fprintf(stderr, "\r[%d/%d] %s%s ...\x1b[K", ordinal, total, point_label(p).c_str(), of_pass.c_str());
     else
@@ -141,7 +144,8 @@ bool set_up(const RunJob& job, int rank, int nranks, Setup& s) {
   if (!agree_run(rank, [&] { s.backend = make_backend(job.backend, bctx); })) return false;
   s.settings = job.settings;
   s.settings.mpi_library = {mpi_library_version(), selected_environment()};
-  if (!agree_run(rank, [&] { s.plan = plan_sweep(job.pairs, job.sizes, s.settings, job.topology, s.placement, *s.backend); }))
+  if (!agree_run(rank,
+                 [&] { s.plan = plan_sweep(job.pairs, job.sizes, s.settings, job.topology, s.placement, *s.backend); }))
     return false;
   std::string error;
   try {

@@ -27,17 +27,17 @@ struct RunJob {
   std::string backend = "host";  // "host" or "cuda"
   std::string transport;         // "mpi", "ucx" (host); "ipc", "nccl" or "" for the backend's choice (cuda)
   SweepSettings settings;
-  Topology topology;             // piece_bytes set to what the host executor cuts transfers into
+  Topology topology;  // piece_bytes set to what the host executor cuts transfers into
   std::vector<std::pair<Collective, std::vector<Algorithm>>> pairs;
   std::vector<std::string> skipped_pairs;  // the pairs 'all' left out, in words
   std::vector<Bytes> sizes;
   std::uint64_t piece_bytes = kHostPieceBytes;  // the host executor's largest message; 0: not cut
   bool share_gpu = false;
   bool graph = false;
-  double timeout_s = 300;        // the watchdog's limit per point; 0: none
+  double timeout_s = 300;  // the watchdog's limit per point; 0: none
   OutputFormat format = OutputFormat::Table;
-  std::string out;               // the results file ("" for none) ...
-  bool resume = false;           // ... continued (--resume) rather than created
+  std::string out;      // the results file ("" for none) ...
+  bool resume = false;  // ... continued (--resume) rather than created
   bool force = false;
 };
 
@@ -47,8 +47,9 @@ struct RunJob {
 bool agree(int rank, std::string_view command, const std::function<void()>& step);
 
 // The job on every rank; `local` is this rank's part of the run's context (RunContext::collect_local:
-// the command line, versions, Slurm, environment), which the job completes. Returns the exit status: 0 when every point ran and was right; kRunExitFailed when a point was wrong or
-// failed; kRunExitUsage when the setup did not fit (nothing ran); 128+N when stopped by signal N.
+// the command line, versions, Slurm, environment), which the job completes. Returns the exit status: 0 when every point
+// ran and was right; kRunExitFailed when a point was wrong or failed; kRunExitUsage when the setup did not fit (nothing
+// ran); 128+N when stopped by signal N.
 int run_job(const RunJob& job, RunContext local, int rank, int nranks);
 
 }  // namespace commsim

@@ -2,18 +2,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
-#include <cstdio>
 #include <set>
 #include <thread>
 
+#include "collectives/predict.h"
 #include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/price.h"
 #include "model/select.h"
 #include "model/units.h"
-#include "collectives/predict.h"
 #include "runtime/sweep/stats.h"
 
 #ifdef COMMSIM_HAVE_MPI
@@ -192,9 +192,9 @@ std::size_t bytes_of(const Schedule& s) {
 
 // One point of the plan: its row (the key, the prediction), its schedule built and priced once,
 // and whether and with how much memory the backend can run it.
-PlannedPoint plan_point(Collective c, Algorithm a, Protocol protocol, std::uint64_t count, const SweepSettings& settings,
-                        const Topology& base_topology, const Placement& placement, const Backend& backend,
-                        std::optional<Seconds>& priced_s) {
+PlannedPoint plan_point(Collective c, Algorithm a, Protocol protocol, std::uint64_t count,
+                        const SweepSettings& settings, const Topology& base_topology, const Placement& placement,
+                        const Backend& backend, std::optional<Seconds>& priced_s) {
   PlannedPoint pp;
   Point& row = pp.row;
   row.collective = c;
@@ -334,7 +334,8 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
   std::string error;
   try {
     // Built when planned; a plan over its memory budget built some again here (plan_sweep).
-    if (is_hand_written(row.algorithm) && !schedule) schedule = std::make_shared<const Schedule>(make_schedule(pp.request));
+    if (is_hand_written(row.algorithm) && !schedule)
+      schedule = std::make_shared<const Schedule>(make_schedule(pp.request));
     setup.schedule = schedule.get();
     backend.prepare(setup);
   } catch (const std::exception& e) {
@@ -415,7 +416,8 @@ SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSetting
   MPI_Comm_rank(comm, &rank);
   SweepOutcome out;
   const int passes = std::max(1, settings.passes);
-  const int runnable = static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
+  const int runnable =
+      static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
   const int total = runnable * passes;
   // Every point's row, gathered over the passes (samples on rank 0); reported after its last pass,
   // or at once when it failed.

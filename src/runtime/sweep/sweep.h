@@ -10,11 +10,11 @@
 //
 // With `passes` > 1 the sweep goes over every point that many times, each pass timing its share of
 // the iterations (each after its own prepare and warmup; the check in the first), and the
-// statistics are taken over all of a point's samples. A machine shared with other work is slower at some times than at others;
-// spread over the whole sweep, a slow spell lands on a few samples of every point instead of on
-// every sample of a few points, so points measured minutes apart (the algorithms compared at one
-// size, or two runs) stay comparable. Benchmarking practice: randomize or interleave the order of
-// measurements (Hoefler and Belli, SC'15, "Scientific benchmarking of parallel computing systems").
+// statistics are taken over all of a point's samples. A machine shared with other work is slower at some times than at
+// others; spread over the whole sweep, a slow spell lands on a few samples of every point instead of on every sample of
+// a few points, so points measured minutes apart (the algorithms compared at one size, or two runs) stay comparable.
+// Benchmarking practice: randomize or interleave the order of measurements (Hoefler and Belli, SC'15, "Scientific
+// benchmarking of parallel computing systems").
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,9 +29,9 @@
 #include "collectives/predict.h"
 #include "model/placement.h"
 #include "model/topology/topology.h"
+#include "runtime/job/watchdog.h"
 #include "runtime/sweep/backend.h"
 #include "runtime/sweep/point.h"
-#include "runtime/job/watchdog.h"
 
 namespace commsim {
 
@@ -39,9 +39,9 @@ struct SweepSettings {
   DType dtype = DType::Float32;
   RedOp op = RedOp::Sum;
   int root = 0;
-  int iters = 20;   // timed iterations per point, over all passes
-  int warmup = 5;   // untimed iterations per point and pass
-  int passes = 1;   // sweeps over all points; each times iters_in_pass of the iterations
+  int iters = 20;  // timed iterations per point, over all passes
+  int warmup = 5;  // untimed iterations per point and pass
+  int passes = 1;  // sweeps over all points; each times iters_in_pass of the iterations
   bool check = false;
   // Chunk of the pipelined algorithms, bytes; 0: the one the model's closed form assumes
   // (pipeline_chunk_bytes in model/cost/cost.h), so the schedule run is the one predicted.
@@ -109,8 +109,7 @@ std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topolo
 // parallel to points; unset or missing: `topology`'s own, Topology::piece). A point that cannot be
 // predicted keeps no prediction and says why in its note.
 void repredict(std::vector<Point>& points, const Topology& topology,
-               const std::vector<const Topology*>& run_topology = {},
-               const std::vector<MpiLibrary>& mpi_library = {},
+               const std::vector<const Topology*>& run_topology = {}, const std::vector<MpiLibrary>& mpi_library = {},
                const std::vector<std::optional<std::uint64_t>>& run_piece = {});
 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the

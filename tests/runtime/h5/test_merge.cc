@@ -46,7 +46,6 @@ Outcome merge(std::vector<std::string> args) {
   return o;
 }
 
-
 RunContext job_context(const std::string& job_id, int nodes, const std::string& started) {
   RunContext c = test::sample_context();
   c.slurm.job_id = job_id;
@@ -229,7 +228,9 @@ TEST_F(MergeDuplicates, ErrorNamesTheRunsAndWritesNothing) {
   EXPECT_NE(msg.find("(job 51)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(job 52)"), std::string::npos) << msg;
   EXPECT_FALSE(test::exists(out));
-  EXPECT_NE(error_of([&] { merge({a, b, "--out", out, "--on-duplicate", "newest"}); }).find("keep-all"),
+  EXPECT_NE(error_of([&] {
+              merge({a, b, "--out", out, "--on-duplicate", "newest"});
+            }).find("keep-all"),
             std::string::npos);
 }
 

@@ -100,10 +100,10 @@ TEST(PointFields, CsvColumnsKeepTheirOrder) {
                                                  "ranks", "bytes", "predicted_us", "predicted_busbw_gbps",
                                                  "measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps",
                                                  "rel_error", "wrong", "status"}));
-  EXPECT_EQ(extra, (std::vector<std::string_view>{"transport", "redop", "count", "root", "pipeline_chunk_bytes",
-                                                  "iters", "measured_min_us", "measured_mean_us", "measured_max_us",
-                                                  "predicted_winner", "note", "nccl_algo", "nccl_proto",
-                                                  "nccl_channels"}));
+  EXPECT_EQ(extra,
+            (std::vector<std::string_view>{"transport", "redop", "count", "root", "pipeline_chunk_bytes", "iters",
+                                           "measured_min_us", "measured_mean_us", "measured_max_us", "predicted_winner",
+                                           "note", "nccl_algo", "nccl_proto", "nccl_channels"}));
 }
 
 }  // namespace
