@@ -20,6 +20,8 @@
 //   unit     the unit, as the schema doc writes it; "" for none
 //   since    0: in every file; 1: added with pipeline_chunk_bytes; 2: added with what NCCL ran.
 //            Files written before a later column was added lack it; they read as 0 / empty.
+#include <fmt/format.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -176,7 +178,7 @@ inline std::string hdf5_type_name(const ColumnInfo& c) {
     case ColumnKind::U64: return "uint64";
     case ColumnKind::F64: return "float64";
     case ColumnKind::Note: return "string";
-    default: return "S" + std::to_string(c.length);
+    default: return fmt::format("S{}", c.length);
   }
 }
 

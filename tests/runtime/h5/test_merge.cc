@@ -268,8 +268,11 @@ TEST_F(MergeDuplicates, LibraryReturnsTheSummaryAndKeepsTheLatestRow) {
   EXPECT_NE(s.run_lines[0].find("job 52"), std::string::npos) << s.run_lines[0];
   const ResultsContents m = read_results(out);
   EXPECT_EQ(m.command_line, "commsim merge (test)");
-  for (const Point& p : m.points)
-    if (p.bytes == 8) EXPECT_EQ(p.measured_median_us, 200);
+  for (const Point& p : m.points) {
+    if (p.bytes == 8) {
+      EXPECT_EQ(p.measured_median_us, 200);
+    }
+  }
 }
 
 TEST(MergeLibrary, OnDuplicateNames) {

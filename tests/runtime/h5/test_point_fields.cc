@@ -73,7 +73,9 @@ TEST(PointFields, SchemaDocListsExactlyTheColumnsWithTheirTypesAndUnits) {
     EXPECT_EQ(it->second.type, hdf5_type_name(c)) << name;
     // Bytes are spelled out; other units as written.
     const std::string unit = c.unit == "B" ? "bytes" : std::string(c.unit);
-    if (!unit.empty()) EXPECT_NE(it->second.meaning.find(unit), std::string::npos) << name << " should say " << unit;
+    if (!unit.empty()) {
+      EXPECT_NE(it->second.meaning.find(unit), std::string::npos) << name << " should say " << unit;
+    }
   }
   for (const auto& [name, row] : doc) {
     bool known = false;
