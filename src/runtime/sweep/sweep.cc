@@ -259,9 +259,12 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
           std::optional<Seconds> priced_s;
           plan.push_back(plan_point(c, a, protocol, count, settings, base_topology, placement, backend, priced_s));
           if (priced_s && (!winner || *priced_s < winner->time_s)) winner = PricedChoice{a, *priced_s};
-          if (const auto& s = plan.back().schedule) {
-            schedule_bytes += bytes_of(*s);
-            if (schedule_bytes > kPlanScheduleBudgetBytes) plan.back().schedule.reset();
+          if (auto& s = plan.back().schedule) {
+            const std::size_t n = bytes_of(*s);
+            if (schedule_bytes + n > kPlanScheduleBudgetBytes)
+              s.reset();
+            else
+              schedule_bytes += n;
           }
         }
       }
