@@ -6,11 +6,14 @@ Plain h5py, numpy and pandas: no commsim code is needed to read the files.
     points = commsim_h5.read_points(["run.h5"])        # one row per point, all files
     runs = commsim_h5.read_runs("run.h5")              # one row per run (context)
     probe, attrs = commsim_h5.read_probe("portrait.h5")  # /probe measurements of `commsim probe`
+    binary = commsim_h5.find_commsim("my_script.py")    # for what the files do not hold (verdicts)
 """
 
 from __future__ import annotations
 
+import glob
 import os
+import sys
 from typing import Iterable
 
 import h5py
@@ -19,19 +22,22 @@ import pandas as pd
 
 SCHEMA_VERSION = 1
 
-# Hand-written algorithms (schedules), as commsim names them; the rest are library baselines.
-HAND_WRITTEN = (
-    "ring",
-    "tree",
-    "recursive-doubling",
-    "recursive-halving",
-    "rabenseifner",
-    "bruck",
-    "binomial",
-    "pairwise",
-    "direct",
-    "hierarchical",
-)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def find_commsim(program: str) -> str:
+    """The commsim binary: $COMMSIM_BIN, else build/src/runtime/commsim, else the first
+    build-*/src/runtime/commsim of the repository. Exits naming `program` when there is none."""
+    env = os.environ.get("COMMSIM_BIN")
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            sys.exit(f"{program}: COMMSIM_BIN={env} is not an executable file")
+        return env
+    for path in [os.path.join(REPO, "build", "src", "runtime", "commsim")] + sorted(
+            glob.glob(os.path.join(REPO, "build-*", "src", "runtime", "commsim"))):
+        if os.access(path, os.X_OK):
+            return path
+    sys.exit(f"{program}: no commsim binary; build it or set COMMSIM_BIN")
 
 
 def _text(value) -> str:

@@ -25,7 +25,6 @@ FITDIR/<folder name>/fitN.yaml with --keep).
 import argparse
 import collections
 import concurrent.futures
-import glob
 import json
 import os
 import shutil
@@ -33,20 +32,12 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import commsim_h5  # noqa: E402
 
 
 def find_binary():
-    env = os.environ.get("COMMSIM_BIN")
-    if env:
-        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
-            sys.exit(f"refit.py: COMMSIM_BIN={env} is not an executable file")
-        return env
-    for path in [os.path.join(REPO, "build", "src", "runtime", "commsim")] + sorted(
-            glob.glob(os.path.join(REPO, "build-*", "src", "runtime", "commsim"))):
-        if os.access(path, os.X_OK):
-            return path
-    sys.exit("refit.py: no commsim binary; build it or set COMMSIM_BIN")
+    return commsim_h5.find_commsim("refit.py")
 
 
 def run(cmd):

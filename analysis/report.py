@@ -10,13 +10,13 @@ writes into report/:
     crossover_ring_tree.png         tree/ring time ratio, measured and predicted
     node_scaling.png                time vs node count (or rank count on one node) at a few sizes
     report.md                       the tables of `commsim report` and the figures
-    report.json                     the same numbers as `commsim report --format json`
+    report.json                     `commsim report --format json` of the files
 
-The numbers follow the definitions of `commsim report` exactly (src/runtime/output/report_tables.h):
-relative error = (predicted - measured median) / measured median over points with status "ok";
-geometric mean of max(|error|, 1e-6); winners among hand-written algorithms measured at the same
-(collective, backend, dtype, nodes, ranks, bytes), ties in the model within 1e-6 relative; the
-samples' verdict on each winner by one-sided Mann-Whitney U tests (p < 0.05, at least 5 samples).
+The numbers (error statistics, winners and the samples' verdict on them, crossovers, outliers, failed
+points) are those of `commsim report --format json`, which this script runs: the binary is
+$COMMSIM_BIN, else build/src/runtime/commsim, else the first build-*/src/runtime/commsim. Their
+definitions are in src/runtime/output/report_tables.h. The figures plot the points themselves, read
+from the files with commsim_h5.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -41,11 +42,7 @@ import commsim_h5  # noqa: E402
 
 SMALL_LIMIT = 64 * 1024
 LARGE_START = 16 * 1024 * 1024
-GEOMEAN_FLOOR = 1e-6
-TIE_TOLERANCE = 1e-6
-BANDS = ["<64KiB", "64KiB-16MiB", ">=16MiB"]
-WINNER_ALPHA = 0.05
-MIN_TEST_SAMPLES = 5
+BANDS = ["<64KiB", "64KiB-16MiB", ">=16MiB"]  # as `commsim report` names the size bands
 
 
 def band_index(nbytes: int) -> int:
@@ -61,20 +58,9 @@ def format_bytes(n: float) -> str:
     return f"{n}B"
 
 
-def stats(errors) -> dict:
-    e = np.abs(np.asarray(errors, dtype=float))
-    if e.size == 0:
-        return {"n": 0, "median_abs_rel_error": 0.0, "geomean_abs_rel_error": 0.0, "max_abs_rel_error": 0.0}
-    return {
-        "n": int(e.size),
-        "median_abs_rel_error": float(np.median(e)),
-        "geomean_abs_rel_error": float(math.exp(np.mean(np.log(np.maximum(e, GEOMEAN_FLOOR))))),
-        "max_abs_rel_error": float(e.max()),
-    }
-
-
 def comparable(df: pd.DataFrame) -> pd.DataFrame:
-    """Points in the error tables: measured with status ok, positive time, with a prediction."""
+    """Points in the error tables (as `commsim report` takes them): measured with status ok, positive
+    time, with a prediction; with their relative error `err` and size band."""
     ok = (
         (df["status"] == "ok")
         & np.isfinite(df["measured_median_us"])
@@ -87,145 +73,13 @@ def comparable(df: pd.DataFrame) -> pd.DataFrame:
     return c
 
 
-def crossover_sizes(sizes, ta, tb) -> list[float]:
-    out = []
-    for i in range(len(sizes) - 1):
-        d0 = math.log(ta[i] / tb[i])
-        d1 = math.log(ta[i + 1] / tb[i + 1])
-        if not (d0 * d1 < 0):
-            continue
-        x0, x1 = math.log(sizes[i]), math.log(sizes[i + 1])
-        out.append(math.exp(x0 + (x1 - x0) * d0 / (d0 - d1)))
-    return out
-
-
-def mann_whitney_p_less(a, b) -> float:
-    """One-sided Mann-Whitney U test: p-value of "a is not faster than b" (normal approximation with
-    the tie and continuity corrections), as scipy.stats.mannwhitneyu(a, b, alternative="less",
-    method="asymptotic") and commsim's mann_whitney_p_less give it."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.size == 0 or b.size == 0:
-        return 1.0
-    ranks = pd.Series(np.concatenate([a, b])).rank().to_numpy()
-    _, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    n1, n2 = float(a.size), float(b.size)
-    n = n1 + n2
-    u = ranks[: a.size].sum() - n1 * (n1 + 1) / 2
-    var = n1 * n2 / 12 * ((n + 1) - float((counts.astype(float) ** 3 - counts).sum()) / (n * (n - 1)))
-    if var <= 0:
-        return 1.0
-    z = (u - n1 * n2 / 2 + 0.5) / math.sqrt(var)
-    return 0.5 * math.erfc(-z / math.sqrt(2.0))
-
-
-def judge_by_samples(s: pd.DataFrame, winner: str, pick: str, agree: bool) -> dict:
-    """The samples' verdict on one winner case (as WinnerCase in report_tables.h)."""
-    w = s[s["algorithm"] == winner].iloc[0]
-
-    def p_faster(other) -> float:
-        if len(w["samples"]) < MIN_TEST_SAMPLES or len(other["samples"]) < MIN_TEST_SAMPLES:
-            return 1.0
-        return mann_whitney_p_less(w["samples"], other["samples"])
-
-    winner_p = 0.0
-    for _, o in s.iterrows():
-        if o["algorithm"] != winner and abs(o["predicted_us"] - w["predicted_us"]) > TIE_TOLERANCE * w["predicted_us"]:
-            winner_p = max(winner_p, p_faster(o))
-    pick_p = 1.0 if agree else p_faster(s[s["algorithm"] == pick].iloc[0])
-    return {"winner_p": winner_p, "clear": winner_p < WINNER_ALPHA, "pick_p": pick_p,
-            "pick_slower": pick_p < WINNER_ALPHA}
-
-
-def build_report(df: pd.DataFrame, files: list[str], max_outliers: int = 10) -> dict:
-    c = comparable(df)
-    r = {"files": files, "points": int(len(df)), "measured": int(np.isfinite(df["measured_median_us"]).sum()) if len(df) else 0,
-         "compared": int(len(c))}
-    r["summary"] = {
-        "all": stats(c["err"]),
-        "below_64KiB": stats(c[c["bytes"] < SMALL_LIMIT]["err"]),
-        "from_64KiB": stats(c[c["bytes"] >= SMALL_LIMIT]["err"]),
-    }
-    groups = []
-    if len(c):
-        for (coll, alg, backend, band), g in sorted(c.groupby(["collective", "algorithm", "backend", "band"]),
-                                                    key=lambda kv: kv[0]):
-            s = stats(g["err"])
-            groups.append({"collective": coll, "algorithm": alg, "backend": backend, "band": BANDS[band], **s})
-    r["groups"] = groups
-
-    hw = c[c["algorithm"].isin(commsim_h5.HAND_WRITTEN)]
-    hw = hw.drop_duplicates(subset=["collective", "backend", "dtype", "nodes", "ranks", "bytes", "algorithm"], keep="first")
-    rows, crossings = [], []
-    agree = within = clear = clear_agree = pick_slower = 0
-    for (coll, backend, dtype, nodes, ranks), g in sorted(hw.groupby(["collective", "backend", "dtype", "nodes", "ranks"]),
-                                                          key=lambda kv: kv[0]):
-        for nbytes, s in sorted(g.groupby("bytes"), key=lambda kv: kv[0]):
-            if len(s) < 2:
-                continue
-            s = s.sort_values("algorithm")
-            best_pred = s["predicted_us"].min()
-            best_meas = s["measured_median_us"].min()
-            measured_winner = s.loc[s["measured_median_us"].idxmin(), "algorithm"]
-            tied = s[s["predicted_us"] <= best_pred * (1 + TIE_TOLERANCE)]
-            is_agree = measured_winner in set(tied["algorithm"])
-            pick = tied.loc[tied["measured_median_us"].idxmin()]
-            loss = float(pick["measured_median_us"] / best_meas - 1.0)
-            verdict = judge_by_samples(s, measured_winner, pick["algorithm"], is_agree)
-            agree += int(is_agree)
-            within += int(loss <= 0.05)
-            clear += int(verdict["clear"])
-            clear_agree += int(verdict["clear"] and is_agree)
-            pick_slower += int(verdict["pick_slower"])
-            rows.append({"collective": coll, "backend": backend, "nodes": int(nodes), "ranks": int(ranks),
-                         "bytes": int(nbytes), "candidates": int(len(s)),
-                         "predicted_winner": "=".join(tied["algorithm"]), "measured_winner": measured_winner,
-                         "agree": bool(is_agree), "loss": loss, **verdict})
-        names = sorted(set(g["algorithm"]))
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                ga = g[g["algorithm"] == a].set_index("bytes")
-                gb = g[g["algorithm"] == b].set_index("bytes")
-                common = sorted(x for x in set(ga.index) & set(gb.index) if x > 0)
-                if len(common) < 2:
-                    continue
-                pa = [ga.loc[x, "predicted_us"] for x in common]
-                pb = [gb.loc[x, "predicted_us"] for x in common]
-                if all(abs(x - y) <= TIE_TOLERANCE * min(x, y) for x, y in zip(pa, pb)):
-                    continue
-                ma = [ga.loc[x, "measured_median_us"] for x in common]
-                mb = [gb.loc[x, "measured_median_us"] for x in common]
-                sizes = [float(x) for x in common]
-                pred, meas = crossover_sizes(sizes, pa, pb), crossover_sizes(sizes, ma, mb)
-                if pred or meas:
-                    crossings.append({"collective": coll, "backend": backend, "nodes": int(nodes), "ranks": int(ranks),
-                                      "a": a, "b": b, "predicted_bytes": pred, "measured_bytes": meas})
-    r["winners"] = {"cases": len(rows), "agree": agree, "agreement": agree / len(rows) if rows else 0.0,
-                    "within_5pct": within, "alpha": WINNER_ALPHA, "clear": clear, "clear_agree": clear_agree,
-                    "pick_slower": pick_slower, "rows": rows}
-    r["crossovers"] = crossings
-    c_sorted = c.assign(abs_err=c["err"].abs()).sort_values("abs_err", ascending=False, kind="stable")
-    r["outliers"] = [
-        {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-        for row in c_sorted.head(max_outliers)[
-            ["collective", "algorithm", "backend", "nodes", "ranks", "bytes", "measured_median_us", "predicted_us", "err"]
-        ].to_dict("records")
-    ]
-    bad = df[~df["status"].isin(["ok", "predicted"])]
-    r["failed"] = [
-        {"collective": x.collective, "algorithm": x.algorithm, "backend": x.backend, "nodes": int(x.nodes),
-         "ranks": int(x.ranks), "bytes": int(x.bytes), "why": x.status + (": " + x.note if x.note else "")}
-        for x in bad.itertuples()
-    ]
-    r["run_notes"] = []
-    for path in files:
-        for run in commsim_h5.read_runs(path).itertuples():
-            if run.status != "complete":
-                r["run_notes"].append(f"{path}: run {int(run.index)}: {run.status}")
-            binding = getattr(run, "cpu_binding", "")
-            if isinstance(binding, str) and binding:
-                r["run_notes"].append(f"{path}: run {int(run.index)}: {int(run.ranks)} {run.backend} ranks; "
-                                      f"CPUs: {binding}")
-    return r
+def commsim_report(files: list[str], max_outliers: int = 10) -> dict:
+    """`commsim report FILES --format json`: the verdict, computed once, by commsim."""
+    cmd = [commsim_h5.find_commsim("report.py"), "report", *files, "--format", "json", "--outliers", str(max_outliers)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+    return json.loads(proc.stdout)
 
 
 # ---- figures
@@ -496,12 +350,23 @@ def verdict_lines(r: dict, c: pd.DataFrame) -> list[str]:
     return lines
 
 
+def binding_notes(files: list[str]) -> list[str]:
+    """How each run's ranks were bound to CPUs, from the files' run contexts."""
+    notes = []
+    for path in files:
+        for run in commsim_h5.read_runs(path).itertuples():
+            binding = getattr(run, "cpu_binding", "")
+            if isinstance(binding, str) and binding:
+                notes.append(f"{path}: run {int(run.index)}: {int(run.ranks)} {run.backend} ranks; CPUs: {binding}")
+    return notes
+
+
 def write_markdown(r: dict, figures: dict, out: str, c: pd.DataFrame) -> None:
     s = r["summary"]
     lines = ["# commsim report: how far the model is from the measurement", ""]
     lines.append(f"Files: {', '.join(r['files'])}. {r['points']} points, {r['measured']} measured, "
                  f"{r['compared']} compared with the model. Error = (predicted - measured median) / measured median.")
-    for n in r["run_notes"]:
+    for n in r["run_notes"] + binding_notes(r["files"]):
         lines.append(f"- {n}")
     lines += [""] + verdict_lines(r, c)
     lines += ["", "## Accuracy", "", "| sizes | points | median abs. error | geomean abs. error | max abs. error |",
@@ -543,10 +408,10 @@ def write_markdown(r: dict, figures: dict, out: str, c: pd.DataFrame) -> None:
     lines += ["", "## Worst outliers", "", "| point | measured (us) | predicted (us) | error |", "|---|---:|---:|---:|"]
     for o in r["outliers"]:
         lines.append(f"| {o['collective']} {o['algorithm']} {o['backend']} {o['nodes']}n {o['ranks']}r "
-                     f"{format_bytes(o['bytes'])} | {o['measured_median_us']:.2f} | {o['predicted_us']:.2f} | {pct(o['err'])} |")
+                     f"{format_bytes(o['bytes'])} | {o['measured_median_us']:.2f} | {o['predicted_us']:.2f} | {pct(o['rel_error'])} |")
     lines += ["", "## Failed or missing points", ""]
-    lines += [f"- {x['collective']} {x['algorithm']} {x['backend']} {x['nodes']}n {x['ranks']}r "
-              f"{format_bytes(x['bytes'])}: {x['why']}" for x in r["failed"]] or ["none"]
+    lines += [f"- {p['collective']} {p['algorithm']} {p['backend']} {p['nodes']}n {p['ranks']}r "
+              f"{format_bytes(p['bytes'])}: {x['why']}" for x in r["failed"] for p in [x["point"]]] or ["none"]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -562,7 +427,7 @@ def main(argv=None) -> int:
         print("report.py: the files hold no points", file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
-    r = build_report(df, args.files, args.outliers)
+    r = commsim_report(args.files, args.outliers)
     c = comparable(df)
     if c.empty:
         print("report.py: no point has both a measurement and a prediction; plots need both", file=sys.stderr)
@@ -576,7 +441,7 @@ def main(argv=None) -> int:
     }
     write_markdown(r, figures, args.out, c)
     with open(os.path.join(args.out, "report.json"), "w") as f:
-        json.dump(r, f, indent=1, default=float)
+        json.dump(r, f, indent=1)
     s = r["summary"]
     print(f"report.py: {r['compared']} points compared; median |error| {pct(s['below_64KiB']['median_abs_rel_error'])} "
           f"below 64 KiB, {pct(s['from_64KiB']['median_abs_rel_error'])} from 64 KiB; winner agreement "

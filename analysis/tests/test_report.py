@@ -110,39 +110,46 @@ def test_figures_and_markdown_exist(files):
     assert "2 host ranks; CPUs: " in md, "report.md does not say how the ranks were bound"
 
 
-def test_numbers_match_commsim_report(files):
+def test_numbers_are_commsim_reports(files):
     out = str(files["dir"] / "report_numbers")
     paths = [files["run"], files["run3"], files["pred"]]
     assert report.main([*paths, "--out", out]) == 0
     py = json.load(open(os.path.join(out, "report.json")))
     cc = commsim_report(files["bin"], paths)
     assert py["points"] == cc["points"] and py["compared"] == cc["compared"] and py["compared"] > 0
-    for key in ("all", "below_64KiB", "from_64KiB"):
-        for stat in ("n", "median_abs_rel_error", "geomean_abs_rel_error", "max_abs_rel_error"):
-            assert close(py["summary"][key][stat], cc["summary"][key][stat]), (key, stat)
-    assert len(py["groups"]) == len(cc["groups"])
-    for a, b in zip(py["groups"], cc["groups"]):
-        assert (a["collective"], a["algorithm"], a["backend"], a["band"], a["n"]) == (
-            b["collective"], b["algorithm"], b["backend"], b["band"], b["n"])
-        for stat in ("median_abs_rel_error", "geomean_abs_rel_error", "max_abs_rel_error"):
-            assert close(a[stat], b[stat]), (a, b)
-    for k in ("cases", "agree", "within_5pct", "clear", "clear_agree", "pick_slower"):
-        assert py["winners"][k] == cc["winners"][k], k
-    assert [(w["bytes"], w["predicted_winner"], w["measured_winner"], w["clear"]) for w in py["winners"]["rows"]] == [
-        (w["bytes"], w["predicted_winner"], w["measured_winner"], w["clear"]) for w in cc["winners"]["rows"]]
-    for a, b in zip(py["winners"]["rows"], cc["winners"]["rows"]):
-        assert close(a["winner_p"], b["winner_p"]) and close(a["pick_p"], b["pick_p"]), (a, b)
-    assert any(0 < w["winner_p"] < 1 for w in cc["winners"]["rows"])  # the tests ran on the 3-rank file
-    assert len(py["crossovers"]) == len(cc["crossovers"])
-    for a, b in zip(py["crossovers"], cc["crossovers"]):
-        assert (a["a"], a["b"]) == (b["a"], b["b"])
-        assert len(a["predicted_bytes"]) == len(b["predicted_bytes"])
-        assert all(close(x, y) for x, y in zip(a["predicted_bytes"], b["predicted_bytes"]))
-        assert all(close(x, y) for x, y in zip(a["measured_bytes"], b["measured_bytes"]))
-    assert [o["bytes"] for o in py["outliers"]] == [o["bytes"] for o in cc["outliers"]]
+    assert py["summary"] == cc["summary"] and py["groups"] == cc["groups"]
+    assert py["winners"]["rows"] == cc["winners"]["rows"]
     md = open(os.path.join(out, "report.md")).read()
     median_small = cc["summary"]["below_64KiB"]["median_abs_rel_error"]
     assert f"{100 * median_small:.1f}%" in md
+
+
+def test_winners_verdict_agrees_with_scipy(files):
+    """commsim's one-sided Mann-Whitney U tests on the samples, against scipy's: a measured winner's
+    p is the largest of its tests against every algorithm the model does not tie with it."""
+    mannwhitneyu = pytest.importorskip("scipy.stats").mannwhitneyu
+    paths = [files["run"], files["run3"]]
+    cc = commsim_report(files["bin"], paths)
+    df = commsim_h5.read_points(paths)
+    checked = 0
+    for w in cc["winners"]["rows"]:
+        at = df[(df["collective"] == w["collective"]) & (df["backend"] == w["backend"]) & (df["nodes"] == w["nodes"])
+                & (df["ranks"] == w["ranks"]) & (df["bytes"] == w["bytes"])]
+        winner = at[at["algorithm"] == w["measured_winner"]].iloc[0]
+        ps = [0.0]
+        for _, other in at.iterrows():
+            if other["algorithm"] == winner["algorithm"] or other["algorithm"] not in {
+                    a for a in at["algorithm"] if a != "mpi"}:
+                continue
+            if abs(other["predicted_us"] - winner["predicted_us"]) <= 1e-6 * winner["predicted_us"]:
+                continue
+            if len(winner["samples"]) < 5 or len(other["samples"]) < 5:
+                ps.append(1.0)
+                continue
+            ps.append(mannwhitneyu(winner["samples"], other["samples"], alternative="less", method="asymptotic").pvalue)
+        assert close(w["winner_p"], max(ps), rel=1e-6), (w, ps)
+        checked += 1
+    assert checked > 0
 
 
 def test_probe_file_reads_with_h5py(files):

@@ -2,15 +2,12 @@
 // crossovers, outliers, failed points). The tables are built by runtime/output/report_tables.h.
 #include <algorithm>
 #include <iostream>
-#include <map>
-#include <optional>
 
 #include "model/error.h"
-#include "runtime/commands/cli.h"
 #include "runtime/command.h"
+#include "runtime/commands/cli.h"
 #include "runtime/output/report_tables.h"
-#include "runtime/h5/results_file.h"
-#include "runtime/sweep/sweep.h"
+#include "runtime/sweep/measured.h"
 
 namespace commsim {
 
@@ -21,25 +18,26 @@ int cmd_report(int argc, char** argv) {
   std::size_t outliers = 10;
   bool points_too = false;
   std::string topology_name;
-  CommandLine cli("report",
-                  "How far the model is from the measurement: relative error per point; median and geometric-mean "
-                  "|error| per collective x algorithm x size band (< 64 KiB, 64 KiB - 16 MiB, >= 16 MiB); whether the "
-                  "model's fastest hand-written algorithm was the measured fastest, and whether the per-iteration samples "
-                  "tell the two apart (one-sided Mann-Whitney U test, p < 0.05); predicted vs measured crossover "
-                  "sizes; the worst outliers; failed or missing points. Reads results files of `commsim run` "
-                  "(several are combined). With --topology, every point is first predicted again on that topology: "
-                  "how a calibrated topology does on measurements already taken.",
-                  "commsim report run.h5\n"
-                  "commsim report a.h5 b.h5 --format json > verdict.json\n"
-                  "commsim report run.h5 --format csv --table winners\n"
-                  "commsim report run.h5 --topology mycluster.yaml");
-  cli.options().add_options()                                                                             //
-      ("files", po::value(&files)->multitoken(), "results files (.h5)")                                     //
-      ("format", po::value(&format)->default_value(format), "table, csv or json")                          //
+  CommandLine cli(
+      "report",
+      "How far the model is from the measurement: relative error per point; median and geometric-mean "
+      "|error| per collective x algorithm x size band (< 64 KiB, 64 KiB - 16 MiB, >= 16 MiB); whether the "
+      "model's fastest hand-written algorithm was the measured fastest, and whether the per-iteration samples "
+      "tell the two apart (one-sided Mann-Whitney U test, p < 0.05); predicted vs measured crossover "
+      "sizes; the worst outliers; failed or missing points. Reads results files of `commsim run` "
+      "(several are combined). With --topology, every point is first predicted again on that topology: "
+      "how a calibrated topology does on measurements already taken.",
+      "commsim report run.h5\n"
+      "commsim report a.h5 b.h5 --format json > verdict.json\n"
+      "commsim report run.h5 --format csv --table winners\n"
+      "commsim report run.h5 --topology mycluster.yaml");
+  cli.options().add_options()                                                      //
+      ("files", po::value(&files)->multitoken(), "results files (.h5)")            //
+      ("format", po::value(&format)->default_value(format), "table, csv or json")  //
       ("table", po::value(&table)->default_value(table),
        "with --format csv, which table: groups, points, winners, crossovers, nccl (NCCL's choice per size), outliers, "
-       "failed")            //
-      ("outliers", po::value(&outliers)->default_value(outliers), "how many of the worst points to list")  //
+       "failed")                                                                                             //
+      ("outliers", po::value(&outliers)->default_value(outliers), "how many of the worst points to list")    //
       ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)")  //
       ("topology", po::value(&topology_name),
        "predict every point again on this topology (preset name or YAML file) instead of the prediction stored "
@@ -52,46 +50,11 @@ int cmd_report(int argc, char** argv) {
   if (std::find(tables.begin(), tables.end(), table) == tables.end())
     throw Error("--table '" + table + "': use groups, points, winners, crossovers, nccl, outliers or failed");
 
-  std::vector<Point> points;
-  std::vector<std::string> notes;
-  std::vector<std::string> run_topology_text;  // per point: the topology its run was predicted on
-  std::vector<MpiLibrary> run_library;           // per point: the MPI library of its run
-  std::vector<std::optional<std::uint64_t>> run_piece;  // per point: the host executor's piece in its run
-  for (const auto& f : files) {
-    ResultsContents c = read_results(f, true);
-    points.insert(points.end(), c.points.begin(), c.points.end());
-    for (std::size_t i = 0; i < c.points.size(); ++i) {
-      const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
-      const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
-      run_topology_text.push_back(known ? c.runs[r].topology_text : "");
-      run_library.push_back(known ? MpiLibrary{c.runs[r].mpi_version, c.runs[r].environment} : MpiLibrary{});
-      run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
-    }
-    for (const auto& run : c.runs)
-      if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
-  }
-  if (!topology_name.empty()) {
-    const Topology topology = load_topology(resolve_topology_path(topology_name));
-    // Each distinct run topology once; one that does not parse (an old file) leaves the chunk of
-    // the pipelined algorithms to the new topology.
-    std::map<std::string, std::optional<Topology>> parsed;
-    std::vector<const Topology*> run_topology;
-    for (const std::string& text : run_topology_text) {
-      auto [it, added] = parsed.try_emplace(text);
-      if (added && !text.empty()) {
-        try {
-          it->second = parse_topology(text, "the run's topology");
-        } catch (const Error&) {
-        }
-      }
-      run_topology.push_back(it->second ? &*it->second : nullptr);
-    }
-    repredict(points, topology, run_topology, run_library, run_piece);
-    notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
-  }
+  const MeasuredPoints m = read_measured(files, topology_name);
+  const std::vector<Point>& points = m.points;
   Report r = build_report(points, outliers);
   r.files = files;
-  r.run_notes = notes;
+  r.run_notes = m.notes;
   switch (fmt) {
     case OutputFormat::Table: print_report_table(std::cout, r, points_too, points); break;
     case OutputFormat::Json: print_report_json(std::cout, r, points_too, points); break;

@@ -1,10 +1,12 @@
 #include "runtime/h5/results_file.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <system_error>
 
@@ -16,45 +18,41 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One row of /points as it sits in memory. Short names are fixed-length null-padded strings (h5py
-// reads them as bytes of dtype S<n>); the free-form note is a variable-length UTF-8 string.
-constexpr std::size_t kCollectiveLen = 16, kAlgorithmLen = 32, kBackendLen = 16, kTransportLen = 16, kProtocolLen = 8,
-                      kDtypeLen = 16, kRedopLen = 8, kStatusLen = 16, kNcclAlgoLen = 16, kNcclProtoLen = 32;
+// One row of /points as it sits in memory, its fields in the order of point_fields.h. Short names
+// are fixed-length null-padded strings (h5py reads them as bytes of dtype S<n>); the free-form note
+// is a variable-length UTF-8 string.
+template <ColumnKind K, std::size_t Length>
+struct RowField {
+  using type = char[Length];  // a fixed-length name
+};
+template <>
+struct RowField<ColumnKind::Note, 0> {
+  using type = char*;
+};
+template <>
+struct RowField<ColumnKind::I32, 0> {
+  using type = std::int32_t;
+};
+template <>
+struct RowField<ColumnKind::I64, 0> {
+  using type = std::int64_t;
+};
+template <>
+struct RowField<ColumnKind::U64, 0> {
+  using type = std::uint64_t;
+};
+template <>
+struct RowField<ColumnKind::F64, 0> {
+  using type = double;
+};
+
 struct Row {
-  std::int32_t run;
-  char collective[kCollectiveLen];
-  char algorithm[kAlgorithmLen];
-  char backend[kBackendLen];
-  char transport[kTransportLen];
-  char protocol[kProtocolLen];
-  char dtype[kDtypeLen];
-  char redop[kRedopLen];
-  std::int32_t nodes;
-  std::int32_t ranks;
-  std::uint64_t bytes;
-  std::uint64_t count;
-  std::int32_t root;
-  double predicted_us;
-  double predicted_busbw_gbps;
-  char predicted_winner[kAlgorithmLen];
-  std::int32_t iters;
-  double measured_min_us;
-  double measured_median_us;
-  double measured_mean_us;
-  double measured_p95_us;
-  double measured_max_us;
-  double algbw_gbps;
-  double busbw_gbps;
-  double rel_error;
-  std::int64_t wrong;
-  char status[kStatusLen];
-  char* note;
-  std::uint64_t samples_offset;
-  std::uint64_t samples_count;
-  std::uint64_t pipeline_chunk_bytes;  // not in files written before commsim recorded it
-  char nccl_algo[kNcclAlgoLen];        // these three: not in files written before commsim recorded them
-  char nccl_proto[kNcclProtoLen];
-  std::int32_t nccl_channels;
+#define COMMSIM_ROW_MEMBER(name, kind, length, initial, csv, json, missing, unit, since) \
+  RowField<ColumnKind::kind, length>::type name;
+#define COMMSIM_ROW_FILE_MEMBER(name, kind) RowField<ColumnKind::kind, 0>::type name;
+  COMMSIM_POINT_COLUMNS(COMMSIM_ROW_MEMBER, COMMSIM_ROW_FILE_MEMBER)
+#undef COMMSIM_ROW_MEMBER
+#undef COMMSIM_ROW_FILE_MEMBER
 };
 
 struct RowTypes {
@@ -65,6 +63,16 @@ struct RowTypes {
 constexpr const char* kChunkField = "pipeline_chunk_bytes";
 constexpr const char* kNcclAlgoField = "nccl_algo";
 
+// The HDF5 type of a numeric column.
+hid_t native_type(ColumnKind k) {
+  switch (k) {
+    case ColumnKind::I32: return H5T_NATIVE_INT32;
+    case ColumnKind::I64: return H5T_NATIVE_INT64;
+    case ColumnKind::U64: return H5T_NATIVE_UINT64;
+    default: return H5T_NATIVE_DOUBLE;
+  }
+}
+
 // The row's types. Files written before commsim recorded the pipeline chunk lack that field, and
 // files written before it recorded what NCCL ran lack nccl_algo, nccl_proto and nccl_channels:
 // read and extend them without (with_chunk / with_nccl false), the fields left empty.
@@ -72,53 +80,25 @@ RowTypes row_types(bool with_chunk = true, bool with_nccl = true) {
   RowTypes t;
   t.memory = h5::Datatype(H5Tcreate(H5T_COMPOUND, sizeof(Row)), "H5Tcreate(points row)");
   hid_t m = t.memory.get();
-  auto insert = [&](const char* name, std::size_t offset, hid_t type) {
+  std::vector<h5::Datatype> strings;  // kept open until the compound is complete
+  h5::Datatype note = h5::vlen_string_type();
+  auto insert = [&](const char* name, std::size_t offset, ColumnKind kind, std::size_t length, int since) {
+    if ((since == 1 && !with_chunk) || (since == 2 && !with_nccl)) return;
+    hid_t type = native_type(kind);
+    if (kind == ColumnKind::Note) {
+      type = note.get();
+    } else if (length > 0) {
+      strings.push_back(h5::fixed_string_type(length));
+      type = strings.back().get();
+    }
     h5::check_status(H5Tinsert(m, name, offset, type), std::string("H5Tinsert(") + name + ")");
   };
-  std::vector<h5::Datatype> strings;  // kept open until the compound is complete
-  auto fixed = [&](const char* name, std::size_t offset, std::size_t size) {
-    strings.push_back(h5::fixed_string_type(size));
-    insert(name, offset, strings.back().get());
-  };
-  h5::Datatype note = h5::vlen_string_type();
-#define COMMSIM_ROW_OFFSET(field) offsetof(Row, field)
-  insert("run", COMMSIM_ROW_OFFSET(run), H5T_NATIVE_INT32);
-  fixed("collective", COMMSIM_ROW_OFFSET(collective), kCollectiveLen);
-  fixed("algorithm", COMMSIM_ROW_OFFSET(algorithm), kAlgorithmLen);
-  fixed("backend", COMMSIM_ROW_OFFSET(backend), kBackendLen);
-  fixed("transport", COMMSIM_ROW_OFFSET(transport), kTransportLen);
-  fixed("protocol", COMMSIM_ROW_OFFSET(protocol), kProtocolLen);
-  fixed("dtype", COMMSIM_ROW_OFFSET(dtype), kDtypeLen);
-  fixed("redop", COMMSIM_ROW_OFFSET(redop), kRedopLen);
-  insert("nodes", COMMSIM_ROW_OFFSET(nodes), H5T_NATIVE_INT32);
-  insert("ranks", COMMSIM_ROW_OFFSET(ranks), H5T_NATIVE_INT32);
-  insert("bytes", COMMSIM_ROW_OFFSET(bytes), H5T_NATIVE_UINT64);
-  insert("count", COMMSIM_ROW_OFFSET(count), H5T_NATIVE_UINT64);
-  insert("root", COMMSIM_ROW_OFFSET(root), H5T_NATIVE_INT32);
-  insert("predicted_us", COMMSIM_ROW_OFFSET(predicted_us), H5T_NATIVE_DOUBLE);
-  insert("predicted_busbw_gbps", COMMSIM_ROW_OFFSET(predicted_busbw_gbps), H5T_NATIVE_DOUBLE);
-  fixed("predicted_winner", COMMSIM_ROW_OFFSET(predicted_winner), kAlgorithmLen);
-  insert("iters", COMMSIM_ROW_OFFSET(iters), H5T_NATIVE_INT32);
-  insert("measured_min_us", COMMSIM_ROW_OFFSET(measured_min_us), H5T_NATIVE_DOUBLE);
-  insert("measured_median_us", COMMSIM_ROW_OFFSET(measured_median_us), H5T_NATIVE_DOUBLE);
-  insert("measured_mean_us", COMMSIM_ROW_OFFSET(measured_mean_us), H5T_NATIVE_DOUBLE);
-  insert("measured_p95_us", COMMSIM_ROW_OFFSET(measured_p95_us), H5T_NATIVE_DOUBLE);
-  insert("measured_max_us", COMMSIM_ROW_OFFSET(measured_max_us), H5T_NATIVE_DOUBLE);
-  insert("algbw_gbps", COMMSIM_ROW_OFFSET(algbw_gbps), H5T_NATIVE_DOUBLE);
-  insert("busbw_gbps", COMMSIM_ROW_OFFSET(busbw_gbps), H5T_NATIVE_DOUBLE);
-  insert("rel_error", COMMSIM_ROW_OFFSET(rel_error), H5T_NATIVE_DOUBLE);
-  insert("wrong", COMMSIM_ROW_OFFSET(wrong), H5T_NATIVE_INT64);
-  fixed("status", COMMSIM_ROW_OFFSET(status), kStatusLen);
-  insert("note", COMMSIM_ROW_OFFSET(note), note.get());
-  insert("samples_offset", COMMSIM_ROW_OFFSET(samples_offset), H5T_NATIVE_UINT64);
-  insert("samples_count", COMMSIM_ROW_OFFSET(samples_count), H5T_NATIVE_UINT64);
-  if (with_chunk) insert(kChunkField, COMMSIM_ROW_OFFSET(pipeline_chunk_bytes), H5T_NATIVE_UINT64);
-  if (with_nccl) {
-    fixed(kNcclAlgoField, COMMSIM_ROW_OFFSET(nccl_algo), kNcclAlgoLen);
-    fixed("nccl_proto", COMMSIM_ROW_OFFSET(nccl_proto), kNcclProtoLen);
-    insert("nccl_channels", COMMSIM_ROW_OFFSET(nccl_channels), H5T_NATIVE_INT32);
-  }
-#undef COMMSIM_ROW_OFFSET
+#define COMMSIM_ROW_INSERT(name, kind, length, initial, csv, json, missing, unit, since) \
+  insert(#name, offsetof(Row, name), ColumnKind::kind, length, since);
+#define COMMSIM_ROW_FILE_INSERT(name, kind) insert(#name, offsetof(Row, name), ColumnKind::kind, 0, 0);
+  COMMSIM_POINT_COLUMNS(COMMSIM_ROW_INSERT, COMMSIM_ROW_FILE_INSERT)
+#undef COMMSIM_ROW_INSERT
+#undef COMMSIM_ROW_FILE_INSERT
   t.file = h5::Datatype(H5Tcopy(m), "H5Tcopy(points row)");
   h5::check_status(H5Tpack(t.file.get()), "H5Tpack(points row)");
   return t;
@@ -144,9 +124,7 @@ constexpr hsize_t kPointsChunkRows = 256;    // ~70 KiB per chunk
 constexpr hsize_t kSamplesChunkRows = 4096;  // 32 KiB per chunk
 
 std::string run_group_name(int index) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04d", index);
-  return buf;
+  return fmt::format("{:04d}", index);
 }
 
 void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {
@@ -221,91 +199,73 @@ RunContext read_context(hid_t g) {
   return c;
 }
 
+// One column of a point into its row field.
+template <ColumnKind K, class Field, class Value>
+void store(Field& dst, const Value& v, const char* name) {
+  if constexpr (K == ColumnKind::Collective || K == ColumnKind::Algorithm || K == ColumnKind::Protocol)
+    put(dst, to_string(v), name);
+  else if constexpr (K == ColumnKind::Text)
+    put(dst, v, name);
+  else if constexpr (K == ColumnKind::CutText)
+    put(dst, std::string_view(v).substr(0, sizeof dst), name);  // NCCL's names may grow: cut to fit
+  else if constexpr (K == ColumnKind::Note)
+    dst = const_cast<char*>(v.c_str());  // only read by H5Dwrite
+  else
+    dst = v;
+}
+
+// One row field back into a point's column; a name this build does not know is an error.
+// A name read back into its enum; one this build does not know is an error.
+template <std::size_t N, class Parse>
+auto parse_name(const char (&src)[N], Parse parse, const char* name, const std::string& path) {
+  std::string s = get(src);
+  auto x = parse(s);
+  if (!x) throw Error(path + ": points row has unknown " + name + " '" + s + "'");
+  return *x;
+}
+
+// One row field back into a point's column.
+template <ColumnKind K, class Field, class Value>
+void load(Value& v, const Field& src, const char* name, const std::string& path) {
+  if constexpr (K == ColumnKind::Collective)
+    v = parse_name(
+        src, [](const std::string& s) { return parse_collective(s); }, name, path);
+  else if constexpr (K == ColumnKind::Algorithm)
+    v = parse_name(
+        src, [](const std::string& s) { return parse_algorithm(s); }, name, path);
+  else if constexpr (K == ColumnKind::Protocol)
+    v = parse_name(
+        src, [](const std::string& s) { return parse_protocol(s); }, name, path);
+  else if constexpr (K == ColumnKind::Text || K == ColumnKind::CutText)
+    v = get(src);
+  else if constexpr (K == ColumnKind::Note)
+    v = src ? src : "";
+  else
+    v = src;
+}
+
 Row to_row(const Point& p, int run, std::uint64_t samples_offset) {
   Row r{};
+#define COMMSIM_TO_ROW(name, kind, length, initial, csv, json, missing, unit, since) \
+  store<ColumnKind::kind>(r.name, p.name, #name);
+#define COMMSIM_TO_ROW_FILE(name, kind)
+  COMMSIM_POINT_COLUMNS(COMMSIM_TO_ROW, COMMSIM_TO_ROW_FILE)
+#undef COMMSIM_TO_ROW
+#undef COMMSIM_TO_ROW_FILE
   r.run = run;
-  put(r.collective, to_string(p.collective), "collective");
-  put(r.algorithm, to_string(p.algorithm), "algorithm");
-  put(r.backend, p.backend, "backend");
-  put(r.transport, p.transport, "transport");
-  put(r.protocol, to_string(p.protocol), "protocol");
-  put(r.dtype, p.dtype, "dtype");
-  put(r.redop, p.redop, "redop");
-  r.nodes = p.nodes;
-  r.ranks = p.ranks;
-  r.bytes = p.bytes;
-  r.count = p.count;
-  r.root = p.root;
-  r.predicted_us = p.predicted_us;
-  r.predicted_busbw_gbps = p.predicted_busbw_gbps;
-  put(r.predicted_winner, p.predicted_winner, "predicted_winner");
-  r.iters = p.iters;
-  r.measured_min_us = p.measured_min_us;
-  r.measured_median_us = p.measured_median_us;
-  r.measured_mean_us = p.measured_mean_us;
-  r.measured_p95_us = p.measured_p95_us;
-  r.measured_max_us = p.measured_max_us;
-  r.algbw_gbps = p.algbw_gbps;
-  r.busbw_gbps = p.busbw_gbps;
-  r.rel_error = p.rel_error;
-  r.wrong = p.wrong;
-  put(r.status, p.status, "status");
-  r.note = const_cast<char*>(p.note.c_str());  // only read by H5Dwrite
   r.samples_offset = samples_offset;
   r.samples_count = p.samples_us.size();
-  r.pipeline_chunk_bytes = p.pipeline_chunk_bytes;
-  // NCCL's names are short; a longer one (a future symmetric kernel's) is cut to fit.
-  put(r.nccl_algo, std::string_view(p.nccl_algo).substr(0, kNcclAlgoLen), "nccl_algo");
-  put(r.nccl_proto, std::string_view(p.nccl_proto).substr(0, kNcclProtoLen), "nccl_proto");
-  r.nccl_channels = p.nccl_channels;
   return r;
 }
 
 Point from_row(const Row& r, const std::string& path) {
   Point p;
-  auto bad = [&](const char* field, const std::string& value) {
-    return Error(path + ": points row has unknown " + field + " '" + value + "'");
-  };
-  std::string s = get(r.collective);
-  auto c = parse_collective(s);
-  if (!c) throw bad("collective", s);
-  p.collective = *c;
-  s = get(r.algorithm);
-  auto a = parse_algorithm(s);
-  if (!a) throw bad("algorithm", s);
-  p.algorithm = *a;
-  s = get(r.protocol);
-  auto pr = parse_protocol(s);
-  if (!pr) throw bad("protocol", s);
-  p.protocol = *pr;
-  p.backend = get(r.backend);
-  p.transport = get(r.transport);
-  p.dtype = get(r.dtype);
-  p.redop = get(r.redop);
-  p.nodes = r.nodes;
-  p.ranks = r.ranks;
-  p.bytes = r.bytes;
-  p.count = r.count;
-  p.root = r.root;
-  p.pipeline_chunk_bytes = r.pipeline_chunk_bytes;
-  p.predicted_us = r.predicted_us;
-  p.predicted_busbw_gbps = r.predicted_busbw_gbps;
-  p.predicted_winner = get(r.predicted_winner);
-  p.iters = r.iters;
-  p.measured_min_us = r.measured_min_us;
-  p.measured_median_us = r.measured_median_us;
-  p.measured_mean_us = r.measured_mean_us;
-  p.measured_p95_us = r.measured_p95_us;
-  p.measured_max_us = r.measured_max_us;
-  p.algbw_gbps = r.algbw_gbps;
-  p.busbw_gbps = r.busbw_gbps;
-  p.rel_error = r.rel_error;
-  p.wrong = r.wrong;
-  p.status = get(r.status);
-  p.note = r.note ? r.note : "";
-  p.nccl_algo = get(r.nccl_algo);
-  p.nccl_proto = get(r.nccl_proto);
-  p.nccl_channels = r.nccl_channels;
+#define COMMSIM_FROM_ROW(name, kind, length, initial, csv, json, missing, unit, since) \
+  load<ColumnKind::kind>(p.name, r.name, #name, path);
+#define COMMSIM_FROM_ROW_FILE(name, kind)
+  COMMSIM_POINT_COLUMNS(COMMSIM_FROM_ROW, COMMSIM_FROM_ROW_FILE)
+#undef COMMSIM_FROM_ROW
+#undef COMMSIM_FROM_ROW_FILE
   return p;
 }
 
@@ -340,11 +300,12 @@ void check_schema(hid_t file, const std::string& path) {
     throw Error(path + " is not a commsim results file (it has no schema_version attribute)");
   std::int64_t v = h5::get_int_attribute(file, "schema_version");
   if (v != kResultsSchemaVersion)
-    throw Error(path + " has results schema version " + std::to_string(v) + "; this commsim (" COMMSIM_VERSION
-                ") reads and writes schema version " + std::to_string(kResultsSchemaVersion) +
-                " only: use the commsim version that wrote it");
+    throw Error(path + " has results schema version " + std::to_string(v) +
+                "; this commsim (" COMMSIM_VERSION ") reads and writes schema version " +
+                std::to_string(kResultsSchemaVersion) + " only: use the commsim version that wrote it");
   for (const char* name : {"runs", "points", "samples"})
-    if (!h5::exists(file, name)) throw Error(path + " is not a complete commsim results file: /" + std::string(name) + " is missing");
+    if (!h5::exists(file, name))
+      throw Error(path + " is not a complete commsim results file: /" + std::string(name) + " is missing");
 }
 
 void check_readable_hdf5(const std::string& path) {
@@ -410,7 +371,8 @@ struct ResultsFile::Impl {
 
   // Writes the pending rows and samples, then flushes the file to disk.
   void write_pending() {
-    if (!pending_samples.empty()) h5::append_rows(samples, H5T_NATIVE_DOUBLE, pending_samples.data(), pending_samples.size());
+    if (!pending_samples.empty())
+      h5::append_rows(samples, H5T_NATIVE_DOUBLE, pending_samples.data(), pending_samples.size());
     if (!pending_rows.empty()) h5::append_rows(points, types.memory.get(), pending_rows.data(), pending_rows.size());
     pending_samples.clear();
     pending_rows.clear();
@@ -513,8 +475,7 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
   bool have_partial = fs::exists(partial, ec);
   bool have_final = fs::exists(path, ec);
   if (!have_partial && !have_final)
-    throw Error("cannot resume " + path + ": neither it nor " + partial +
-                " exists; drop --resume to start a new file");
+    throw Error("cannot resume " + path + ": neither it nor " + partial + " exists; drop --resume to start a new file");
   // When both exist the .partial is newer (a --force run that did not finish): continue it.
   const std::string source = have_partial ? partial : path;
   if (!h5::is_hdf5(source)) throw Error("cannot resume " + source + ": not an HDF5 file");
@@ -618,15 +579,25 @@ const std::set<PointKey>& ResultsFile::existing_keys() const {
   static const std::set<PointKey> none;
   return impl_ ? impl_->keys : none;
 }
-bool ResultsFile::contains(const PointKey& k) const { return impl_ && impl_->keys.count(k) > 0; }
-int ResultsFile::current_run() const { return impl_ ? impl_->run : -1; }
-std::size_t ResultsFile::points_in_file() const { return impl_ ? impl_->point_rows : 0; }
+bool ResultsFile::contains(const PointKey& k) const {
+  return impl_ && impl_->keys.count(k) > 0;
+}
+int ResultsFile::current_run() const {
+  return impl_ ? impl_->run : -1;
+}
+std::size_t ResultsFile::points_in_file() const {
+  return impl_ ? impl_->point_rows : 0;
+}
 const std::string& ResultsFile::path() const {
   static const std::string none;
   return impl_ ? impl_->path : none;
 }
-std::string ResultsFile::partial_path() const { return path() + ".partial"; }
-bool ResultsFile::is_open() const { return impl_ && !impl_->finished && impl_->file.valid(); }
+std::string ResultsFile::partial_path() const {
+  return path() + ".partial";
+}
+bool ResultsFile::is_open() const {
+  return impl_ && !impl_->finished && impl_->file.valid();
+}
 
 ResultsContents read_results(const std::string& path, bool with_samples) {
   check_readable_hdf5(path);
@@ -664,7 +635,8 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
     Point p = from_row(r, path);
     p.note = rows.notes[i];
     if (r.run < 0 || r.run >= static_cast<int>(out.runs.size()))
-      throw Error(path + ": points row " + std::to_string(i) + " names run " + std::to_string(r.run) + ", which does not exist");
+      throw Error(path + ": points row " + std::to_string(i) + " names run " + std::to_string(r.run) +
+                  ", which does not exist");
     if (with_samples && r.samples_count > 0) {
       if (r.samples_offset + r.samples_count > samples.size())
         throw Error(path + ": points row " + std::to_string(i) + " refers to samples beyond the end of /samples");
@@ -677,6 +649,8 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
   return out;
 }
 
-std::vector<Point> read_points(const std::string& path) { return read_results(path).points; }
+std::vector<Point> read_points(const std::string& path) {
+  return read_results(path).points;
+}
 
 }  // namespace commsim

@@ -1,5 +1,7 @@
 #include "runtime/output/report_tables.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,26 +17,9 @@
 namespace commsim {
 namespace {
 
-// Candidates whose predicted times differ by less than this (relative) are tied in the model: at
-// two ranks, for example, ring and Rabenseifner allreduce have the same closed form.
-constexpr double kTieTolerance = 1e-6;
-
-double median_of_abs(std::vector<double> v) {
-  if (v.empty()) return 0;
-  for (double& x : v) x = std::fabs(x);
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+std::string pct(double v) {
+  return std::isfinite(v) ? fmt::format("{:.1f}%", 100.0 * v) : "-";
 }
-
-double rel_error_of(const Point& p) { return (p.predicted_us - p.measured_median_us) / p.measured_median_us; }
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-std::string pct(double v) { return std::isfinite(v) ? fmt("%.1f%%", 100.0 * v) : "-"; }
 
 std::string size_list(const std::vector<double>& sizes) {
   if (sizes.empty()) return "none";
@@ -54,273 +39,11 @@ std::string json_sizes(const std::vector<double>& sizes) {
 
 std::string stats_json(const ErrorStats& s) {
   return "{\"n\": " + std::to_string(s.n) + ", \"median_abs_rel_error\": " + json_number(s.median_abs) +
-         ", \"geomean_abs_rel_error\": " + json_number(s.geomean_abs) + ", \"max_abs_rel_error\": " +
-         json_number(s.max_abs) + "}";
+         ", \"geomean_abs_rel_error\": " + json_number(s.geomean_abs) +
+         ", \"max_abs_rel_error\": " + json_number(s.max_abs) + "}";
 }
 
 }  // namespace
-
-SizeBand band_of(Bytes bytes) {
-  if (bytes < kSmallBandLimit) return SizeBand::Small;
-  if (bytes < kLargeBandStart) return SizeBand::Medium;
-  return SizeBand::Large;
-}
-
-std::string_view to_string(SizeBand b) {
-  switch (b) {
-    case SizeBand::Small: return "<64KiB";
-    case SizeBand::Medium: return "64KiB-16MiB";
-    case SizeBand::Large: return ">=16MiB";
-  }
-  return "?";
-}
-
-double geomean_abs(const std::vector<double>& errors) {
-  if (errors.empty()) return 0;
-  double s = 0;
-  for (double e : errors) s += std::log(std::max(std::fabs(e), kGeomeanFloor));
-  return std::exp(s / static_cast<double>(errors.size()));
-}
-
-bool comparable(const Point& p) {
-  return p.status == "ok" && p.measured() && p.measured_median_us > 0 && std::isfinite(p.predicted_us);
-}
-
-ErrorStats error_stats(const std::vector<double>& rel_errors) {
-  ErrorStats s;
-  s.n = rel_errors.size();
-  s.median_abs = median_of_abs(rel_errors);
-  s.geomean_abs = geomean_abs(rel_errors);
-  for (double e : rel_errors) s.max_abs = std::max(s.max_abs, std::fabs(e));
-  return s;
-}
-
-std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std::vector<double>& t_a,
-                                    const std::vector<double>& t_b) {
-  std::vector<double> out;
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    double d0 = std::log(t_a[i] / t_b[i]), d1 = std::log(t_a[i + 1] / t_b[i + 1]);
-    if (!(d0 * d1 < 0)) continue;
-    double x0 = std::log(sizes[i]), x1 = std::log(sizes[i + 1]);
-    out.push_back(std::exp(x0 + (x1 - x0) * d0 / (d0 - d1)));
-  }
-  return out;
-}
-
-namespace {
-
-// WinnerCase's verdict from the samples: is the measured winner faster than every other schedule,
-// and than the model's pick, beyond the noise of the measurement?
-void judge_by_samples(WinnerCase& w, const std::map<std::string, const Point*>& algs, const Point* pick) {
-  const Point* winner = algs.at(w.measured_winner);
-  auto p_faster = [&](const Point* other) {
-    if (winner->samples_us.size() < kMinTestSamples || other->samples_us.size() < kMinTestSamples) return 1.0;
-    return mann_whitney_p_less(winner->samples_us, other->samples_us);
-  };
-  auto same_schedule = [&](const Point* other) {
-    return std::fabs(other->predicted_us - winner->predicted_us) <= kTieTolerance * winner->predicted_us;
-  };
-  w.winner_p = 0;
-  for (const auto& [name, p] : algs)
-    if (p != winner && !same_schedule(p)) w.winner_p = std::max(w.winner_p, p_faster(p));
-  w.clear = w.winner_p < kWinnerAlpha;
-  w.pick_p = w.agree ? 1.0 : p_faster(pick);
-  w.pick_slower = w.pick_p < kWinnerAlpha;
-}
-
-// "Ring/LL128" for a forced row.
-std::string variant_of(const Point& p) {
-  return std::string(p.algorithm == Algorithm::NcclTree ? "Tree" : "Ring") + "/" + std::string(to_string(p.protocol));
-}
-
-// NCCL's own choice against the forced variants, per (collective, backend, dtype, nodes, ranks,
-// bytes) where the unforced `nccl` row was measured, with more than one rank (one rank copies locally: there is nothing
-// to choose). Only rows measured ok take part; the first row of each variant counts.
-std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
-  using Where = std::tuple<std::string, std::string, int, int, Bytes,
-                           std::string>;  // collective, backend, nodes, ranks, bytes, dtype
-  struct Cell {
-    const Point* own = nullptr;
-    std::map<std::string, const Point*> forced;
-  };
-  std::map<Where, Cell> cells;
-  for (const Point& p : points) {
-    if (!is_nccl_algorithm(p.algorithm) || p.status != "ok" || !p.measured() || !(p.measured_median_us > 0) || p.ranks < 2)
-      continue;
-    Cell& c = cells[{std::string(to_string(p.collective)), p.backend, p.nodes, p.ranks, p.bytes, p.dtype}];
-    if (p.algorithm == Algorithm::Nccl && p.protocol == Protocol::None) {
-      if (!c.own) c.own = &p;
-    } else if (p.algorithm != Algorithm::Nccl && p.protocol != Protocol::None) {
-      c.forced.try_emplace(variant_of(p), &p);
-    }
-  }
-  std::vector<NcclChoiceCase> out;
-  for (const auto& [where, cell] : cells) {
-    if (!cell.own) continue;  // NCCL's own choice was not measured here
-    NcclChoiceCase k;
-    std::tie(k.collective, k.backend, k.nodes, k.ranks, k.bytes, std::ignore) = where;
-    k.forced = static_cast<int>(cell.forced.size());
-    if (!cell.own->nccl_algo.empty()) k.nccl_pick = cell.own->nccl_algo + "/" + cell.own->nccl_proto;
-    k.nccl_channels = cell.own->nccl_channels;
-    k.nccl_us = cell.own->measured_median_us;
-    const Point* fastest = nullptr;
-    double best_pred = INFINITY;
-    for (const auto& [name, p] : cell.forced) {
-      if (std::isfinite(p->predicted_us) && p->predicted_us < best_pred)
-        best_pred = p->predicted_us, k.model_pick = name;
-      if (!fastest || p->measured_median_us < fastest->measured_median_us) fastest = p, k.fastest = name;
-    }
-    if (fastest) k.fastest_us = fastest->measured_median_us;
-    if (fastest) {
-      k.lost = k.nccl_us / k.fastest_us - 1.0;
-      const bool tested =
-          cell.own->samples_us.size() >= kMinTestSamples && fastest->samples_us.size() >= kMinTestSamples;
-      if (tested) k.lost_p = mann_whitney_p_less(fastest->samples_us, cell.own->samples_us);
-      k.slower = k.lost > 0 && (tested ? k.lost_p < kWinnerAlpha : k.lost > kNcclLossNoise);
-    }
-    k.model_agrees = !k.model_pick.empty() && k.model_pick == k.nccl_pick;
-    k.nccl_fastest = !k.fastest.empty() && k.fastest == k.nccl_pick;
-    out.push_back(std::move(k));
-  }
-  return out;
-}
-
-}  // namespace
-
-Report build_report(const std::vector<Point>& points, std::size_t max_outliers) {
-  Report r;
-  r.points = points.size();
-  std::vector<double> small, large, all, sched_small, sched_large, lib_small, lib_large, nccl_small, nccl_large,
-      mpi_small, mpi_large;
-  std::map<std::tuple<std::string, std::string, std::string, int>, std::vector<double>> by_group;
-  std::vector<const Point*> cmp;
-  for (const Point& p : points) {
-    if (p.measured()) ++r.measured;
-    if (p.status != "ok" && p.status != "predicted")
-      r.failed.push_back({p, p.status + (p.note.empty() ? "" : ": " + p.note)});
-    else if (p.status == "ok" && !p.measured())
-      r.failed.push_back({p, "status ok but no measured time"});
-    if (!comparable(p)) continue;
-    cmp.push_back(&p);
-    double e = rel_error_of(p);
-    all.push_back(e);
-    (p.bytes < kSmallBandLimit ? small : large).push_back(e);
-    if (is_hand_written(p.algorithm))
-      (p.bytes < kSmallBandLimit ? sched_small : sched_large).push_back(e);
-    else
-      (p.bytes < kSmallBandLimit ? lib_small : lib_large).push_back(e);
-    if (is_nccl_algorithm(p.algorithm))
-      (p.bytes < kSmallBandLimit ? nccl_small : nccl_large).push_back(e);
-    else if (!is_hand_written(p.algorithm))
-      (p.bytes < kSmallBandLimit ? mpi_small : mpi_large).push_back(e);
-    by_group[{std::string(to_string(p.collective)), std::string(to_string(p.algorithm)), p.backend,
-              static_cast<int>(band_of(p.bytes))}]
-        .push_back(e);
-  }
-  r.compared = cmp.size();
-  r.all = error_stats(all);
-  r.below_64KiB = error_stats(small);
-  r.from_64KiB = error_stats(large);
-  r.schedules_below_64KiB = error_stats(sched_small);
-  r.schedules_from_64KiB = error_stats(sched_large);
-  r.library_below_64KiB = error_stats(lib_small);
-  r.library_from_64KiB = error_stats(lib_large);
-  r.nccl_below_64KiB = error_stats(nccl_small);
-  r.nccl_from_64KiB = error_stats(nccl_large);
-  r.mpi_below_64KiB = error_stats(mpi_small);
-  r.mpi_from_64KiB = error_stats(mpi_large);
-  for (const auto& [key, errs] : by_group) {
-    ErrorGroup g;
-    std::tie(g.collective, g.algorithm, g.backend, std::ignore) = key;
-    g.band = static_cast<SizeBand>(std::get<3>(key));
-    g.stats = error_stats(errs);
-    r.groups.push_back(g);
-  }
-
-  // Winners and crossovers: the first comparable point of each (collective, backend, dtype, nodes,
-  // ranks, algorithm, bytes), hand-written algorithms only.
-  using Where = std::tuple<std::string, std::string, std::string, int, int>;  // collective, backend, dtype, nodes, ranks
-  std::map<Where, std::map<Bytes, std::map<std::string, const Point*>>> grid;
-  for (const Point* p : cmp) {
-    if (!is_hand_written(p->algorithm)) continue;
-    auto& slot = grid[{std::string(to_string(p->collective)), p->backend, p->dtype, p->nodes, p->ranks}][p->bytes]
-                     [std::string(to_string(p->algorithm))];
-    if (!slot) slot = p;
-  }
-  for (const auto& [where, by_size] : grid) {
-    for (const auto& [bytes, algs] : by_size) {
-      if (algs.size() < 2) continue;
-      WinnerCase w;
-      std::tie(w.collective, w.backend, std::ignore, w.nodes, w.ranks) = where;
-      w.bytes = bytes;
-      w.candidates = static_cast<int>(algs.size());
-      double best_pred = INFINITY, best_meas = INFINITY;
-      for (const auto& [name, p] : algs) {
-        if (p->predicted_us < best_pred) best_pred = p->predicted_us, w.predicted_winner = name;
-        if (p->measured_median_us < best_meas) best_meas = p->measured_median_us, w.measured_winner = name;
-      }
-      // Every candidate tied with the predicted best is a model winner; the model's pick is the
-      // one of them that measured fastest.
-      const Point* pick = nullptr;
-      std::string tied;
-      for (const auto& [name, p] : algs) {
-        if (p->predicted_us > best_pred * (1 + kTieTolerance)) continue;
-        tied += (tied.empty() ? "" : "=") + name;
-        if (!pick || p->measured_median_us < pick->measured_median_us) pick = p;
-        if (name == w.measured_winner) w.agree = true;
-      }
-      w.predicted_winner = tied;
-      w.loss = pick->measured_median_us / best_meas - 1.0;
-      judge_by_samples(w, algs, pick);
-      if (w.agree) ++r.winner_agree;
-      if (w.loss <= 0.05) ++r.winner_within_5pct;
-      if (w.clear) ++r.winner_clear;
-      if (w.clear && w.agree) ++r.winner_clear_agree;
-      if (w.pick_slower) ++r.winner_pick_slower;
-      r.winners.push_back(w);
-    }
-    // Crossovers between every pair of algorithms measured at two or more common sizes.
-    std::set<std::string> names;
-    for (const auto& [bytes, algs] : by_size)
-      for (const auto& [name, p] : algs) names.insert(name);
-    for (auto ia = names.begin(); ia != names.end(); ++ia) {
-      for (auto ib = std::next(ia); ib != names.end(); ++ib) {
-        std::vector<double> sizes, pa, pb, ma, mb;
-        bool model_tied = true;
-        for (const auto& [bytes, algs] : by_size) {
-          auto fa = algs.find(*ia), fb = algs.find(*ib);
-          if (bytes == 0 || fa == algs.end() || fb == algs.end()) continue;
-          sizes.push_back(static_cast<double>(bytes));
-          pa.push_back(fa->second->predicted_us);
-          pb.push_back(fb->second->predicted_us);
-          ma.push_back(fa->second->measured_median_us);
-          mb.push_back(fb->second->measured_median_us);
-          if (std::fabs(pa.back() - pb.back()) > kTieTolerance * std::min(pa.back(), pb.back())) model_tied = false;
-        }
-        if (sizes.size() < 2 || model_tied) continue;
-        CrossoverRow c;
-        std::tie(c.collective, c.backend, std::ignore, c.nodes, c.ranks) = where;
-        c.a = *ia;
-        c.b = *ib;
-        c.predicted_bytes = crossover_sizes(sizes, pa, pb);
-        c.measured_bytes = crossover_sizes(sizes, ma, mb);
-        if (c.predicted_bytes.empty() && c.measured_bytes.empty()) continue;
-        r.crossovers.push_back(c);
-      }
-    }
-  }
-  r.winner_agreement = r.winners.empty() ? 0.0 : static_cast<double>(r.winner_agree) / static_cast<double>(r.winners.size());
-  r.nccl_choices = nccl_choices(points);
-  for (const NcclChoiceCase& c : r.nccl_choices) r.nccl_slower += c.slower ? 1 : 0;
-  for (const Point& p : points) r.nccl_one_rank += is_nccl_algorithm(p.algorithm) && p.measured() && p.ranks == 1 ? 1 : 0;
-
-  std::vector<const Point*> sorted = cmp;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Point* a, const Point* b) {
-    return std::fabs(rel_error_of(*a)) > std::fabs(rel_error_of(*b));
-  });
-  for (std::size_t i = 0; i < sorted.size() && i < max_outliers; ++i) r.outliers.push_back(*sorted[i]);
-  return r;
-}
 
 namespace {
 
@@ -330,10 +53,8 @@ std::string point_label(const Point& p) {
 }
 
 void stats_line(std::ostream& out, const char* label, const ErrorStats& s) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "  %-22s %6zu points   median |err| %8s   geomean |err| %8s   max |err| %8s\n", label,
-                s.n, pct(s.median_abs).c_str(), pct(s.geomean_abs).c_str(), pct(s.max_abs).c_str());
-  out << buf;
+  out << fmt::format("  {:<22} {:>6} points   median |err| {:>8}   geomean |err| {:>8}   max |err| {:>8}\n", label, s.n,
+                     pct(s.median_abs), pct(s.geomean_abs), pct(s.max_abs));
 }
 
 }  // namespace
@@ -346,14 +67,13 @@ std::string nccl_ran(const NcclChoiceCase& c) {
   return c.nccl_pick + (c.nccl_channels > 0 ? ", " + std::to_string(c.nccl_channels) + " ch" : "");
 }
 std::string us_text(double us) {
-  return std::isfinite(us) ? fmt("%.2f", us) : "-";
+  return std::isfinite(us) ? fmt::format("{:.2f}", us) : "-";
 }
 std::string signed_pct(double v) {
-  return std::isfinite(v) ? fmt("%+.1f%%", 100.0 * v) : "-";
+  return std::isfinite(v) ? fmt::format("{:+.1f}%", 100.0 * v) : "-";
 }
 
 void print_nccl_choices(std::ostream& out, const Report& r) {
-  char buf[400];
   std::size_t logged = 0, fastest_known = 0, nccl_fastest = 0, model_known = 0, model_agrees = 0;
   for (const NcclChoiceCase& c : r.nccl_choices) {
     if (c.nccl_pick.empty()) continue;
@@ -362,23 +82,18 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
     if (!c.model_pick.empty()) ++model_known, model_agrees += c.model_agrees ? 1 : 0;
   }
   out << "\n## NCCL's choice (what NCCL ran, from its TUNING log; NCCL's model's pick; the fastest forced variant)\n";
-  std::snprintf(buf, sizeof buf,
-                "  %zu cases, NCCL's choice logged in %zu: it was the fastest forced variant in %zu of %zu, NCCL's "
-                "model picked it in %zu of %zu\n",
-                r.nccl_choices.size(), logged, nccl_fastest, fastest_known, model_agrees, model_known);
-  out << buf;
-  std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-20s %-14s %-14s %10s %10s %8s\n", "collective", "backend",
-                "nodes", "ranks", "bytes", "NCCL ran", "model's pick", "fastest forced", "NCCL us", "fastest us",
-                "lost");
-  out << buf;
-  for (const NcclChoiceCase& c : r.nccl_choices) {
-    std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-20s %-14s %-14s %10s %10s %8s%s\n", c.collective.c_str(),
-                  c.backend.c_str(), c.nodes, c.ranks, format_bytes(c.bytes).c_str(), nccl_ran(c).c_str(),
-                  c.model_pick.empty() ? "-" : c.model_pick.c_str(), c.fastest.empty() ? "-" : c.fastest.c_str(),
-                  us_text(c.nccl_us).c_str(), us_text(c.fastest_us).c_str(), signed_pct(c.lost).c_str(),
-                  c.slower ? "  <- NCCL slower" : "");
-    out << buf;
-  }
+  out << fmt::format(
+      "  {} cases, NCCL's choice logged in {}: it was the fastest forced variant in {} of {}, NCCL's model picked it "
+      "in {} of {}\n",
+      r.nccl_choices.size(), logged, nccl_fastest, fastest_known, model_agrees, model_known);
+  constexpr const char* kRow = "{:<14} {:<6} {:>5} {:>5} {:>10} {:<20} {:<14} {:<14} {:>10} {:>10} {:>8}{}\n";
+  out << fmt::format(kRow, "collective", "backend", "nodes", "ranks", "bytes", "NCCL ran", "model's pick",
+                     "fastest forced", "NCCL us", "fastest us", "lost", "");
+  for (const NcclChoiceCase& c : r.nccl_choices)
+    out << fmt::format(kRow, c.collective, c.backend, c.nodes, c.ranks, format_bytes(c.bytes), nccl_ran(c),
+                       c.model_pick.empty() ? "-" : c.model_pick, c.fastest.empty() ? "-" : c.fastest,
+                       us_text(c.nccl_us), us_text(c.fastest_us), signed_pct(c.lost),
+                       c.slower ? "  <- NCCL slower" : "");
   if (r.nccl_slower == 0) {
     out << "  NCCL's own choice measured no slower than every variant it could have been forced to (beyond the "
            "noise)\n";
@@ -388,7 +103,7 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
       << r.nccl_choices.size() << " cases:\n";
   for (const NcclChoiceCase& c : r.nccl_choices) {
     if (!c.slower) continue;
-    const std::string p = c.lost_p < 1 ? ", Mann-Whitney p " + fmt("%.2g", c.lost_p) : std::string();
+    const std::string p = c.lost_p < 1 ? ", Mann-Whitney p " + fmt::format("{:.2g}", c.lost_p) : std::string();
     out << "    " << c.collective << " " << c.backend << " nodes=" << c.nodes << " ranks=" << c.ranks << " "
         << format_bytes(c.bytes) << ": NCCL ran " << (c.nccl_pick.empty() ? "an unlogged variant" : c.nccl_pick)
         << " in " << us_text(c.nccl_us) << " us; forcing " << c.fastest << " measured " << us_text(c.fastest_us)
@@ -402,8 +117,9 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
 void print_verdict(std::ostream& out, const Report& r) {
   if (r.compared == 0) return;
   out << "\n## Verdict\n";
-  out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared << " points: "
-      << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs) << " from 64 KiB\n";
+  out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared
+      << " points: " << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs)
+      << " from 64 KiB\n";
   std::vector<const ErrorGroup*> worst;
   for (const ErrorGroup& g : r.groups)
     if (g.stats.n > 0 && g.stats.median_abs > kVerdictWithin) worst.push_back(&g);
@@ -434,7 +150,6 @@ void print_verdict(std::ostream& out, const Report& r) {
 }
 
 void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
-  char buf[400];
   out << "# commsim report: " << r.points << " points read, " << r.measured << " measured, " << r.compared
       << " with a prediction to compare\n";
   for (const auto& f : r.files) out << "#   " << f << "\n";
@@ -444,7 +159,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   stats_line(out, "all sizes", r.all);
   stats_line(out, "below 64 KiB", r.below_64KiB);
   stats_line(out, "64 KiB and above", r.from_64KiB);
-  if (r.schedules_below_64KiB.n + r.schedules_from_64KiB.n > 0 && r.library_below_64KiB.n + r.library_from_64KiB.n > 0) {
+  if (r.schedules_below_64KiB.n + r.schedules_from_64KiB.n > 0 &&
+      r.library_below_64KiB.n + r.library_from_64KiB.n > 0) {
     out << "  hand-written schedules:\n";
     stats_line(out, "  below 64 KiB", r.schedules_below_64KiB);
     stats_line(out, "  64 KiB and above", r.schedules_from_64KiB);
@@ -466,65 +182,58 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
 
   if (with_points) {
     out << "\n## Relative error per point\n";
-    std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %5s %5s %12s %12s %12s %9s\n", "collective", "algorithm", "backend",
-                  "nodes", "ranks", "bytes", "measured_us", "predicted_us", "error");
-    out << buf;
+    out << fmt::format("{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12} {:>12} {:>9}\n", "collective", "algorithm",
+                       "backend", "nodes", "ranks", "bytes", "measured_us", "predicted_us", "error");
     for (const Point& p : points) {
       if (!comparable(p)) continue;
-      std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %5d %5d %12llu %12.2f %12.2f %9s\n",
-                    std::string(to_string(p.collective)).c_str(), std::string(to_string(p.algorithm)).c_str(),
-                    p.backend.c_str(), p.nodes, p.ranks, static_cast<unsigned long long>(p.bytes), p.measured_median_us,
-                    p.predicted_us, pct(rel_error_of(p)).c_str());
-      out << buf;
+      out << fmt::format("{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12.2f} {:>12.2f} {:>9}\n", to_string(p.collective),
+                         to_string(p.algorithm), p.backend, p.nodes, p.ranks, p.bytes, p.measured_median_us,
+                         p.predicted_us, pct(rel_error_of(p)));
     }
   }
 
   out << "\n## Error per collective x algorithm x size band\n";
-  std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %-12s %6s %10s %10s %10s\n", "collective", "algorithm", "backend",
-                "band", "n", "median", "geomean", "max");
-  out << buf;
-  for (const auto& g : r.groups) {
-    std::snprintf(buf, sizeof buf, "%-14s %-19s %-6s %-12s %6zu %10s %10s %10s\n", g.collective.c_str(),
-                  g.algorithm.c_str(), g.backend.c_str(), std::string(to_string(g.band)).c_str(), g.stats.n,
-                  pct(g.stats.median_abs).c_str(), pct(g.stats.geomean_abs).c_str(), pct(g.stats.max_abs).c_str());
-    out << buf;
-  }
+  constexpr const char* kGroupRow = "{:<14} {:<19} {:<6} {:<12} {:>6} {:>10} {:>10} {:>10}\n";
+  out << fmt::format(kGroupRow, "collective", "algorithm", "backend", "band", "n", "median", "geomean", "max");
+  for (const auto& g : r.groups)
+    out << fmt::format(kGroupRow, g.collective, g.algorithm, g.backend, to_string(g.band), g.stats.n,
+                       pct(g.stats.median_abs), pct(g.stats.geomean_abs), pct(g.stats.max_abs));
 
   out << "\n## Winners (fastest hand-written algorithm: model vs measurement)\n";
   if (r.winners.empty()) {
     out << "  no point has two or more hand-written algorithms measured\n";
   } else {
-    std::snprintf(buf, sizeof buf, "  model picked the measured winner in %zu of %zu cases (%s); its pick measured within 5%% of the best in %zu\n",
-                  r.winner_agree, r.winners.size(), pct(r.winner_agreement).c_str(), r.winner_within_5pct);
-    out << buf;
+    out << fmt::format(
+        "  model picked the measured winner in {} of {} cases ({}); its pick measured within 5% of the "
+        "best in {}\n",
+        r.winner_agree, r.winners.size(), pct(r.winner_agreement), r.winner_within_5pct);
     // The samples' verdict (one-sided Mann-Whitney U tests): where the measurement itself names a
     // winner, and where the model's pick is slower than the winner beyond the noise.
-    const double clear_share = r.winner_clear ? static_cast<double>(r.winner_clear_agree) / static_cast<double>(r.winner_clear) : 0.0;
-    std::snprintf(buf, sizeof buf,
-                  "  measured winner clear (faster than every other schedule, one-sided Mann-Whitney U test on the "
-                  "per-iteration samples, p < %g) in %zu cases: the model picked it in %zu (%s)\n"
-                  "  model's pick slower than the measured winner beyond the noise (p < %g) in %zu of %zu cases\n",
-                  kWinnerAlpha, r.winner_clear, r.winner_clear_agree, pct(clear_share).c_str(), kWinnerAlpha,
-                  r.winner_pick_slower, r.winners.size());
-    out << buf;
-    std::snprintf(buf, sizeof buf, "%-14s %-6s %5s %5s %10s %-28s %-19s %8s %8s\n", "collective", "backend", "nodes", "ranks",
-                  "bytes", "predicted", "measured", "loss", "winner p");
-    out << buf;
-    for (const auto& w : r.winners) {
-      std::snprintf(buf, sizeof buf, "%-14s %-6s %5d %5d %10s %-28s %-19s %8s %8.2g%s\n", w.collective.c_str(),
-                    w.backend.c_str(), w.nodes, w.ranks, format_bytes(w.bytes).c_str(), w.predicted_winner.c_str(),
-                    w.measured_winner.c_str(), pct(w.loss).c_str(), w.winner_p,
-                    w.agree ? "" : w.pick_slower ? "  <- differs" : "  <- differs (within the noise)");
-      out << buf;
-    }
+    const double clear_share =
+        r.winner_clear ? static_cast<double>(r.winner_clear_agree) / static_cast<double>(r.winner_clear) : 0.0;
+    out << fmt::format(
+        "  measured winner clear (faster than every other schedule, one-sided Mann-Whitney U test on the "
+        "per-iteration samples, p < {:g}) in {} cases: the model picked it in {} ({})\n"
+        "  model's pick slower than the measured winner beyond the noise (p < {:g}) in {} of {} cases\n",
+        kWinnerAlpha, r.winner_clear, r.winner_clear_agree, pct(clear_share), kWinnerAlpha, r.winner_pick_slower,
+        r.winners.size());
+    out << fmt::format("{:<14} {:<6} {:>5} {:>5} {:>10} {:<28} {:<19} {:>8} {:>8}\n", "collective", "backend", "nodes",
+                       "ranks", "bytes", "predicted", "measured", "loss", "winner p");
+    for (const auto& w : r.winners)
+      out << fmt::format("{:<14} {:<6} {:>5} {:>5} {:>10} {:<28} {:<19} {:>8} {:>8.2g}{}\n", w.collective, w.backend,
+                         w.nodes, w.ranks, format_bytes(w.bytes), w.predicted_winner, w.measured_winner, pct(w.loss),
+                         w.winner_p,
+                         w.agree         ? ""
+                         : w.pick_slower ? "  <- differs"
+                                         : "  <- differs (within the noise)");
   }
 
   out << "\n## Crossovers (sizes where the faster of two algorithms changes)\n";
   if (r.crossovers.empty()) out << "  none predicted or measured\n";
   for (const auto& c : r.crossovers) {
     out << "  " << c.collective << " " << c.backend << " nodes=" << c.nodes << " ranks=" << c.ranks << " " << c.a
-        << " vs " << c.b << ": predicted " << size_list(c.predicted_bytes) << "; measured " << size_list(c.measured_bytes)
-        << "\n";
+        << " vs " << c.b << ": predicted " << size_list(c.predicted_bytes) << "; measured "
+        << size_list(c.measured_bytes) << "\n";
   }
 
   if (!r.nccl_choices.empty())
@@ -536,9 +245,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   out << "\n## Worst outliers\n";
   if (r.outliers.empty()) out << "  none\n";
   for (const Point& p : r.outliers) {
-    std::snprintf(buf, sizeof buf, "  %-60s measured %12.2f us  predicted %12.2f us  error %9s\n", point_label(p).c_str(),
-                  p.measured_median_us, p.predicted_us, pct(rel_error_of(p)).c_str());
-    out << buf;
+    out << fmt::format("  {:<60} measured {:>12.2f} us  predicted {:>12.2f} us  error {:>9}\n", point_label(p),
+                       p.measured_median_us, p.predicted_us, pct(rel_error_of(p)));
   }
 
   out << "\n## Failed or missing points\n";
@@ -550,7 +258,8 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
 void print_report_json(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
   out << "{\n  \"files\": [";
   for (std::size_t i = 0; i < r.files.size(); ++i) out << (i ? ", " : "") << json_string(r.files[i]);
-  out << "],\n  \"points\": " << r.points << ", \"measured\": " << r.measured << ", \"compared\": " << r.compared << ",\n";
+  out << "],\n  \"points\": " << r.points << ", \"measured\": " << r.measured << ", \"compared\": " << r.compared
+      << ",\n";
   out << "  \"run_notes\": [";
   for (std::size_t i = 0; i < r.run_notes.size(); ++i) out << (i ? ", " : "") << json_string(r.run_notes[i]);
   out << "],\n";
@@ -585,10 +294,11 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
         << ", \"backend\": " << json_string(w.backend) << ", \"nodes\": " << w.nodes << ", \"ranks\": " << w.ranks
         << ", \"bytes\": " << w.bytes << ", \"candidates\": " << w.candidates
         << ", \"predicted_winner\": " << json_string(w.predicted_winner)
-        << ", \"measured_winner\": " << json_string(w.measured_winner) << ", \"agree\": " << (w.agree ? "true" : "false")
-        << ", \"loss\": " << json_number(w.loss) << ", \"winner_p\": " << json_number(w.winner_p)
-        << ", \"clear\": " << (w.clear ? "true" : "false") << ", \"pick_p\": " << json_number(w.pick_p)
-        << ", \"pick_slower\": " << (w.pick_slower ? "true" : "false") << "}";
+        << ", \"measured_winner\": " << json_string(w.measured_winner)
+        << ", \"agree\": " << (w.agree ? "true" : "false") << ", \"loss\": " << json_number(w.loss)
+        << ", \"winner_p\": " << json_number(w.winner_p) << ", \"clear\": " << (w.clear ? "true" : "false")
+        << ", \"pick_p\": " << json_number(w.pick_p) << ", \"pick_slower\": " << (w.pick_slower ? "true" : "false")
+        << "}";
   }
   out << "]},\n  \"crossovers\": [";
   for (std::size_t i = 0; i < r.crossovers.size(); ++i) {
@@ -629,8 +339,8 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
           << ", \"algorithm\": " << json_string(to_string(p.algorithm)) << ", \"backend\": " << json_string(p.backend)
           << ", \"nodes\": " << p.nodes << ", \"ranks\": " << p.ranks << ", \"bytes\": " << p.bytes
           << ", \"measured_median_us\": " << json_number(p.measured_median_us)
-          << ", \"predicted_us\": " << json_number(p.predicted_us) << ", \"rel_error\": " << json_number(rel_error_of(p))
-          << "}";
+          << ", \"predicted_us\": " << json_number(p.predicted_us)
+          << ", \"rel_error\": " << json_number(rel_error_of(p)) << "}";
       first = false;
     }
     out << "]";
@@ -643,8 +353,8 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
   if (table == "groups") {
     out << "collective,algorithm,backend,band,n,median_abs_rel_error,geomean_abs_rel_error,max_abs_rel_error\n";
     for (const auto& g : r.groups)
-      out << g.collective << "," << g.algorithm << "," << g.backend << "," << to_string(g.band) << "," << g.stats.n << ","
-          << json_number(g.stats.median_abs) << "," << json_number(g.stats.geomean_abs) << ","
+      out << g.collective << "," << g.algorithm << "," << g.backend << "," << to_string(g.band) << "," << g.stats.n
+          << "," << json_number(g.stats.median_abs) << "," << json_number(g.stats.geomean_abs) << ","
           << json_number(g.stats.max_abs) << "\n";
   } else if (table == "points") {
     for (std::size_t i = 0; i < std::size(kCsvColumns); ++i) out << (i ? "," : "") << kCsvColumns[i];
@@ -659,8 +369,8 @@ void print_report_csv(std::ostream& out, const Report& r, const std::string& tab
     out << "collective,backend,nodes,ranks,bytes,candidates,predicted_winner,measured_winner,agree,loss,winner_p,clear,"
            "pick_p,pick_slower\n";
     for (const auto& w : r.winners)
-      out << w.collective << "," << w.backend << "," << w.nodes << "," << w.ranks << "," << w.bytes << "," << w.candidates
-          << "," << w.predicted_winner << "," << w.measured_winner << "," << (w.agree ? 1 : 0) << ","
+      out << w.collective << "," << w.backend << "," << w.nodes << "," << w.ranks << "," << w.bytes << ","
+          << w.candidates << "," << w.predicted_winner << "," << w.measured_winner << "," << (w.agree ? 1 : 0) << ","
           << json_number(w.loss) << "," << json_number(w.winner_p) << "," << (w.clear ? 1 : 0) << ","
           << json_number(w.pick_p) << "," << (w.pick_slower ? 1 : 0) << "\n";
   } else if (table == "crossovers") {

@@ -1,6 +1,6 @@
 #pragma once
 // The verdict on the model: from measured points with their predictions, the tables `commsim
-// report` prints (and analysis/report.py reproduces to the digit):
+// report` prints (and analysis/report.py reads from its JSON):
 //  - relative error per point, (predicted - measured median) / measured median;
 //  - median and geometric-mean |error| per (collective, algorithm, backend) x size band;
 //  - whether the model's winner was the measured winner, per (collective, backend, nodes, ranks,
@@ -10,7 +10,7 @@
 //    rows' nccl_algo / nccl_proto / nccl_channels), what NCCL's model picks, and which forced
 //    variant (nccl-ring / nccl-tree x LL / LL128 / Simple) measured fastest;
 //  - the worst outliers, and the points that failed or were not measured.
-// Pure functions over Points; no I/O except the print functions.
+// Pure functions over Points (verdict.cc); no I/O except the print functions (report_tables.cc).
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -35,6 +35,8 @@ double geomean_abs(const std::vector<double>& errors);
 // A point enters the error tables when it was measured (status "ok"), has a prediction, and a
 // positive measured time.
 bool comparable(const Point& p);
+// (predicted - measured median) / measured median, of a comparable point.
+double rel_error_of(const Point& p);
 
 struct ErrorStats {
   std::size_t n = 0;

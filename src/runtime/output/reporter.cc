@@ -1,9 +1,14 @@
 // Shared helpers of the reporters, the CSV and JSON encodings, and the trivial reporters.
 #include "runtime/output/reporter.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
 #include "model/error.h"
@@ -19,8 +24,6 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
-std::string cell(double v) { return std::isfinite(v) ? number(v) : std::string(); }
-
 }  // namespace
 
 std::string_view to_string(OutputFormat f) {
@@ -32,41 +35,49 @@ std::string_view to_string(OutputFormat f) {
   return "?";
 }
 
+namespace {
+
+constexpr bool is_number(ColumnKind k) {
+  return k == ColumnKind::I32 || k == ColumnKind::I64 || k == ColumnKind::U64 || k == ColumnKind::F64;
+}
+
+// A column's value as text, before CSV quoting or JSON escaping; nullopt for a missing value:
+// NaN, a Negative column below 0, and (in CSV only: JSON keeps counts of 0) a NonPositive column
+// at or below 0.
+template <ColumnKind K, class V>
+std::optional<std::string> text_of(const V& v, Missing missing, bool json) {
+  if constexpr (K == ColumnKind::Collective || K == ColumnKind::Algorithm || K == ColumnKind::Protocol) {
+    return std::string(to_string(v));
+  } else if constexpr (!is_number(K)) {
+    return v;
+  } else if constexpr (K == ColumnKind::F64) {
+    if (!std::isfinite(v)) return std::nullopt;
+    return number(v);
+  } else {
+    if ((missing == Missing::Negative && v < 0) || (!json && missing == Missing::NonPositive && v <= 0))
+      return std::nullopt;
+    return std::to_string(v);
+  }
+}
+
+template <ColumnKind K, class V>
+std::string json_value(const V& v, Missing missing) {
+  std::optional<std::string> text = text_of<K>(v, missing, true);
+  if (!text) return "null";
+  return is_number(K) ? *text : json_string(*text);
+}
+
+}  // namespace
+
 std::vector<std::string> csv_cells(const Point& p) {
-  return {
-      std::string(to_string(p.collective)),
-      std::string(to_string(p.algorithm)),
-      p.backend,
-      std::string(to_string(p.protocol)),
-      p.dtype,
-      std::to_string(p.nodes),
-      std::to_string(p.ranks),
-      std::to_string(p.bytes),
-      cell(p.predicted_us),
-      cell(p.predicted_busbw_gbps),
-      cell(p.measured_median_us),
-      cell(p.measured_p95_us),
-      cell(p.algbw_gbps),
-      cell(p.busbw_gbps),
-      cell(p.rel_error),
-      p.wrong < 0 ? std::string() : std::to_string(p.wrong),
-      p.status,
-      // extras
-      p.transport,
-      p.redop,
-      std::to_string(p.count),
-      std::to_string(p.root),
-      std::to_string(p.pipeline_chunk_bytes),
-      p.iters > 0 ? std::to_string(p.iters) : std::string(),
-      cell(p.measured_min_us),
-      cell(p.measured_mean_us),
-      cell(p.measured_max_us),
-      p.predicted_winner,
-      p.note,
-      p.nccl_algo,
-      p.nccl_proto,
-      p.nccl_channels > 0 ? std::to_string(p.nccl_channels) : std::string(),
-  };
+  std::vector<std::string> cells(kCsvColumnCount);
+#define COMMSIM_CSV_CELL(name, kind, length, initial, csv, json, missing, unit, since) \
+  if constexpr (csv >= 0) cells[csv] = text_of<ColumnKind::kind>(p.name, Missing::missing, false).value_or("");
+#define COMMSIM_CSV_FILE_CELL(name, kind)
+  COMMSIM_POINT_COLUMNS(COMMSIM_CSV_CELL, COMMSIM_CSV_FILE_CELL)
+#undef COMMSIM_CSV_CELL
+#undef COMMSIM_CSV_FILE_CELL
+  return cells;
 }
 
 std::string csv_quote(std::string_view field) {
@@ -81,29 +92,13 @@ std::string csv_quote(std::string_view field) {
 }
 
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (ch < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-          out += buf;
-        } else {
-          out += static_cast<char>(ch);
-        }
-    }
-  }
-  out += '"';
-  return out;
+  // Invalid UTF-8 (a garbled error message) becomes U+FFFD, so the document stays valid JSON.
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string json_number(double v) { return std::isfinite(v) ? number(v) : std::string("null"); }
+std::string json_number(double v) {
+  return std::isfinite(v) ? number(v) : std::string("null");
+}
 
 namespace {
 
@@ -118,17 +113,6 @@ class JsonObject {
     out_ += value;
     return *this;
   }
-  JsonObject& str(std::string_view key, std::string_view v) { return raw(key, json_string(v)); }
-  JsonObject& num(std::string_view key, double v) { return raw(key, json_number(v)); }
-  JsonObject& integer(std::string_view key, long long v) { return raw(key, std::to_string(v)); }
-  JsonObject& strings(std::string_view key, const std::vector<std::string>& v) {
-    std::string a = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (i) a += ',';
-      a += json_string(v[i]);
-    }
-    return raw(key, a + "]");
-  }
   std::string done() { return first_ ? "{}" : out_ + "}"; }
 
  private:
@@ -139,38 +123,18 @@ class JsonObject {
 }  // namespace
 
 std::string point_json(const Point& p, bool with_samples) {
+  // Each column's value at its JSON position; numbers keep to_chars' shortest form (nlohmann's
+  // would print 100 as 100.0), strings are escaped by nlohmann.
+  std::vector<std::string> values(kJsonColumnCount);
+  constexpr auto keys = columns_in_order<kJsonColumnCount>(&ColumnInfo::json);
+#define COMMSIM_JSON_VALUE(name, kind, length, initial, csv, json, missing, unit, since) \
+  if constexpr (json >= 0) values[json] = json_value<ColumnKind::kind>(p.name, Missing::missing);
+#define COMMSIM_JSON_FILE_VALUE(name, kind)
+  COMMSIM_POINT_COLUMNS(COMMSIM_JSON_VALUE, COMMSIM_JSON_FILE_VALUE)
+#undef COMMSIM_JSON_VALUE
+#undef COMMSIM_JSON_FILE_VALUE
   JsonObject o;
-  o.str("collective", to_string(p.collective))
-      .str("algorithm", to_string(p.algorithm))
-      .str("backend", p.backend)
-      .str("transport", p.transport)
-      .str("protocol", to_string(p.protocol))
-      .str("dtype", p.dtype)
-      .str("redop", p.redop)
-      .integer("nodes", p.nodes)
-      .integer("ranks", p.ranks)
-      .integer("bytes", static_cast<long long>(p.bytes))
-      .integer("count", static_cast<long long>(p.count))
-      .integer("root", p.root)
-      .integer("pipeline_chunk_bytes", static_cast<long long>(p.pipeline_chunk_bytes))
-      .num("predicted_us", p.predicted_us)
-      .num("predicted_busbw_gbps", p.predicted_busbw_gbps)
-      .str("predicted_winner", p.predicted_winner)
-      .integer("iters", p.iters)
-      .num("measured_min_us", p.measured_min_us)
-      .num("measured_median_us", p.measured_median_us)
-      .num("measured_mean_us", p.measured_mean_us)
-      .num("measured_p95_us", p.measured_p95_us)
-      .num("measured_max_us", p.measured_max_us)
-      .num("algbw_gbps", p.algbw_gbps)
-      .num("busbw_gbps", p.busbw_gbps)
-      .num("rel_error", p.rel_error)
-      .raw("wrong", p.wrong < 0 ? std::string("null") : std::to_string(p.wrong))
-      .str("status", p.status)
-      .str("note", p.note)
-      .str("nccl_algo", p.nccl_algo)
-      .str("nccl_proto", p.nccl_proto)
-      .integer("nccl_channels", p.nccl_channels);
+  for (std::size_t i = 0; i < values.size(); ++i) o.raw(keys[i], values[i]);
   if (with_samples) {
     std::string a = "[";
     for (std::size_t i = 0; i < p.samples_us.size(); ++i) {
@@ -183,48 +147,45 @@ std::string point_json(const Point& p, bool with_samples) {
 }
 
 std::string context_json(const RunContext& c) {
-  JsonObject slurm;
-  slurm.str("job_id", c.slurm.job_id)
-      .str("array_job_id", c.slurm.array_job_id)
-      .str("array_task_id", c.slurm.array_task_id)
-      .str("node_list", c.slurm.node_list)
-      .str("partition", c.slurm.partition)
-      .str("cluster", c.slurm.cluster);
-  JsonObject o;
-  o.str("command_line", c.command_line)
-      .str("commsim_version", c.commsim_version)
-      .str("started", c.started)
-      .strings("hostnames", c.hostnames)
-      .integer("ranks", c.ranks)
-      .integer("nodes", c.nodes)
-      .strings("cpus", c.cpus)
-      .str("cpu_binding", c.cpu_binding)
-      .str("backend", c.backend)
-      .str("transport", c.transport)
-      .str("mpi_version", c.mpi_version)
-      .str("nccl_version", c.nccl_version)
-      .str("cuda_version", c.cuda_version)
-      .str("ucx_version", c.ucx_version)
-      .strings("gpu_names", c.gpu_names)
-      .strings("environment", c.environment)
-      .raw("slurm", slurm.done())
-      .str("topology_name", c.topology_name)
-      .str("topology_path", c.topology_path)
-      .str("topology_text", c.topology_text);
-  if (c.index >= 0) o.integer("index", c.index).str("status", c.status).str("finished", c.finished);
-  return o.done();
+  // No floating-point fields: nlohmann's compact dump is the whole encoding.
+  nlohmann::ordered_json slurm = {{"job_id", c.slurm.job_id},
+                                  {"array_job_id", c.slurm.array_job_id},
+                                  {"array_task_id", c.slurm.array_task_id},
+                                  {"node_list", c.slurm.node_list},
+                                  {"partition", c.slurm.partition},
+                                  {"cluster", c.slurm.cluster}};
+  nlohmann::ordered_json o = {{"command_line", c.command_line},
+                              {"commsim_version", c.commsim_version},
+                              {"started", c.started},
+                              {"hostnames", c.hostnames},
+                              {"ranks", c.ranks},
+                              {"nodes", c.nodes},
+                              {"cpus", c.cpus},
+                              {"cpu_binding", c.cpu_binding},
+                              {"backend", c.backend},
+                              {"transport", c.transport},
+                              {"mpi_version", c.mpi_version},
+                              {"nccl_version", c.nccl_version},
+                              {"cuda_version", c.cuda_version},
+                              {"ucx_version", c.ucx_version},
+                              {"gpu_names", c.gpu_names},
+                              {"environment", c.environment},
+                              {"slurm", slurm},
+                              {"topology_name", c.topology_name},
+                              {"topology_path", c.topology_path},
+                              {"topology_text", c.topology_text}};
+  if (c.index >= 0) {
+    o["index"] = c.index;
+    o["status"] = c.status;
+    o["finished"] = c.finished;
+  }
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // ---- CSV
 
 CsvReporter::CsvReporter(std::ostream& out) : out_(out) {
-  bool first = true;
-  for (auto c : kCsvColumns) {
-    out_ << (first ? "" : ",") << c;
-    first = false;
-  }
-  for (auto c : kCsvExtraColumns) out_ << ',' << c;
-  out_ << '\n';
+  out_ << fmt::format("{}\n", fmt::join(columns_in_order<kCsvColumnCount>(&ColumnInfo::csv), ","));
   out_.flush();
 }
 
@@ -265,17 +226,16 @@ void JsonReporter::point(const Point& p) {
   out_.flush();
 }
 
-void JsonReporter::note(std::string_view text) { notes_.emplace_back(text); }
+void JsonReporter::note(std::string_view text) {
+  notes_.emplace_back(text);
+}
 
 void JsonReporter::finalize() {
   if (finalized_) return;
   open();
   out_ << "\n]";
-  if (!notes_.empty()) {
-    out_ << ",\"notes\":[";
-    for (std::size_t i = 0; i < notes_.size(); ++i) out_ << (i ? "," : "") << json_string(notes_[i]);
-    out_ << "]";
-  }
+  if (!notes_.empty())
+    out_ << ",\"notes\":" << nlohmann::json(notes_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out_ << "}\n";
   out_.flush();
   finalized_ = true;
@@ -284,7 +244,9 @@ void JsonReporter::finalize() {
 // ---- HDF5
 
 Hdf5Reporter::Hdf5Reporter(ResultsFile& file) : file_(file) {}
-void Hdf5Reporter::point(const Point& p) { file_.append(p); }
+void Hdf5Reporter::point(const Point& p) {
+  file_.append(p);
+}
 
 // ---- fan-out
 

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/sweep/point.h"
 #include "runtime/output/run_context.h"
+#include "runtime/sweep/point.h"
 
 namespace commsim {
 
@@ -36,13 +36,10 @@ enum class OutputFormat { Table, Csv, Json };
 std::string_view to_string(OutputFormat f);  // "table", "csv", "json"
 
 // The first columns of every CSV, in this order; CsvReporter appends kCsvExtraColumns after them.
-inline constexpr std::string_view kCsvColumns[] = {
-    "collective", "algorithm", "backend", "protocol", "dtype", "nodes", "ranks", "bytes", "predicted_us",
-    "predicted_busbw_gbps", "measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error",
-    "wrong", "status"};
-inline constexpr std::string_view kCsvExtraColumns[] = {
-    "transport", "redop", "count", "root", "pipeline_chunk_bytes", "iters", "measured_min_us", "measured_mean_us", "measured_max_us",
-    "predicted_winner", "note", "nccl_algo", "nccl_proto", "nccl_channels"};
+// Both derive from the column list (runtime/h5/point_fields.h).
+inline constexpr auto kCsvColumns = columns_in_order<kCsvMainColumns>(&ColumnInfo::csv);
+inline constexpr auto kCsvExtraColumns =
+    columns_in_order<kCsvColumnCount - kCsvMainColumns>(&ColumnInfo::csv, static_cast<int>(kCsvMainColumns));
 
 // The CSV cells of a point, in kCsvColumns then kCsvExtraColumns order, unquoted; "" for a missing
 // value (NaN, wrong == -1, no protocol).
@@ -90,7 +87,7 @@ class JsonReporter : public Reporter {
   void context(const RunContext& ctx) override;  // the first context is the document's "context"
   void point(const Point& p) override;
   void note(std::string_view text) override;  // collected into "notes": [...] after "points"
-  void finalize() override;  // closes the document; "context": null when none was given
+  void finalize() override;                   // closes the document; "context": null when none was given
 
  private:
   void open();

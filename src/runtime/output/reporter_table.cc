@@ -1,5 +1,7 @@
 // The console table. Reads like nccl-tests' output: one block per collective and rank layout,
 // sizes in bytes, time in microseconds, bandwidths in GB/s (1e9 bytes per second).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -9,26 +11,14 @@
 namespace commsim {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // A right-aligned number, or "N/A" (as nccl-tests prints) when there is none.
 std::string num(double v, int width, int precision) {
-  char buf[64];
-  if (!std::isfinite(v))
-    std::snprintf(buf, sizeof buf, "%*s", width, "N/A");
-  else
-    std::snprintf(buf, sizeof buf, "%*.*f", width, precision, v);
-  return buf;
+  if (!std::isfinite(v)) return fmt::format("{:>{}}", "N/A", width);
+  return fmt::format("{:>{}.{}f}", v, width, precision);
 }
 
 std::string text(std::string_view s, int width) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%*.*s", width, static_cast<int>(s.size()), s.data());
-  return buf;
+  return fmt::format("{:>{}}", s, width);
 }
 
 }  // namespace
@@ -82,8 +72,8 @@ void TableReporter::group_header(const Point& p) {
          << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
          << text("#wrong", 8) << text("predicted", 11) << text("rel.err", 9) << "  winner  status\n";
     out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 20)
-         << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << text("", 8)
-         << text("(us)", 11) << text("(%)", 9) << "  (predicted)\n";
+         << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << text("", 8) << text("(us)", 11)
+         << text("(%)", 9) << "  (predicted)\n";
   }
 }
 
@@ -99,13 +89,13 @@ void TableReporter::point(const Point& p) {
   line += text(proto.empty() ? "-" : proto, 7);
   if (columns_ == Columns::Predicted) {
     double algbw = p.predicted_us > 0 ? static_cast<double>(p.bytes) / p.predicted_us / 1e3 : kNaN;
-    line += num(p.predicted_us, 11, 2) + num(algbw, 9, 2) + num(p.predicted_busbw_gbps, 9, 2) + "  " +
-            p.predicted_winner;
+    line +=
+        num(p.predicted_us, 11, 2) + num(algbw, 9, 2) + num(p.predicted_busbw_gbps, 9, 2) + "  " + p.predicted_winner;
   } else {
     line += num(p.measured_median_us, 11, 2) + num(p.algbw_gbps, 9, 2) + num(p.busbw_gbps, 9, 2) +
             text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) + num(p.predicted_us, 11, 2) +
-            (std::isfinite(p.rel_error) ? text(fmt("%+.1f", p.rel_error * 100.0), 9) : text("N/A", 9)) + "  " +
-            (p.predicted_winner.empty() ? "-" : p.predicted_winner) + "  " + p.status;
+            (std::isfinite(p.rel_error) ? text(fmt::format("{:+.1f}", p.rel_error * 100.0), 9) : text("N/A", 9)) +
+            "  " + (p.predicted_winner.empty() ? "-" : p.predicted_winner) + "  " + p.status;
     if (!p.note.empty() && p.status != "ok") line += " (" + p.note + ")";
   }
   out_ << line << '\n';
@@ -117,6 +107,8 @@ void TableReporter::note(std::string_view text_line) {
   out_.flush();
 }
 
-void TableReporter::finalize() { out_.flush(); }
+void TableReporter::finalize() {
+  out_.flush();
+}
 
 }  // namespace commsim

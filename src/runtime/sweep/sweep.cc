@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
+#include "collectives/predict.h"
 #include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/price.h"
@@ -53,16 +55,10 @@ std::optional<PricedChoice> fastest(const Topology& topology, Collective c, cons
                                     const std::vector<Algorithm>& algs, std::uint64_t chunk_override = 0,
                                     int channels = 0) {
   std::optional<PricedChoice> best;
-  const Bytes bytes = count * elem;
   for (Algorithm a : algs) {
     if (!is_hand_written(a) || !applies(c, a)) continue;
     try {
-      const CostQuery q{c, a, Protocol::None, placement.nnodes, placement.max_ranks_per_node(), bytes, channels};
-      const std::uint64_t chunk = chunk_override > 0 ? chunk_override : pipeline_chunk_bytes(topology, q);
-      ScheduleRequest request{c, a, placement.nranks, count, elem, root, &placement, chunk};
-      request.channels = channels_for(topology, q);
-      const Schedule s = make_schedule(request);
-      const Seconds t = price_schedule(s, topology, placement).time_s;
+      const Seconds t = build_and_price(topology, placement, c, a, count, elem, root, chunk_override, channels).time_s;
       if (!best || t < best->time_s) best = PricedChoice{a, t};
     } catch (const Error&) {
       continue;  // e.g. an algorithm that needs a power-of-two rank count
@@ -78,9 +74,9 @@ std::uint32_t elem_size_of(const std::string& dtype) {
 
 }  // namespace
 
-bool predict_row(Point& row, const Topology& base_topology, const Placement& placement,
-                 std::uint64_t pipeline_chunk_bytes_override, const MpiLibrary& mpi_library,
-                 ScheduleRequest* request, Schedule* schedule, int channels) {
+std::optional<PricedSchedule> predict_row(Point& row, const Topology& base_topology, const Placement& placement,
+                                          std::uint64_t pipeline_chunk_bytes_override, const MpiLibrary& mpi_library,
+                                          int channels) {
   // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
   // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
   const Topology topology = with_transport(base_topology, row.transport);
@@ -91,19 +87,12 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
   row.predicted_us = kNaN;
   row.predicted_busbw_gbps = kNaN;
   if (is_hand_written(a)) {
-    const std::uint32_t elem = elem_size_of(row.dtype);
-    const std::uint64_t chunk = pipeline_chunk_bytes_override > 0 ? pipeline_chunk_bytes_override
-                                                                  : pipeline_chunk_bytes(topology, query);
-    row.pipeline_chunk_bytes = is_pipelined(c, a) ? chunk : 0;
-    ScheduleRequest req{c, a, nranks, row.count, elem, row.root, &placement, chunk};
-    req.channels = channels_for(topology, query);
-    Schedule built = make_schedule(req);
-    const double t_s = price_schedule(built, topology, placement).time_s;
-    row.predicted_us = t_s * 1e6;
-    row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, t_s);
-    if (request) *request = req;
-    if (schedule) *schedule = std::move(built);
-    return true;
+    PricedSchedule built = build_and_price(topology, placement, c, a, row.count, elem_size_of(row.dtype), row.root,
+                                           pipeline_chunk_bytes_override, channels);
+    row.pipeline_chunk_bytes = is_pipelined(c, a) ? built.request.pipeline_chunk_bytes : 0;
+    row.predicted_us = built.time_s * 1e6;
+    row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, built.time_s);
+    return built;
   }
   if (a == Algorithm::Mpi) {
     // The library's own choice, its phases priced as the hand-written schedules are; when it is not
@@ -114,7 +103,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
       row.predicted_us = t * 1e6;
       row.predicted_busbw_gbps = predicted_busbw_gbps(c, row.bytes, nranks, t);
       row.note = "predicted: " + library->describe();
-      return false;
+      return std::nullopt;
     }
     const std::vector<Algorithm> all_hand_written(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
     const auto choice = fastest(topology, c, placement, row.count, elem_size_of(row.dtype), row.root, all_hand_written);
@@ -132,7 +121,7 @@ bool predict_row(Point& row, const Topology& base_topology, const Placement& pla
     row.note = "predicted: NCCL's model, " + std::string(to_string(cost.algorithm)) + " " +
                std::string(to_string(cost.protocol));
   }
-  return false;
+  return std::nullopt;
 }
 
 std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topology) {
@@ -168,7 +157,7 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
       // The pipelined algorithms: price the schedule with the chunk they ran with.
       const std::uint64_t chunk = pipeline_chunk_ran_with(p, i < run_topology.size() ? run_topology[i] : nullptr);
       const Topology& on = priced_on(i);
-      predict_row(p, on, placement, chunk, i < mpi_library.size() ? mpi_library[i] : unknown, nullptr, nullptr);
+      predict_row(p, on, placement, chunk, i < mpi_library.size() ? mpi_library[i] : unknown);
       // The model's winner among the algorithms measured, each schedule priced on this topology.
       const auto key = std::make_tuple(p.collective, p.nodes, p.ranks, p.count, p.dtype, p.root, p.transport);
       auto w = winners.find(key);
@@ -187,66 +176,103 @@ void repredict(std::vector<Point>& points, const Topology& topology, const std::
   }
 }
 
+namespace {
+
+// Memory the plan may hold in built schedules (per rank: every rank plans every point). A point
+// whose schedule would take the plan past it keeps only its request, and is built again when it
+// runs: a large job (many ranks, many chunks) must not hold all its schedules at once.
+constexpr std::size_t kPlanScheduleBudgetBytes = std::size_t{256} << 20;
+
+std::size_t bytes_of(const Schedule& s) {
+  std::size_t n = sizeof(Schedule) + s.ranks.size() * sizeof(RankProgram);
+  for (const RankProgram& r : s.ranks) {
+    n += r.rounds.size() * sizeof(Round);
+    for (const Round& round : r.rounds) n += round.ops.size() * sizeof(Op);
+  }
+  return n;
+}
+
+// One point of the plan: its row (the key, the prediction), its schedule built and priced once,
+// and whether and with how much memory the backend can run it.
+PlannedPoint plan_point(Collective c, Algorithm a, Protocol protocol, std::uint64_t count,
+                        const SweepSettings& settings, const Topology& base_topology, const Placement& placement,
+                        const Backend& backend, std::optional<Seconds>& priced_s) {
+  PlannedPoint pp;
+  Point& row = pp.row;
+  row.collective = c;
+  row.algorithm = a;
+  row.backend = std::string(backend.name());
+  row.transport = a == Algorithm::Mpi ? std::string("mpi") : std::string(backend.transport());
+  row.protocol = protocol;
+  row.dtype = std::string(to_string(settings.dtype));
+  row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
+  row.nodes = placement.nnodes;
+  row.ranks = placement.nranks;
+  row.bytes = count * dtype_size(settings.dtype);
+  row.count = count;
+  row.root = settings.root;
+  row.iters = settings.iters;
+  row.status = "skipped";
+
+  PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
+  try {
+    if (auto built = predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library,
+                                 settings.channels)) {
+      priced_s = built->time_s;
+      pp.request = built->request;
+      pp.schedule = std::make_shared<const Schedule>(std::move(built->schedule));
+      setup.schedule = pp.schedule.get();
+    }
+  } catch (const Error& e) {
+    row.note = e.what();
+    pp.runnable = false;
+  }
+  if (pp.runnable) {
+    if (std::string why = backend.unsupported(setup); !why.empty()) {
+      row.note = why;
+      pp.runnable = false;
+    } else {
+      pp.bytes_needed = backend.bytes_needed(setup);
+    }
+  }
+  return pp;
+}
+
+}  // namespace
+
 std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
                                      const Topology& base_topology, const Placement& placement,
                                      const Backend& backend) {
-  // The transport is part of each tier's alpha and beta: a row is predicted with the topology's
-  // values for the transport that carries it (the library baseline `mpi` always goes over MPI).
-  const Topology topology = with_transport(base_topology, backend.transport());
   const std::uint32_t elem = dtype_size(settings.dtype);
-  const int nranks = placement.nranks;
   std::vector<PlannedPoint> plan;
+  std::size_t schedule_bytes = 0;
   for (const auto& [c, algs] : pairs) {
     std::set<std::uint64_t> seen_counts;
     for (Bytes requested : sizes) {
-      const std::uint64_t count = element_count(c, requested, elem, nranks);
+      const std::uint64_t count = element_count(c, requested, elem, placement.nranks);
       if (!seen_counts.insert(count).second) continue;
-      const Bytes bytes = count * elem;
-      const auto winner = fastest(topology, c, placement, count, elem, settings.root, algs,
-                                  settings.pipeline_chunk_bytes, settings.channels);
+      // The model's winner among the hand-written algorithms at this size: the fastest of the
+      // schedules just priced, the first of equals in the order asked.
+      const std::size_t first = plan.size();
+      std::optional<PricedChoice> winner;
       for (Algorithm a : algs) {
-        const bool nccl = is_nccl_algorithm(a);
-        for (Protocol protocol : nccl ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
-          PlannedPoint pp;
-          Point& row = pp.row;
-          row.collective = c;
-          row.algorithm = a;
-          row.backend = std::string(backend.name());
-          row.transport = a == Algorithm::Mpi ? std::string("mpi") : std::string(backend.transport());
-          row.protocol = protocol;
-          row.dtype = std::string(to_string(settings.dtype));
-          row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
-          row.nodes = placement.nnodes;
-          row.ranks = nranks;
-          row.bytes = bytes;
-          row.count = count;
-          row.root = settings.root;
-          row.iters = settings.iters;
-          row.status = "skipped";
-          if (winner) row.predicted_winner = std::string(to_string(winner->algorithm));
-
-          PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
-          Schedule schedule;
-          try {
-            if (predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library,
-                            &pp.request, &schedule, settings.channels))
-              setup.schedule = &schedule;
-          } catch (const Error& e) {
-            row.note = e.what();
-            pp.runnable = false;
+        for (Protocol protocol : is_nccl_algorithm(a) ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
+          std::optional<Seconds> priced_s;
+          plan.push_back(plan_point(c, a, protocol, count, settings, base_topology, placement, backend, priced_s));
+          if (priced_s && (!winner || *priced_s < winner->time_s)) winner = PricedChoice{a, *priced_s};
+          if (auto& s = plan.back().schedule) {
+            const std::size_t n = bytes_of(*s);
+            if (schedule_bytes + n > kPlanScheduleBudgetBytes)
+              s.reset();
+            else
+              schedule_bytes += n;
           }
-          if (pp.runnable) {
-            if (std::string why = backend.unsupported(setup); !why.empty()) {
-              row.note = why;
-              pp.runnable = false;
-            } else {
-              pp.bytes_needed = backend.bytes_needed(setup);
-            }
-          }
-          plan.push_back(std::move(pp));
         }
       }
+      if (winner)
+        for (std::size_t i = first; i < plan.size(); ++i)
+          plan[i].row.predicted_winner = std::string(to_string(winner->algorithm));
     }
   }
   return plan;
@@ -303,7 +329,7 @@ enum class PointEnd { Done, Abandoned };
 // (finish_row).
 PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, const SweepSettings& settings,
                   Backend& backend, Watchdog& watchdog, MPI_Comm comm, int rank, Point& row) {
-  Schedule schedule;
+  std::shared_ptr<const Schedule> schedule = pp.schedule;
   PointSetup setup{row.collective, row.algorithm, row.count, settings.dtype,
                    settings.op,    settings.root, nullptr,   settings.inject_error_rank,
                    row.protocol};
@@ -312,10 +338,10 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
   // A failure to prepare on one rank (e.g. out of memory) must not leave the others waiting.
   std::string error;
   try {
-    if (is_hand_written(row.algorithm)) {
-      schedule = make_schedule(pp.request);
-      setup.schedule = &schedule;
-    }
+    // Built when planned; a plan over its memory budget built some again here (plan_sweep).
+    if (is_hand_written(row.algorithm) && !schedule)
+      schedule = std::make_shared<const Schedule>(make_schedule(pp.request));
+    setup.schedule = schedule.get();
     backend.prepare(setup);
   } catch (const std::exception& e) {
     error = e.what();
@@ -395,7 +421,8 @@ SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSetting
   COMMSIM_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   SweepOutcome out;
   const int passes = std::max(1, settings.passes);
-  const int runnable = static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
+  const int runnable =
+      static_cast<int>(std::count_if(plan.begin(), plan.end(), [](const auto& p) { return p.runnable; }));
   const int total = runnable * passes;
   // Every point's row, gathered over the passes (samples on rank 0); reported after its last pass,
   // or at once when it failed.

@@ -10,13 +10,15 @@
 //
 // With `passes` > 1 the sweep goes over every point that many times, each pass timing its share of
 // the iterations (each after its own prepare and warmup; the check in the first), and the
-// statistics are taken over all of a point's samples. A machine shared with other work is slower at some times than at others;
-// spread over the whole sweep, a slow spell lands on a few samples of every point instead of on
-// every sample of a few points, so points measured minutes apart (the algorithms compared at one
-// size, or two runs) stay comparable. Benchmarking practice: randomize or interleave the order of
-// measurements (Hoefler and Belli, SC'15, "Scientific benchmarking of parallel computing systems").
+// statistics are taken over all of a point's samples. A machine shared with other work is slower at some times than at
+// others; spread over the whole sweep, a slow spell lands on a few samples of every point instead of on every sample of
+// a few points, so points measured minutes apart (the algorithms compared at one size, or two runs) stay comparable.
+// Benchmarking practice: randomize or interleave the order of measurements (Hoefler and Belli, SC'15, "Scientific
+// benchmarking of parallel computing systems").
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,11 +26,12 @@
 #include "collectives/dtype.h"
 #include "collectives/generators.h"
 #include "collectives/libraries/mpi_library.h"
+#include "collectives/predict.h"
 #include "model/placement.h"
 #include "model/topology/topology.h"
+#include "runtime/job/watchdog.h"
 #include "runtime/sweep/backend.h"
 #include "runtime/sweep/point.h"
-#include "runtime/job/watchdog.h"
 
 namespace commsim {
 
@@ -36,9 +39,9 @@ struct SweepSettings {
   DType dtype = DType::Float32;
   RedOp op = RedOp::Sum;
   int root = 0;
-  int iters = 20;   // timed iterations per point, over all passes
-  int warmup = 5;   // untimed iterations per point and pass
-  int passes = 1;   // sweeps over all points; each times iters_in_pass of the iterations
+  int iters = 20;  // timed iterations per point, over all passes
+  int warmup = 5;  // untimed iterations per point and pass
+  int passes = 1;  // sweeps over all points; each times iters_in_pass of the iterations
   bool check = false;
   // Chunk of the pipelined algorithms, bytes; 0: the one the model's closed form assumes
   // (pipeline_chunk_bytes in model/cost/cost.h), so the schedule run is the one predicted.
@@ -62,7 +65,10 @@ struct SweepSettings {
 struct PlannedPoint {
   Point row;  // key and prediction; a point that cannot run has status "skipped" and a note
   bool runnable = true;
-  ScheduleRequest request;         // for hand-written algorithms
+  // Hand-written algorithms: the schedule, built and priced once when planned and run as it is; the
+  // request it was built from (a plan over its memory budget keeps only the request, plan_sweep).
+  ScheduleRequest request;
+  std::shared_ptr<const Schedule> schedule;
   std::uint64_t bytes_needed = 0;  // this rank's memory for the point (Backend::bytes_needed)
 };
 
@@ -76,15 +82,16 @@ std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, 
 // The model's prediction of one row, from its collective, algorithm, transport, protocol, dtype,
 // bytes, count and root, on `topology` (the row's transport's values applied) with `placement`:
 // sets predicted_us, predicted_busbw_gbps and, for baselines, the note saying what was predicted.
-// Hand-written algorithms: the schedule priced (with the pipeline chunk of the closed form unless
-// pipeline_chunk_bytes > 0; the row records the chunk of a pipelined one), returned through
-// request and schedule (either may be null), and true.
+// Hand-written algorithms: the schedule built and priced once (collectives/predict.h; with the
+// pipeline chunk of the closed form unless pipeline_chunk_bytes > 0; the row records the chunk of
+// a pipelined one) and returned; nullopt for the baselines.
 // The MPI baseline: the schedules of `mpi_library`'s own choice priced one after another when it
 // is known (library_choice), the model's fastest hand-written schedule otherwise.
 // Ring and tree are built with `channels` (0: the topology's default, channels_for in model/cost/cost.h).
 // Throws Error when the schedule cannot be built.
-bool predict_row(Point& row, const Topology& topology, const Placement& placement, std::uint64_t pipeline_chunk_bytes,
-                 const MpiLibrary& mpi_library, ScheduleRequest* request, Schedule* schedule, int channels = 0);
+std::optional<PricedSchedule> predict_row(Point& row, const Topology& topology, const Placement& placement,
+                                          std::uint64_t pipeline_chunk_bytes, const MpiLibrary& mpi_library,
+                                          int channels = 0);
 
 // The chunk a pipelined hand-written point ran with: the one its file records, or in a file written
 // before commsim recorded it, the one the closed form chooses on its run's topology (`run_topology`;
@@ -102,13 +109,12 @@ std::uint64_t pipeline_chunk_ran_with(const Point& p, const Topology* run_topolo
 // parallel to points; unset or missing: `topology`'s own, Topology::piece). A point that cannot be
 // predicted keeps no prediction and says why in its note.
 void repredict(std::vector<Point>& points, const Topology& topology,
-               const std::vector<const Topology*>& run_topology = {},
-               const std::vector<MpiLibrary>& mpi_library = {},
+               const std::vector<const Topology*>& run_topology = {}, const std::vector<MpiLibrary>& mpi_library = {},
                const std::vector<std::optional<std::uint64_t>>& run_piece = {});
 
 // The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
-// same element count are kept once). Predictions: a hand-written algorithm's schedule priced on
-// the topology with the real placement (price_schedule); `mpi`: as predict_row, for
+// same element count are kept once). Predictions: a hand-written algorithm's schedule built and
+// priced once on the topology with the real placement (build_and_price), kept for the run; `mpi`: as predict_row, for
 // settings.mpi_library (the choice named in the note); NCCL baselines: the model's
 // NCCL closed form when the topology has NCCL constants. predicted_winner: the
 // model's fastest among the hand-written algorithms asked for that collective. A point the

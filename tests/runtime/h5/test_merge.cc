@@ -1,6 +1,6 @@
 // `commsim merge`: every run and point kept with its context, .partial inputs, missing inputs,
 // schema versions, points measured twice, no silent overwrite. Runs the command as users do
-// (cmd_merge with an argv) and reads what it wrote with read_results.
+// (cmd_merge with an argv) and reads what it wrote with read_results; the last tests call merge_results directly.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,6 +11,7 @@
 #include "model/error.h"
 #include "runtime/command.h"
 #include "runtime/h5/hdf5.h"
+#include "runtime/h5/merge.h"
 #include "runtime/h5/results_file.h"
 #include "test_util.h"
 
@@ -44,7 +45,6 @@ Outcome merge(std::vector<std::string> args) {
   o.err = testing::internal::GetCapturedStderr();
   return o;
 }
-
 
 RunContext job_context(const std::string& job_id, int nodes, const std::string& started) {
   RunContext c = test::sample_context();
@@ -228,7 +228,9 @@ TEST_F(MergeDuplicates, ErrorNamesTheRunsAndWritesNothing) {
   EXPECT_NE(msg.find("(job 51)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(job 52)"), std::string::npos) << msg;
   EXPECT_FALSE(test::exists(out));
-  EXPECT_NE(error_of([&] { merge({a, b, "--out", out, "--on-duplicate", "newest"}); }).find("keep-all"),
+  EXPECT_NE(error_of([&] {
+              merge({a, b, "--out", out, "--on-duplicate", "newest"});
+            }).find("keep-all"),
             std::string::npos);
 }
 
@@ -242,6 +244,44 @@ TEST(Merge, NeverOverwritesSilently) {
   EXPECT_NE(error_of([&] { merge({a}); }).find("--out"), std::string::npos);
   EXPECT_EQ(merge({a, "--out", out, "--force"}).rc, 0);
   EXPECT_EQ(read_results(out).points.size(), 1u);
+}
+
+}  // namespace
+}  // namespace commsim
+
+namespace commsim {
+namespace {
+
+// merge_results itself, as a library: what it returns, without a command line or printing.
+TEST_F(MergeDuplicates, LibraryReturnsTheSummaryAndKeepsTheLatestRow) {
+  const std::string missing = dir.file("never-written.h5");
+  const MergeSummary s = merge_results({b, a, missing}, out, false, OnDuplicate::KeepLast, "commsim merge (test)");
+  EXPECT_EQ(s.read, 2u);
+  EXPECT_EQ(s.runs_written, 2u);
+  EXPECT_EQ(s.points_written, 3u);
+  EXPECT_EQ(s.duplicated_points, 1u);
+  EXPECT_EQ(s.extra_rows, 1u);
+  ASSERT_EQ(s.inputs.size(), 3u);
+  EXPECT_FALSE(s.inputs[2].contents.has_value());
+  EXPECT_NE(s.inputs[2].problem.find("missing"), std::string::npos) << s.inputs[2].problem;
+  ASSERT_EQ(s.run_lines.size(), 2u);
+  EXPECT_NE(s.run_lines[0].find("job 52"), std::string::npos) << s.run_lines[0];
+  const ResultsContents m = read_results(out);
+  EXPECT_EQ(m.command_line, "commsim merge (test)");
+  for (const Point& p : m.points) {
+    if (p.bytes == 8) {
+      EXPECT_EQ(p.measured_median_us, 200);
+    }
+  }
+}
+
+TEST(MergeLibrary, OnDuplicateNames) {
+  EXPECT_EQ(parse_on_duplicate("keep-all"), OnDuplicate::KeepAll);
+  EXPECT_EQ(parse_on_duplicate("keep-last"), OnDuplicate::KeepLast);
+  EXPECT_EQ(parse_on_duplicate("error"), OnDuplicate::Error);
+  EXPECT_THROW(parse_on_duplicate("newest"), Error);
+  EXPECT_EQ(count_of(1, "point"), "1 point");
+  EXPECT_EQ(count_of(3, "point"), "3 points");
 }
 
 }  // namespace

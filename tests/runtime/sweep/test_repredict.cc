@@ -1,11 +1,14 @@
 // Re-pricing measured points (report --topology, calibrate): the pipelined algorithms are priced
-// with the chunk they ran with, which the results file records.
+// with the chunk they ran with, which the results file records; read_measured reads files for it.
 #include <gtest/gtest.h>
 
 #include "model/cost/cost.h"
 #include "model/price.h"
 #include "model/schedule.h"
+#include "runtime/h5/results_file.h"
+#include "runtime/sweep/measured.h"
 #include "runtime/sweep/sweep.h"
+#include "test_util.h"
 
 namespace commsim {
 namespace {
@@ -44,21 +47,21 @@ TEST(PredictRow, RecordsTheChunkOfPipelinedSchedulesOnly) {
   const Topology t = one_node(10e9);
   const Placement pl = Placement::uniform(1, 8);
   Point ring = broadcast_point(Algorithm::Ring, 8 << 20, 8);
-  predict_row(ring, t, pl, 0, MpiLibrary{}, nullptr, nullptr);
+  predict_row(ring, t, pl, 0, MpiLibrary{});
   const Bytes chosen = pipeline_chunk_bytes(t, {Collective::Broadcast, Algorithm::Ring, Protocol::None, 1, 8, 8 << 20});
   ASSERT_GT(chosen, 0u);
   EXPECT_EQ(ring.pipeline_chunk_bytes, chosen);
-  predict_row(ring, t, pl, 64 << 10, MpiLibrary{}, nullptr, nullptr);  // --pipeline-chunk
+  predict_row(ring, t, pl, 64 << 10, MpiLibrary{});  // --pipeline-chunk
   EXPECT_EQ(ring.pipeline_chunk_bytes, 64u << 10);
 
   Point binomial = broadcast_point(Algorithm::Binomial, 8 << 20, 8);
-  predict_row(binomial, t, pl, 64 << 10, MpiLibrary{}, nullptr, nullptr);
+  predict_row(binomial, t, pl, 64 << 10, MpiLibrary{});
   EXPECT_EQ(binomial.pipeline_chunk_bytes, 0u);
 }
 
 TEST(Repredict, PricesTheChunkThePointRanWith) {
-  const Topology run = one_node(10e9);       // the topology the points ran on
-  const Topology refined = one_node(40e9);   // a calibrated one, which would choose other chunks
+  const Topology run = one_node(10e9);      // the topology the points ran on
+  const Topology refined = one_node(40e9);  // a calibrated one, which would choose other chunks
   const Bytes bytes = 8 << 20;
   const CostQuery q{Collective::Broadcast, Algorithm::Ring, Protocol::None, 1, 8, bytes};
   const Bytes run_chunk = pipeline_chunk_bytes(run, q);
@@ -97,6 +100,37 @@ TEST(Repredict, PricesThePieceThePointRanWith) {
   EXPECT_DOUBLE_EQ(points[2].predicted_us, points[0].predicted_us);
   // 8 MiB a step, combined a piece at a time while the piece is in the caches: faster.
   EXPECT_LT(points[0].predicted_us, 0.9 * points[1].predicted_us);
+}
+
+}  // namespace
+}  // namespace commsim
+
+namespace commsim {
+namespace {
+
+// read_measured: the points of results files with their stored predictions, or predicted again.
+TEST(ReadMeasured, StoredPredictionsOrPredictedAgainOnATopology) {
+  test::TempDir dir;
+  const std::string path = dir.file("run.h5");
+  {
+    RunContext ctx = test::sample_context();
+    ResultsFile f = ResultsFile::create_empty(path, false, "commsim run (test)");
+    Point p = test::measured_point(1 << 20, Algorithm::Ring);
+    p.predicted_us = 123;
+    f.add_run(ctx, {p}, RunStatus::Interrupted);
+    f.finish_as_is();
+  }
+  const MeasuredPoints stored = read_measured({path});
+  ASSERT_EQ(stored.points.size(), 1u);
+  EXPECT_EQ(stored.points[0].predicted_us, 123);
+  ASSERT_EQ(stored.notes.size(), 1u);
+  EXPECT_NE(stored.notes[0].find("interrupted"), std::string::npos) << stored.notes[0];
+
+  const MeasuredPoints again = read_measured({path}, "local-cpu");
+  ASSERT_EQ(again.points.size(), 1u);
+  EXPECT_TRUE(std::isfinite(again.points[0].predicted_us));
+  EXPECT_NE(again.points[0].predicted_us, 123);
+  EXPECT_NE(again.notes.back().find("predictions recomputed on topology"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+#include "runtime/sweep/measured.h"
+
+#include <map>
+#include <optional>
+
+#include "model/error.h"
+#include "model/topology/topology.h"
+#include "runtime/h5/results_file.h"
+#include "runtime/sweep/sweep.h"
+
+namespace commsim {
+
+MeasuredPoints read_measured(const std::vector<std::string>& files, const std::string& topology_name) {
+  MeasuredPoints m;
+  std::vector<Point>& points = m.points;
+  std::vector<std::string>& notes = m.notes;
+  std::vector<std::string> run_topology_text;           // per point: the topology its run was predicted on
+  std::vector<MpiLibrary> run_library;                  // per point: the MPI library of its run
+  std::vector<std::optional<std::uint64_t>> run_piece;  // per point: the host executor's piece in its run
+  for (const auto& f : files) {
+    ResultsContents c = read_results(f, true);
+    points.insert(points.end(), c.points.begin(), c.points.end());
+    for (std::size_t i = 0; i < c.points.size(); ++i) {
+      const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
+      const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
+      run_topology_text.push_back(known ? c.runs[r].topology_text : "");
+      run_library.push_back(known ? MpiLibrary{c.runs[r].mpi_version, c.runs[r].environment} : MpiLibrary{});
+      run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
+    }
+    for (const auto& run : c.runs)
+      if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
+  }
+  if (!topology_name.empty()) {
+    const Topology topology = load_topology(resolve_topology_path(topology_name));
+    // Each distinct run topology once; one that does not parse (an old file) leaves the chunk of
+    // the pipelined algorithms to the new topology.
+    std::map<std::string, std::optional<Topology>> parsed;
+    std::vector<const Topology*> run_topology;
+    for (const std::string& text : run_topology_text) {
+      auto [it, added] = parsed.try_emplace(text);
+      if (added && !text.empty()) {
+        try {
+          it->second = parse_topology(text, "the run's topology");
+        } catch (const Error&) {
+        }
+      }
+      run_topology.push_back(it->second ? &*it->second : nullptr);
+    }
+    repredict(points, topology, run_topology, run_library, run_piece);
+    notes.push_back("predictions recomputed on topology '" + topology.name + "' (" + topology_name + ")");
+  }
+  return m;
+}
+
+}  // namespace commsim

@@ -1,0 +1,23 @@
+#pragma once
+// The points of results files as `report` judges them: every point of every file, with
+// the prediction stored with it or, given a topology, predicted again on it (repredict), and notes
+// on the runs (one that did not complete, the topology used).
+#include <string>
+#include <vector>
+
+#include "runtime/sweep/point.h"
+
+namespace commsim {
+
+struct MeasuredPoints {
+  std::vector<Point> points;
+  std::vector<std::string> notes;  // "FILE: run N: interrupted", "predictions recomputed on topology ..."
+};
+
+// Reads `files` (with their samples); with `topology_name` (a preset name or YAML file; "" for none)
+// every point is predicted again on it, the pipelined algorithms with the chunk they ran with, the
+// MPI baseline for the library of the point's run, the host piece of the point's run. Throws Error
+// when a file or the topology cannot be read.
+MeasuredPoints read_measured(const std::vector<std::string>& files, const std::string& topology_name = "");
+
+}  // namespace commsim
