@@ -7,7 +7,7 @@
 //              to v - mask, which combines it with its own.
 // Each rank sends or receives the whole buffer in each step it takes part in; on the critical path
 // that is K messages of n bytes.
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 void binomial_broadcast(ScheduleBuilder& b, const std::vector<int>& group, int root_pos, const Span& src,

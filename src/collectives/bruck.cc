@@ -9,7 +9,7 @@
 //            i sends the blocks j whose bit k is set to rank i+2^k and receives the same positions
 //            from rank i-2^k; they travel packed into one message (Scratch pack buffers, copied
 //            in and out); finally Output block (i-j) mod p = tmp[j].
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 namespace {

@@ -11,7 +11,7 @@
 //                another, the first into Output and the others into one Scratch block, combining
 //                each into Output the step after (MPI's linear reduce): one block of Scratch, not
 //                p - 1.
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 

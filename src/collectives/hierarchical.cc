@@ -21,7 +21,7 @@
 // index, and with it to another NIC, from one channel to the next.
 #include <string>
 
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 #include "model/error.h"
 #include "model/placement.h"
 

@@ -6,7 +6,7 @@
 //                receives into its Output (its own input block is copied there first).
 // alltoall       each rank sends the peer its Input block for that peer and receives the peer's
 //                block for it into Output.
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 namespace {

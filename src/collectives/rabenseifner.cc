@@ -10,7 +10,7 @@
 //            gather of the chunks to the root (lg p2 steps: in step s member j, an odd multiple of
 //            2^s, sends its 2^s chunks to member j - 2^s).
 // Both work in place in Output.
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 namespace {

@@ -11,7 +11,7 @@
 //            own, as two messages).
 // broadcast  van de Geijn: binomial scatter of p chunks from the root (ceil(lg p) steps), then the
 //            recursive-doubling allgather of the chunks over the ranks counted from the root.
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 namespace {

@@ -8,7 +8,7 @@
 // j ^ (p2 >> (s+1)) keeps and combines the half it keeps with the one received. After lg p2 steps
 // member j holds its own blocks fully reduced.
 // Partial sums live in Scratch (count elements); each rank's block is copied to Output at the end.
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 
 namespace commsim {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "collectives/generators.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "model/error.h"
 
 namespace commsim {

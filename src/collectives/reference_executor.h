@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "model/schedule.h"
 
 namespace commsim {

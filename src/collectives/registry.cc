@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 #include "model/error.h"
 #include "model/placement.h"
 

@@ -10,7 +10,7 @@
 // k = pipeline_chunks(count, elem_size, request.pipeline_chunk_bytes) (512 KiB chunks by default).
 #include <algorithm>
 
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 #include "model/placement.h"
 
 namespace commsim {

@@ -36,7 +36,7 @@
 // n/(2k) bytes each way, against two for broadcast or reduce alone.
 #include <algorithm>
 
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 #include "model/cost/double_tree.h"
 
 namespace commsim {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 
 namespace commsim {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/algorithms.h"
+#include "collectives/phases.h"
 #include "collectives/generators.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "collectives/reference_executor.h"
 #include "model/cost/double_tree.h"
 #include "model/error.h"

@@ -34,7 +34,7 @@
 #include "collectives/cuda/ipc.h"
 #include "collectives/cuda/kernels.h"
 #include "collectives/generators.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "model/error.h"
 
 #ifdef COMMSIM_HAVE_NCCL

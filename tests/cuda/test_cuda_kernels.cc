@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectives/cuda/kernels.h"
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 
 namespace commsim::cuda {
 namespace {

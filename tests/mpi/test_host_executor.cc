@@ -16,7 +16,7 @@
 #include "collectives/host/host_executor.h"
 #include "collectives/host/mpi_baselines.h"
 #include "collectives/host/mpi_transport.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "mpi_gtest.h"
 
 namespace commsim {

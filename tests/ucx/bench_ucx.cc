@@ -20,7 +20,7 @@
 #include "collectives/host/aligned_buffer.h"
 #include "collectives/host/host_executor.h"
 #include "collectives/host/mpi_transport.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "collectives/ucx/ucx_transport.h"
 #include "model/error.h"
 #include "model/units.h"

@@ -14,7 +14,7 @@
 #include "collectives/generators.h"
 #include "collectives/host/aligned_buffer.h"
 #include "collectives/host/host_executor.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "collectives/ucx/ucx_transport.h"
 #include "model/error.h"
 #include "../mpi/mpi_gtest.h"

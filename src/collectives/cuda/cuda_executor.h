@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "collectives/cuda/kernels.h"
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "model/schedule.h"
 
 namespace commsim::cuda {

@@ -4,7 +4,7 @@
 // device side: cuda_executor.cu). Plain C++: no CUDA types.
 #include <cstdint>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 
 struct CUstream_st;
 

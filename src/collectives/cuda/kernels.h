@@ -7,7 +7,7 @@
 // kernel falls back to one element per thread (still correct, slower).
 #include <cstdint>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 
 struct CUstream_st;
 

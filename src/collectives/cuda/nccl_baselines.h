@@ -22,7 +22,7 @@
 
 #include "collectives/cuda/kernels.h"
 #include "collectives/cuda/nccl_comm.h"
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/libraries/nccl_tuning_log.h"
 #include "model/collective.h"
 

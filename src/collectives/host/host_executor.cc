@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "model/error.h"
 
 namespace commsim {

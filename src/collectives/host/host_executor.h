@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/host/aligned_buffer.h"
 #include "collectives/host/transport.h"
 #include "model/schedule.h"

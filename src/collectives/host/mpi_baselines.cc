@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "collectives/host/mpi_check.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "model/error.h"
 
 namespace commsim {

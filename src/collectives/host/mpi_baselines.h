@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/generators.h"
 #include "model/collective.h"
 

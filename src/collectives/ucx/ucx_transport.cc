@@ -14,7 +14,7 @@
 #include <sstream>
 #include <utility>
 
-#include "collectives/cpus.h"
+#include "collectives/elements/cpus.h"
 #include "collectives/host/mpi_check.h"
 #include "model/error.h"
 

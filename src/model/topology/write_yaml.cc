@@ -1,5 +1,7 @@
 // The topology as YAML text: the writer beside the reader (read_yaml.cc), in the schema of
 // configs/topologies/README.md.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -85,6 +87,59 @@ void message_costs(YamlOut& y, const MessageCosts& m, const std::string& tier) {
 
 }  // namespace
 
+namespace {
+
+// True when the `nccl:` section states anything of NCCL's machine (NcclMachine) beyond its defaults.
+bool nccl_machine_given(const NcclMachine& m) {
+  const NcclMachine d;
+  return m.version != d.version || m.compute_capability != d.compute_capability ||
+         m.nvlinks_per_gpu != d.nvlinks_per_gpu || m.nvlink_bw_Bps != d.nvlink_bw_Bps || m.nvls.has_value() ||
+         m.nvlink_domain_gpus != d.nvlink_domain_gpus || m.collnet != d.collnet || m.collnet_heads != d.collnet_heads ||
+         m.cpu_arch != d.cpu_arch || m.cpu_vendor != d.cpu_vendor || m.pcie_gen != d.pcie_gen ||
+         m.pcie_width != d.pcie_width || m.nic_speed_Bps != d.nic_speed_Bps || m.net_latency_s != d.net_latency_s ||
+         m.ring.given() || m.tree.given() || m.nvls_graph.given() || !m.algo.empty() || !m.proto.empty();
+}
+
+// The machine fields of `nccl:` that differ from their defaults, as read_nccl.cc reads them.
+void write_nccl_machine(YamlOut& y, const NcclMachine& m) {
+  const NcclMachine d;
+  if (!m.version.empty()) y.line(2, "version", yaml_quote(m.version), "nccl.version");
+  if (m.compute_capability != d.compute_capability)
+    y.line(2, "compute_capability", fmt::format("{}.{}", m.compute_capability / 10, m.compute_capability % 10),
+           "nccl.compute_capability");
+  if (m.nvlinks_per_gpu != d.nvlinks_per_gpu) y.line(2, "nvlinks_per_gpu", std::to_string(m.nvlinks_per_gpu), "nccl.nvlinks_per_gpu");
+  if (m.nvlink_bw_Bps > 0) y.line(2, "nvlink_bandwidth", bw_text(m.nvlink_bw_Bps), "nccl.nvlink_bandwidth");
+  if (m.nvls) y.line(2, "nvls", *m.nvls ? "yes" : "no", "nccl.nvls");
+  if (m.nvlink_domain_gpus != d.nvlink_domain_gpus)
+    y.line(2, "nvlink_domain", std::to_string(m.nvlink_domain_gpus), "nccl.nvlink_domain");
+  if (m.collnet || m.collnet_heads != d.collnet_heads)
+    y.line(2, "collnet",
+           fmt::format("{{ enabled: {}, heads: {} }}", m.collnet ? "yes" : "no", m.collnet_heads), "nccl.collnet");
+  if (m.cpu_arch != d.cpu_arch || m.cpu_vendor != d.cpu_vendor)
+    y.line(2, "cpu", "{ arch: " + m.cpu_arch + ", vendor: " + m.cpu_vendor + " }", "nccl.cpu");
+  if (m.pcie_gen != d.pcie_gen || m.pcie_width != d.pcie_width)
+    y.line(2, "pcie", fmt::format("{{ gen: {}, width: {} }}", m.pcie_gen, m.pcie_width), "nccl.pcie");
+  if (m.nic_speed_Bps > 0) y.line(2, "nic_speed", bw_text(m.nic_speed_Bps), "nccl.nic_speed");
+  if (m.net_latency_s > 0) y.line(2, "net_latency", time_text(m.net_latency_s), "nccl.net_latency");
+  if (m.ring.given() || m.tree.given() || m.nvls_graph.given()) {
+    y.line(2, "graphs", "", "nccl.graphs");
+    auto graph = [&](const char* name, const NcclGraphOverride& g) {
+      if (!g.given()) return;
+      y.line(4, name,
+             fmt::format("{{ channels: {}, bw_intra: {}, bw_inter: {} }}", g.channels, bw_text(g.bw_intra_Bps),
+                         bw_text(g.bw_inter_Bps)),
+             std::string("nccl.graphs.") + name);
+    };
+    graph("ring", m.ring);
+    graph("tree", m.tree);
+    graph("nvls", m.nvls_graph);
+  }
+  if (!m.algo.empty()) y.line(2, "algo", yaml_quote(m.algo), "nccl.algo");
+  if (!m.proto.empty()) y.line(2, "proto", yaml_quote(m.proto), "nccl.proto");
+}
+
+}  // namespace
+
 std::string topology_yaml(const Topology& t, const std::vector<std::string>& header,
                           const std::vector<std::pair<std::string, std::string>>& field_comments,
                           const CalibrationInfo* record, bool with_calibrated_section) {
@@ -145,10 +200,11 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   curve("written_scale", "bytes", t.written_scale, &MessageScale::bytes);
   curve("network_message_scale", "bytes", t.network_message_scale, &MessageScale::bytes);
   curve("fan_out_scale", "bytes", t.fan_out_scale, &MessageScale::bytes);
+  const bool machine_fields = nccl_machine_given(t.nccl.machine);
+  if (t.nccl.present || machine_fields) y.line(0, "nccl", "", "nccl");
   if (t.nccl.present) {
     // One line per algorithm, so that a comment can say where a fitted row comes from
     // (field "nccl.base_latency.ring", "nccl.bus_bandwidth.tree", ...).
-    y.line(0, "nccl", "", "nccl");
     const char* algos[2] = {"ring", "tree"};
     const char* protos[3] = {"LL", "LL128", "Simple"};
     // every: all six entries (the latency tables require them); otherwise only those set (> 0).
@@ -174,6 +230,7 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
     // Only the fitted entries: a missing one stands for the intra-node bandwidth x bw_fraction.
     if (any_bw) table("bus_bandwidth", t.nccl.bus_bw_Bps, bw_text, false);
   }
+  if (machine_fields) write_nccl_machine(y, t.nccl.machine);
   if (record && with_calibrated_section) {
     std::vector<unsigned long long> sizes(record->sizes.begin(), record->sizes.end());
     y.line(0, "calibrated", "", "calibrated");

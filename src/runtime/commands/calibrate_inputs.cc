@@ -8,7 +8,7 @@
 #include <memory>
 #include <sstream>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/generators.h"
 #include "model/error.h"
 #include "model/placement.h"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "collectives/cpus.h"
+#include "collectives/elements/cpus.h"
 #include "model/calibrate/procedure.h"
 #include "model/error.h"
 #include "model/topology/topology.h"

@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/libraries/nccl_tests_log.h"
 #include "model/error.h"
 #include "model/topology/topology.h"

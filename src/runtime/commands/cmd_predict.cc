@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/select.h"

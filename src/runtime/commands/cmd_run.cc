@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "model/error.h"
 #include "model/topology/topology.h"
 #include "model/units.h"

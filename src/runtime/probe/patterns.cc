@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/host/mpi_check.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 
 namespace commsim {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "model/collective.h"
 #include "model/placement.h"
 #include "model/schedule.h"

@@ -17,7 +17,7 @@
 #include "collectives/cuda/cuda_check.h"
 #include "collectives/cuda/cuda_executor.h"
 #include "collectives/host/mpi_check.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "model/error.h"
 #include "runtime/job/watchdog.h"
 

@@ -14,7 +14,7 @@
 #include "collectives/host/host_executor.h"
 #include "collectives/host/mpi_baselines.h"
 #include "collectives/host/mpi_transport.h"
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 #include "model/error.h"
 #include "runtime/job/mpi_carrier.h"
 #ifdef COMMSIM_HAVE_UCX

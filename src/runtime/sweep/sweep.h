@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "collectives/generators.h"
 #include "collectives/libraries/mpi_library.h"
 #include "collectives/predict.h"

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/error.h"
 #include "model/nccl/from_topology.h"
@@ -182,6 +184,50 @@ TEST(NcclFromTopology, OverridesReachTheSystem) {
   EXPECT_EQ(s.masks.algo[kAllReduce][kTree], 0);
   EXPECT_EQ(s.masks.algo[kAllReduce][kRing], 1);
   EXPECT_EQ(s.masks.proto[kAllReduce][kLL128], 0);
+}
+
+// What the writer (topology/write_yaml.cc, used by `commsim calibrate`) writes of the machine
+// fields reads back the same, so a calibrated file keeps what NCCL needs.
+void expect_same_machine(const NcclMachine& a, const NcclMachine& b, const std::string& what) {
+  EXPECT_EQ(a.version, b.version) << what;
+  EXPECT_EQ(a.compute_capability, b.compute_capability) << what;
+  EXPECT_EQ(a.nvlinks_per_gpu, b.nvlinks_per_gpu) << what;
+  EXPECT_DOUBLE_EQ(a.nvlink_bw_Bps, b.nvlink_bw_Bps) << what;
+  EXPECT_EQ(a.nvls, b.nvls) << what;
+  EXPECT_EQ(a.nvlink_domain_gpus, b.nvlink_domain_gpus) << what;
+  EXPECT_EQ(a.collnet, b.collnet) << what;
+  EXPECT_EQ(a.collnet_heads, b.collnet_heads) << what;
+  EXPECT_EQ(a.cpu_arch, b.cpu_arch) << what;
+  EXPECT_EQ(a.cpu_vendor, b.cpu_vendor) << what;
+  EXPECT_EQ(a.pcie_gen, b.pcie_gen) << what;
+  EXPECT_EQ(a.pcie_width, b.pcie_width) << what;
+  EXPECT_NEAR(a.nic_speed_Bps, b.nic_speed_Bps, 1e-6 * a.nic_speed_Bps) << what;
+  EXPECT_NEAR(a.net_latency_s, b.net_latency_s, 1e-12) << what;
+  for (auto [x, y] : {std::pair{&a.ring, &b.ring}, {&a.tree, &b.tree}, {&a.nvls_graph, &b.nvls_graph}}) {
+    EXPECT_EQ(x->channels, y->channels) << what;
+    EXPECT_NEAR(x->bw_intra_Bps, y->bw_intra_Bps, 1e-6 * x->bw_intra_Bps) << what;
+    EXPECT_NEAR(x->bw_inter_Bps, y->bw_inter_Bps, 1e-6 * x->bw_inter_Bps) << what;
+  }
+  EXPECT_EQ(a.algo, b.algo) << what;
+  EXPECT_EQ(a.proto, b.proto) << what;
+}
+
+TEST(NcclFromTopology, WrittenMachineFieldsReadBack) {
+  std::vector<std::pair<std::string, Topology>> cases;
+  for (const char* name : {"dgx-h100", "h200-node", "dgx-a100", "gb200-nvl72", "consumer-pcie-4090", "aws-p4d",
+                           "oci-a100", "polaris", "gb300-nvl72"})
+    cases.emplace_back(name, preset(name));
+  cases.emplace_back("overrides", minimal("nccl:\n  version: \"2.21\"\n  nvls: no\n  collnet: { enabled: yes, heads: 4 }\n"
+                                          "  cpu: { arch: arm, vendor: other }\n  pcie: { gen: 4, width: 8 }\n"
+                                          "  net_latency: 7 us\n  nic_speed: 25 GB/s\n"
+                                          "  graphs:\n    ring: { channels: 16, bw_intra: 24 GB/s, bw_inter: 12 GB/s }\n"
+                                          "  algo: ring\n  proto: ^LL128\n"));
+  for (const auto& [name, t] : cases) {
+    const std::string text = topology_yaml(t, {}, {}, nullptr, false);
+    const Topology back = parse_topology(text, name + " (written)");
+    expect_same_machine(t.nccl.machine, back.nccl.machine, name);
+    EXPECT_EQ(t.nccl.present, back.nccl.present) << name;
+  }
 }
 
 TEST(NcclFromTopology, RefusesWhatItCannotDescribe) {

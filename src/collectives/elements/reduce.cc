@@ -1,4 +1,4 @@
-#include "collectives/reduce.h"
+#include "collectives/elements/reduce.h"
 
 #include <bit>
 #include <cmath>

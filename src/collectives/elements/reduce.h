@@ -3,7 +3,7 @@
 // executor and the runtime's result check.
 #include <cstdint>
 
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 #include "model/collective.h"
 
 namespace commsim {

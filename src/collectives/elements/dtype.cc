@@ -1,4 +1,4 @@
-#include "collectives/dtype.h"
+#include "collectives/elements/dtype.h"
 
 #include <cctype>
 #include <string>
