@@ -21,8 +21,7 @@ endif()
 find_package(Threads REQUIRED)
 # Well-kept libraries in place of code of our own: {fmt} for numbers and tables, Eigen for the
 # least squares of calibration (the model); nlohmann/json for JSON output and for reading
-# nccl-tests' JSON files (collectives/libraries); hwloc for CPU, NUMA, GPU and NIC locality (the
-# runtime).
+# nccl-tests' JSON files (collectives/libraries).
 find_package(fmt REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(nlohmann_json 3.2 REQUIRED)
@@ -34,8 +33,6 @@ set(COMMSIM_HAVE_UCX OFF)
 if(NOT COMMSIM_MODEL_ONLY)
   find_package(HDF5 REQUIRED COMPONENTS C)
   find_package(Boost REQUIRED COMPONENTS program_options)
-  find_package(PkgConfig REQUIRED)
-  pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 
   if(NOT COMMSIM_WITH_MPI STREQUAL "OFF")
     find_package(MPI COMPONENTS C)

@@ -80,8 +80,6 @@ for cmake_name in re.findall(r"find_package\((\w[\w-]*)", cmake_text):
         failures.append(f"CMake finds {cmake_name}; the test does not know its Spack name")
     elif not re.search(rf"(^|\s){re.escape(want)}(\W|$)", deps):
         failures.append(f"CMake finds {cmake_name} but package.py does not depend on {want}")
-if "hwloc" in cmake_text and "hwloc" not in deps:
-    failures.append("CMake needs hwloc but package.py does not depend on it")
 for variant in ("mpi", "nccl", "ucx", "model_only"):
     if variant not in declared["variant"]:
         failures.append(f"no variant {variant}")

@@ -31,7 +31,6 @@ class Commsim(CMakePackage, CudaPackage):
     depends_on("nlohmann-json")
     depends_on("boost+program_options", when="~model_only")
     depends_on("hdf5~mpi", when="~model_only")
-    depends_on("hwloc", when="~model_only")
     depends_on("mpi", when="+mpi")
     depends_on("nccl", when="+nccl")
     depends_on("ucx", when="+ucx")
