@@ -3,8 +3,8 @@
 #
 #   tests/cuda/gpu_check.sh --stage [BUILD_DIR]   on the build machine: configure and build for
 #       Hopper (sm_90 + PTX, CUDA runtime linked statically) in BUILD_DIR (default build-gpu), then
-#       copy commsim, the GPU test programs, and the two shared libraries whose versions differ on
-#       the GPU machine (Boost.Program_options 1.74, yaml-cpp 0.7) into .carry/ (git-ignored).
+#       copy commsim, the GPU test programs, and the shared libraries whose versions differ on
+#       the GPU machine (Boost.Program_options 1.74, yaml-cpp 0.7, {fmt} 9) into .carry/ (git-ignored).
 #   tests/cuda/gpu_check.sh [CARRY_DIR]           on the GPU machine, from the repository root:
 #       runs everything from CARRY_DIR (default .carry) with LD_LIBRARY_PATH set to it only (the
 #       machine's own Open MPI, HDF5 and NCCL are used; never carry those), writes logs and
@@ -37,7 +37,7 @@ if [[ "${1:-}" == "--stage" ]]; then
   rm -rf .carry && mkdir -p .carry
   cp "$build/src/runtime/commsim" "$build/tests/cuda/test_cuda_kernels" "$build/tests/cuda/cuda_collectives_check" \
     "$build/tests/cuda/bench_reduce_copy" .carry/
-  for lib in libboost_program_options.so.1.74.0 libyaml-cpp.so.0.7; do
+  for lib in libboost_program_options.so.1.74.0 libyaml-cpp.so.0.7 libfmt.so.9; do
     cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" .carry/
   done
   strip .carry/commsim .carry/test_cuda_kernels .carry/cuda_collectives_check .carry/bench_reduce_copy
