@@ -8,7 +8,7 @@
 #include "model/nccl/versions.h"
 #include "model/topology/yaml_fields.h"
 
-namespace commsim::topology_yaml {
+namespace commsim::yaml_fields {
 namespace {
 
 // ring/tree x LL/LL128/Simple latencies, e.g. nccl.base_latency.
@@ -172,4 +172,4 @@ void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& ou
   out.present = tables;
 }
 
-}  // namespace commsim::topology_yaml
+}  // namespace commsim::yaml_fields

@@ -26,7 +26,7 @@
 namespace commsim {
 namespace {
 
-using namespace topology_yaml;  // the field readers (yaml_fields.h)
+using namespace yaml_fields;  // the field readers (yaml_fields.h)
 
 constexpr std::initializer_list<const char*> kIntraFabrics = {"nvswitch", "nvlink-mesh", "pcie-switch", "host-bridge",
                                                               "shared-memory"};

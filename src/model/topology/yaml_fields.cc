@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-namespace commsim::topology_yaml {
+namespace commsim::yaml_fields {
 
 [[noreturn]] void fail(const Ctx& ctx, const YAML::Mark& mark, const std::string& field, const std::string& what) {
   int line = mark.is_null() ? 1 : mark.line + 1;
@@ -137,4 +137,4 @@ void read_in_range(const Ctx& ctx, const MapReader& r, const std::string& path, 
   out = x;
 }
 
-}  // namespace commsim::topology_yaml
+}  // namespace commsim::yaml_fields

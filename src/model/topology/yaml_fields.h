@@ -13,7 +13,7 @@
 #include "model/topology/topology.h"
 #include "model/units.h"
 
-namespace commsim::topology_yaml {
+namespace commsim::yaml_fields {
 
 // Where we are in the file, for messages.
 struct Ctx {
@@ -85,4 +85,4 @@ void read_in_range(const Ctx& ctx, const MapReader& r, const std::string& path, 
 // The `nccl:` section (read_nccl.cc): NCCL's protocol constants and what its tuning model reads.
 void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& out);
 
-}  // namespace commsim::topology_yaml
+}  // namespace commsim::yaml_fields
