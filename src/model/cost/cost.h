@@ -29,7 +29,7 @@ struct CostQuery {
   int channels = 0;
   // The NCCL release whose tuning model prices NCCL's own collectives ("2.21", "2.28.9"; see
   // nccl::find_version); empty: the topology's nccl.version, else the newest ported release.
-  std::string nccl_version;
+  std::string nccl_version = {};
 };
 
 // The channels NCCL runs a ring or tree with on `nodes` nodes of this topology, which
