@@ -19,7 +19,8 @@ constexpr unsigned kNccl = R::kNcclModel | R::kProtocols;
 // the library baselines. Every library baseline implements every collective (MPI_Sendrecv /
 // ncclSend+ncclRecv for sendrecv); NCCL's forced algorithms have rows where NCCL's tuning model
 // prices them (graph/tuning.cc): tree, NVLSTree and CollNetChain for allreduce only, NVLS and
-// CollNetDirect for allreduce, allgather and reducescatter, PAT for allgather and reducescatter. The protocols of ring and tree are NCCL's: the tree's for allreduce only.
+// CollNetDirect for allreduce, allgather and reducescatter, PAT for allgather and reducescatter.
+// The protocols of ring and tree are NCCL's: the tree's for allreduce only.
 constexpr AlgorithmRow kRows[] = {
     {C::AllReduce, A::Ring, ring_allreduce, ring_reduce_copies, R::kChannels | R::kProtocols},
     {C::AllReduce, A::Tree, tree_allreduce, nullptr, R::kPipelined | R::kChannels | R::kProtocols},

@@ -143,7 +143,7 @@ Cost point_to_point(const Topology& t, const Env& e, const CostQuery& q, Seconds
   const int p2p_channels = pow2_up(std::max(1, nccl::comm_channels(system)));
   const int per_peer = std::min(p2p_channels, e.N > 1 ? kP2pChannelsPerNetPeer : p2p_channels);
   const double concurrent = static_cast<double>(p2p_channels / per_peer * kP2pPerBatch);
-  const nccl::Protocol proto = q.protocol != Protocol::None                   ? to_nccl(q.protocol)
+  const nccl::Protocol proto = q.protocol != Protocol::None                    ? to_nccl(q.protocol)
                                : peer_bytes <= per_peer * kP2pLLThresholdBytes ? nccl::kLL
                                                                                : nccl::kSimple;
   const nccl::TunerConstants& k = version.constants;
