@@ -41,6 +41,12 @@ struct CostQuery {
 // NVLink links, and prices the same), and on host topologies (MPI and the host executor run one
 // ring).
 int default_channels(const Topology& topo, int nodes);
+// The network bandwidth of a node whose ranks run on `ranks_per_node` of its GPUs: all of
+// node_bw_Bps() when they use every GPU (and on host topologies); otherwise only the NICs next to
+// their GPUs, ceil(nics x ranks_per_node / gpus_per_node) of them, as each GPU's traffic leaves
+// through its nearest NIC (NCCL's model does the same: model/nccl/from_topology.h). The closed
+// forms and schedule pricing (model/price.h) both use it.
+BytesPerSecond node_network_bw_Bps(const Topology& topo, int ranks_per_node);
 // The channels a query prices: 1 for the algorithms that take no channel count (takes_channels in
 // model/algorithms.h), q.channels, or the default. Throws Error when q.channels is out of range.
 int channels_for(const Topology& topo, const CostQuery& q);
