@@ -17,8 +17,10 @@ constexpr unsigned kNccl = R::kNcclModel | R::kProtocols;
 
 // By collective; inside one, the hand-written algorithms as in src/collectives/registry.cc, then
 // the library baselines. Every library baseline implements every collective (MPI_Sendrecv /
-// ncclSend+ncclRecv for sendrecv); forcing NCCL's tree only exists for allreduce, NCCL falls back
-// to ring otherwise. The protocols of ring and tree are NCCL's: the tree's for allreduce only.
+// ncclSend+ncclRecv for sendrecv); NCCL's forced algorithms have rows where NCCL's tuning model
+// prices them (graph/tuning.cc): tree, NVLSTree and CollNetChain for allreduce only, NVLS and
+// CollNetDirect for allreduce, allgather and reducescatter, PAT for allgather and reducescatter.
+// The protocols of ring and tree are NCCL's: the tree's for allreduce only.
 constexpr AlgorithmRow kRows[] = {
     {C::AllReduce, A::Ring, ring_allreduce, ring_reduce_copies, R::kChannels | R::kProtocols},
     {C::AllReduce, A::Tree, tree_allreduce, nullptr, R::kPipelined | R::kChannels | R::kProtocols},
@@ -29,6 +31,10 @@ constexpr AlgorithmRow kRows[] = {
     {C::AllReduce, A::Nccl, nullptr, nullptr, kNccl},
     {C::AllReduce, A::NcclRing, nullptr, nullptr, kNccl},
     {C::AllReduce, A::NcclTree, nullptr, nullptr, kNccl},
+    {C::AllReduce, A::NcclNvls, nullptr, nullptr, kNccl},
+    {C::AllReduce, A::NcclNvlsTree, nullptr, nullptr, kNccl},
+    {C::AllReduce, A::NcclCollnetDirect, nullptr, nullptr, kNccl},
+    {C::AllReduce, A::NcclCollnetChain, nullptr, nullptr, kNccl},
 
     {C::AllGather, A::Ring, ring_allgather, own_block_copy, R::kChannels | R::kProtocols},
     {C::AllGather, A::RecursiveDoubling, recursive_doubling_allgather, own_block_copy, 0},
@@ -38,6 +44,9 @@ constexpr AlgorithmRow kRows[] = {
     {C::AllGather, A::Mpi, nullptr, nullptr, 0},
     {C::AllGather, A::Nccl, nullptr, nullptr, kNccl},
     {C::AllGather, A::NcclRing, nullptr, nullptr, kNccl},
+    {C::AllGather, A::NcclNvls, nullptr, nullptr, kNccl},
+    {C::AllGather, A::NcclCollnetDirect, nullptr, nullptr, kNccl},
+    {C::AllGather, A::NcclPat, nullptr, nullptr, kNccl},
 
     {C::ReduceScatter, A::Ring, ring_reducescatter, ring_reduce_copies, R::kChannels | R::kProtocols},
     {C::ReduceScatter, A::RecursiveHalving, recursive_halving_reducescatter, recursive_halving_copies, 0},
@@ -46,6 +55,9 @@ constexpr AlgorithmRow kRows[] = {
     {C::ReduceScatter, A::Mpi, nullptr, nullptr, 0},
     {C::ReduceScatter, A::Nccl, nullptr, nullptr, kNccl},
     {C::ReduceScatter, A::NcclRing, nullptr, nullptr, kNccl},
+    {C::ReduceScatter, A::NcclNvls, nullptr, nullptr, kNccl},
+    {C::ReduceScatter, A::NcclCollnetDirect, nullptr, nullptr, kNccl},
+    {C::ReduceScatter, A::NcclPat, nullptr, nullptr, kNccl},
 
     {C::Broadcast, A::Ring, ring_broadcast, nullptr, R::kPipelined | R::kProtocols},
     {C::Broadcast, A::Tree, tree_broadcast, nullptr, R::kPipelined | R::kChannels},

@@ -46,6 +46,11 @@ std::string_view to_string(Algorithm a) {
     case Algorithm::Nccl: return "nccl";
     case Algorithm::NcclRing: return "nccl-ring";
     case Algorithm::NcclTree: return "nccl-tree";
+    case Algorithm::NcclNvls: return "nccl-nvls";
+    case Algorithm::NcclNvlsTree: return "nccl-nvlstree";
+    case Algorithm::NcclCollnetDirect: return "nccl-collnet-direct";
+    case Algorithm::NcclCollnetChain: return "nccl-collnet-chain";
+    case Algorithm::NcclPat: return "nccl-pat";
   }
   return "?";
 }

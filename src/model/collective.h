@@ -32,6 +32,11 @@ enum class Algorithm : std::uint8_t {
   Nccl,               // NCCL, its own choice of algorithm/protocol
   NcclRing,           // NCCL with NCCL_ALGO=Ring
   NcclTree,           // NCCL with NCCL_ALGO=Tree
+  NcclNvls,           // NCCL with NCCL_ALGO=NVLS (NVLink SHARP, NVSwitch multicast)
+  NcclNvlsTree,       // NCCL with NCCL_ALGO=NVLSTree (NVLS inside the node, a tree across)
+  NcclCollnetDirect,  // NCCL with NCCL_ALGO=CollNetDirect (in-network reduction, SHARP)
+  NcclCollnetChain,   // NCCL with NCCL_ALGO=CollNetChain
+  NcclPat,            // NCCL with NCCL_ALGO=PAT (one GPU per node)
 };
 // The hand-written values of Algorithm, in order (the table of model/algorithms.h has rows for each,
 // tests/model/test_algorithms.cc checks it); hand_written_algorithms() reads the table.
@@ -43,13 +48,21 @@ inline constexpr std::array kAllAlgorithms = {
     Algorithm::Ring,     Algorithm::Tree,     Algorithm::RecursiveDoubling, Algorithm::RecursiveHalving,
     Algorithm::Rabenseifner, Algorithm::Bruck, Algorithm::Binomial, Algorithm::Pairwise,
     Algorithm::Direct,   Algorithm::Hierarchical, Algorithm::Mpi, Algorithm::Nccl,
-    Algorithm::NcclRing, Algorithm::NcclTree};
+    Algorithm::NcclRing, Algorithm::NcclTree, Algorithm::NcclNvls, Algorithm::NcclNvlsTree,
+    Algorithm::NcclCollnetDirect, Algorithm::NcclCollnetChain, Algorithm::NcclPat};
+// NCCL's algorithms that can be forced (NCCL_ALGO), in NCCL's order of its tuning model ids.
+inline constexpr std::array kNcclForcedAlgorithms = {Algorithm::NcclTree,          Algorithm::NcclRing,
+                                                     Algorithm::NcclCollnetDirect, Algorithm::NcclCollnetChain,
+                                                     Algorithm::NcclNvls,          Algorithm::NcclNvlsTree,
+                                                     Algorithm::NcclPat};
 
 // NCCL-style protocols, priced as latency/bandwidth variants. None = plain alpha-beta-gamma.
 enum class Protocol : std::uint8_t { None, LL, LL128, Simple };
-// NCCL's own collectives (the baselines run by NCCL, priced by NCCL's model): nccl, nccl-ring, nccl-tree.
+// NCCL's own collectives (the baselines run by NCCL, priced by NCCL's model): nccl and every
+// forced NCCL algorithm (nccl-ring, nccl-tree, nccl-nvls, nccl-nvlstree, nccl-collnet-direct,
+// nccl-collnet-chain, nccl-pat).
 inline constexpr bool is_nccl_algorithm(Algorithm a) {
-  return a == Algorithm::Nccl || a == Algorithm::NcclRing || a == Algorithm::NcclTree;
+  return a >= Algorithm::Nccl;
 }
 inline constexpr std::array kNcclProtocols = {Protocol::LL, Protocol::LL128, Protocol::Simple};
 

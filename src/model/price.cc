@@ -48,6 +48,7 @@
 #include <tuple>
 #include <vector>
 
+#include "model/cost/cost.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -111,6 +112,13 @@ class WrittenRanges {
   std::map<BufferId, std::map<std::uint64_t, std::uint64_t>> ranges_;
 };
 
+// The most ranks on one node: the GPUs in use there, whose NICs the node's traffic gets.
+int largest_node(const Placement& pl) {
+  int most = 1;
+  for (int n : pl.node_size) most = std::max(most, n);
+  return most;
+}
+
 class Pricer : public ScheduleVisitor {
  public:
   // f: the working-set factor on the memory-bound bandwidths (Topology::working_set_scale);
@@ -124,7 +132,7 @@ class Pricer : public ScheduleVisitor {
         gamma_(per_byte(topo.reduce_bw_Bps * f)),
         intra_s_per_byte_(per_byte(topo.intra.bw_Bps * f)),
         nic_s_per_byte_(per_byte(topo.network.nic_bw_Bps)),
-        node_s_per_byte_(topo.network.present() ? per_byte(topo.network.node_bw_Bps()) : 0.0),
+        node_s_per_byte_(topo.network.present() ? per_byte(node_network_bw_Bps(topo, largest_node(pl))) : 0.0),
         rounds_(index_.size()),
         node_out_(pl.nnodes),
         node_in_(pl.nnodes),

@@ -39,7 +39,15 @@ Choice best_candidate(const Topology& topo, Collective c, int nodes, int ranks_p
   bool found = false;
   for (const Candidate& cand : candidates) {
     if (!usable(topo, c, cand)) continue;
-    Cost cost = closed_form(topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, ranks_per_node, bytes, channels});
+    Cost cost;
+    try {
+      cost = closed_form(topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, ranks_per_node, bytes, channels});
+    } catch (const Error&) {
+      // A forced NCCL algorithm that NCCL cannot run on this many nodes (NVLS across nodes
+      // without CollNet, PAT with several GPUs per node) is no candidate here.
+      if (is_nccl_algorithm(cand.algorithm) && cand.algorithm != Algorithm::Nccl) continue;
+      throw;
+    }
     if (!found || cost.time_s < best.cost.time_s) {
       best.candidate = cand;
       best.cost = cost;

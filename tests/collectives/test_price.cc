@@ -595,7 +595,11 @@ TEST(PriceEqualsClosedForm, DoubleBinaryTreeAcrossNodes) {
           for (const Topology* t : {&dgx, &one_nic}) {
             if (t == &one_nic && bytes < (Bytes{64} << 20)) continue;
             const Priced x = price_across(*t, c, Algorithm::Tree, nodes, G, bytes, 1);
-            EXPECT_NEAR(x.closed_s, x.schedule_s, (t == &dgx ? 0.01 : 0.07) * x.schedule_s)
+            // Fewer NICs than the tree's flows (one NIC, or G of 8 GPUs reaching only the G NICs
+            // next to them: node_network_bw_Bps) make the flows contend, where the closed form's
+            // steady-state flow count is the slower by less than 15%.
+            const double tolerance = t == &one_nic ? 0.07 : G < dgx.ranks_per_node ? 0.15 : 0.01;
+            EXPECT_NEAR(x.closed_s, x.schedule_s, tolerance * x.schedule_s)
                 << name(c, Algorithm::Tree, nodes * G, bytes) << " nodes=" << nodes << " G=" << G
                 << " nics=" << t->network.nics_per_node;
           }

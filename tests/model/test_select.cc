@@ -26,7 +26,13 @@ TEST(Select, BestCandidateIsTheMinimum) {
         EXPECT_TRUE(applies(c, ch.candidate.algorithm));
         for (const Candidate& cand : cands) {
           if (!has_closed_form(t, c, cand.algorithm, cand.protocol)) continue;
-          EXPECT_LE(ch.cost.time_s, t_of(t, c, cand, nodes, 8, n)) << to_string(c) << " " << to_string(cand.algorithm);
+          try {
+            EXPECT_LE(ch.cost.time_s, t_of(t, c, cand, nodes, 8, n))
+                << to_string(c) << " " << to_string(cand.algorithm);
+          } catch (const Error&) {
+            // NCCL cannot run this forced algorithm here (NVLS across nodes, PAT, CollNet): skipped.
+            EXPECT_TRUE(is_nccl_algorithm(cand.algorithm)) << to_string(cand.algorithm);
+          }
         }
       }
   // Ties go to the earlier candidate: on one node hierarchical allreduce equals ring.

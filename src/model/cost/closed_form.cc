@@ -20,9 +20,10 @@ const char* why_no_model(const Topology& t, Collective c, Algorithm a, Protocol 
   const bool nccl_model = row->nccl_model() || proto != Protocol::None;
   if (proto != Protocol::None && !row->protocols())
     return a == Algorithm::Tree ? "NCCL's tree (and so a protocol with tree) exists for allreduce only"
-                                : "protocols LL/LL128/Simple apply only to ring, tree, nccl, nccl-ring and nccl-tree";
+                                : "protocols LL/LL128/Simple apply only to ring, tree and NCCL's algorithms";
   if (nccl_model && !t.nccl.present)
     return "the topology has no `nccl` constants, needed for NCCL's model and protocols";
+  if (row->nccl_model() && !t.gpu) return "NCCL's model needs GPU nodes (gpus_per_node)";
   return nullptr;
 }
 
@@ -106,6 +107,7 @@ Cost closed_form(const Topology& topo, const CostQuery& q) {
   if (!nccl_model)
     return to_cost(closed_forms::hand_written(e, *find_algorithm(q.collective, q.algorithm), q.bytes), q.algorithm,
                    q.protocol, call_s);
+  if (closed_forms::uses_ported_nccl_model(topo, q)) return closed_forms::nccl_tuned_closed_form(topo, e, q, call_s);
   return closed_forms::nccl_closed_form(topo, e, q, call_s);
 }
 

@@ -75,6 +75,18 @@ double bruck_alltoall_copies(const Env& e, double n);
 // ---- NCCL's model (nccl.cc) -----------------------------------------------------------------------
 // closed_form() of q under NCCL's model (q.algorithm is nccl, nccl-ring or nccl-tree, or a protocol
 // is asked for), p > 1.
+// NCCL's two-algorithm model with the topology's nccl: constants: the protocols of our ring and tree,
+// and nccl-ring / nccl-tree once `commsim calibrate` has fitted those constants.
 Cost nccl_closed_form(const Topology& t, const Env& e, const CostQuery& q, Seconds call_s);
+
+// ---- NCCL's ported tuning model (nccl_tuned.cc) ---------------------------------------------------
+// True when q is priced by nccl_tuned_closed_form: nccl and every forced NCCL algorithm, except
+// nccl-ring / nccl-tree on a topology whose nccl.bus_bandwidth of that algorithm was fitted.
+bool uses_ported_nccl_model(const Topology& t, const CostQuery& q);
+// closed_form() of an NCCL collective under NCCL's ported model (model/nccl/, release
+// q.nccl_version or the topology's), p > 1. Throws Error naming why when NCCL cannot run a forced
+// algorithm on this machine (NVLS without NVSwitch multicast, PAT with several GPUs per node,
+// CollNet without SHARP).
+Cost nccl_tuned_closed_form(const Topology& t, const Env& e, const CostQuery& q, Seconds call_s);
 
 }  // namespace commsim::closed_forms

@@ -7,6 +7,8 @@
 //
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer for allreduce, broadcast, reduce and
 // sendrecv, and the whole gathered/scattered buffer for allgather, reducescatter and alltoall.
+#include <string>
+
 #include "model/algorithms.h"  // is_pipelined, takes_channels
 #include "model/collective.h"
 #include "model/topology/topology.h"
@@ -16,7 +18,7 @@ namespace commsim {
 
 struct CostQuery {
   Collective collective = Collective::AllReduce;
-  Algorithm algorithm = Algorithm::Ring;  // hand-written, or NcclRing / NcclTree / Nccl (NCCL's own model)
+  Algorithm algorithm = Algorithm::Ring;  // hand-written, or Nccl / a forced NCCL algorithm (NCCL's own model)
   Protocol protocol = Protocol::None;     // None: plain alpha-beta-gamma; LL/LL128/Simple: NCCL protocol variant
   int nodes = 1;
   int ranks_per_node = 1;
@@ -25,6 +27,9 @@ struct CostQuery {
   // collectives/generators.h), 1 to kMaxChannels; 0: the topology's default (default_channels).
   // Other algorithms have one.
   int channels = 0;
+  // The NCCL release whose tuning model prices NCCL's own collectives ("2.21", "2.28.9"; see
+  // nccl::find_version); empty: the topology's nccl.version, else the newest ported release.
+  std::string nccl_version = {};
 };
 
 // The channels NCCL runs a ring or tree with on `nodes` nodes of this topology, which
@@ -36,6 +41,12 @@ struct CostQuery {
 // NVLink links, and prices the same), and on host topologies (MPI and the host executor run one
 // ring).
 int default_channels(const Topology& topo, int nodes);
+// The network bandwidth of a node whose ranks run on `ranks_per_node` of its GPUs: all of
+// node_bw_Bps() when they use every GPU (and on host topologies); otherwise only the NICs next to
+// their GPUs, ceil(nics x ranks_per_node / gpus_per_node) of them, as each GPU's traffic leaves
+// through its nearest NIC (NCCL's model does the same: model/nccl/from_topology.h). The closed
+// forms and schedule pricing (model/price.h) both use it.
+BytesPerSecond node_network_bw_Bps(const Topology& topo, int ranks_per_node);
 // The channels a query prices: 1 for the algorithms that take no channel count (takes_channels in
 // model/algorithms.h), q.channels, or the default. Throws Error when q.channels is out of range.
 int channels_for(const Topology& topo, const CostQuery& q);
@@ -57,8 +68,10 @@ Cost closed_form(const Topology& topo, const CostQuery& q);
 
 // True when closed_form() prices (collective, algorithm, protocol) on this topology for valid node
 // counts: the algorithm applies to the collective and has a model (Mpi has none), a protocol is
-// asked only of Ring/Tree/NcclRing/NcclTree/Nccl (Tree with a protocol: allreduce only, as NCCL's
-// tree), and NCCL's model is asked only of a topology with `nccl` constants.
+// asked only of Ring/Tree and NCCL's algorithms (Tree with a protocol: allreduce only, as NCCL's
+// tree), and NCCL's model is asked only of a GPU topology with `nccl` constants. Whether NCCL can
+// run a forced algorithm (NVLS, PAT, CollNet) depends on the node count too: closed_form() throws
+// Error saying why when it cannot.
 bool has_closed_form(const Topology& topo, Collective c, Algorithm a, Protocol p);
 
 // Where the nodes cut the double binary tree (src/collectives/tree.cc) of `nodes` nodes of

@@ -1,5 +1,7 @@
-// NCCL's own model of its ring and tree (closed_forms.h: nccl_closed_form), as NCCL's
-// src/graph/tuning.cc prices them, for nccl, nccl-ring, nccl-tree and the protocols of ring and tree.
+// NCCL's two-algorithm model of its ring and tree (closed_forms.h: nccl_closed_form), as NCCL's
+// src/graph/tuning.cc prices them, with the topology's nccl: constants: the protocols of our own
+// ring and tree, and nccl-ring / nccl-tree once `commsim calibrate` has fitted those constants
+// (nccl.bus_bandwidth). NCCL's own collectives otherwise follow the ported model (nccl_tuned.cc).
 #include <algorithm>
 
 #include "model/cost/closed_forms.h"
@@ -81,33 +83,23 @@ Parts nccl_parts(const Topology& t, const Env& e, Collective c, int algo, Protoc
 
 }  // namespace
 
-// The requested protocol, or the fastest of LL / LL128 / Simple; Algorithm::Nccl also chooses
-// between ring and (allreduce only) tree.
+// The requested protocol, or the fastest of LL / LL128 / Simple.
 Cost nccl_closed_form(const Topology& t, const Env& e, const CostQuery& q, Seconds call_s) {
-  bool try_ring =
-      q.algorithm == Algorithm::Ring || q.algorithm == Algorithm::NcclRing || q.algorithm == Algorithm::Nccl;
-  bool try_tree =
-      (q.algorithm == Algorithm::Tree || q.algorithm == Algorithm::NcclTree || q.algorithm == Algorithm::Nccl) &&
-      q.collective == Collective::AllReduce;
+  const bool tree = q.algorithm == Algorithm::Tree || q.algorithm == Algorithm::NcclTree;
+  const int algo = tree && q.collective == Collective::AllReduce ? kTree : kRing;
   Parts best;
   double best_t = INFINITY;
-  Algorithm best_a = q.algorithm;
   Protocol best_p = q.protocol;
-  for (int algo = kRing; algo <= kTree; ++algo) {
-    if (!(algo == kRing ? try_ring : try_tree)) continue;
-    for (Protocol pr : kNcclProtocols) {
-      if (q.protocol != Protocol::None && pr != q.protocol) continue;
-      Parts x = nccl_parts(t, e, q.collective, algo, pr, q.bytes);
-      if (x.total() < best_t) {
-        best_t = x.total();
-        best = x;
-        best_p = pr;
-        best_a =
-            q.algorithm == Algorithm::Nccl ? (algo == kRing ? Algorithm::NcclRing : Algorithm::NcclTree) : q.algorithm;
-      }
+  for (Protocol pr : kNcclProtocols) {
+    if (q.protocol != Protocol::None && pr != q.protocol) continue;
+    Parts x = nccl_parts(t, e, q.collective, algo, pr, q.bytes);
+    if (x.total() < best_t) {
+      best_t = x.total();
+      best = x;
+      best_p = pr;
     }
   }
-  return to_cost(best, best_a, best_p, call_s);
+  return to_cost(best, q.algorithm, best_p, call_s);
 }
 
 }  // namespace commsim::closed_forms

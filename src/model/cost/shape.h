@@ -25,9 +25,12 @@
 // steps. A step of C channels moves C messages of 1/C of a
 // channel-less step's bytes: across nodes C times the flows, each at bw_flow(C f) (so C <= nics
 // channels use C NICs at once, more share them); inside a node each GPU carries every channel but
-// those it sends across the network. C = 1 is the formulas above unchanged. NCCL's model
-// (NcclRing / NcclTree / Nccl) keeps NCCL's own assumption: a ring's traffic is spread over all
-// NICs of a node, min(intra_bw, node_bw).
+// those it sends across the network. C = 1 is the formulas above unchanged. NCCL's two-algorithm
+// model (nccl.cc: the protocols of ring and tree) keeps NCCL's own assumption: a ring's traffic is
+// spread over all NICs of a node, min(intra_bw, node_bw).
+//
+// A node whose ranks use only some of its GPUs (G below gpus_per_node) reaches only the NICs next
+// to those GPUs: node_bw counts ceil(nics x G / gpus_per_node) of them (make_env).
 //
 // Local copies (copies.cc): the copies each schedule makes on its slowest
 // rank's critical path, at device.memory_bandwidth, in Cost::copy_s.

@@ -17,7 +17,7 @@ Env make_env(const Topology& t, Collective c, int nodes, int ranks_per_node, Byt
   e.a_n = t.network.latency_s;
   e.intra_bw = t.intra.bw_Bps * f;
   e.nic_bw = t.network.nic_bw_Bps;
-  e.node_bw = t.network.present() ? t.network.node_bw_Bps() : 0.0;
+  e.node_bw = node_network_bw_Bps(t, ranks_per_node);
   e.g = 1.0 / (t.reduce_bw_Bps * f);
   e.c = t.memory_bw_Bps > 0 ? 1.0 / (t.memory_bw_Bps * f) : 0.0;
   e.topo = &t;
@@ -146,3 +146,16 @@ Parts direct(const Env& e, double block, bool reduced) {
 }
 
 }  // namespace commsim::closed_forms
+
+namespace commsim {
+
+BytesPerSecond node_network_bw_Bps(const Topology& t, int ranks_per_node) {
+  if (!t.network.present()) return 0.0;
+  const BytesPerSecond all = t.network.node_bw_Bps();
+  if (!t.gpu || ranks_per_node >= t.ranks_per_node || t.network.nics_per_node <= 1) return all;
+  const long long nics = t.network.nics_per_node;
+  const long long used = std::max(1LL, (nics * ranks_per_node + t.ranks_per_node - 1) / t.ranks_per_node);
+  return all * static_cast<double>(used) / static_cast<double>(nics);
+}
+
+}  // namespace commsim

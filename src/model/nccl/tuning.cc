@@ -75,11 +75,7 @@ struct Model {
   }
 
   // getNetOverhead (tuning.cc:211-219), us.
-  float net_overhead() const {
-    if (sys.netOverheadUs >= 0) return static_cast<float>(sys.netOverheadUs);
-    if (sys.cpuArch == kCpuX86 && sys.cpuVendor == kVendorAmd) return 2.0f;
-    return 1.0f;
-  }
+  float net_overhead() const { return net_overhead_us(sys); }
 
   // The `continue`s of the coll/algo/proto loops (tuning.cc:272-290): entries never priced.
   bool priced(int coll, int a, int p) const {
@@ -337,6 +333,12 @@ void set_threads(const Model& m, TuningTable& t) {
 
 }  // namespace
 
+float net_overhead_us(const System& s) {
+  if (s.netOverheadUs >= 0) return static_cast<float>(s.netOverheadUs);
+  if (s.cpuArch == kCpuX86 && s.cpuVendor == kVendorAmd) return 2.0f;
+  return 1.0f;
+}
+
 int comm_channels(const System& s) {
   if (s.collChannels > 0) return s.collChannels;
   const Graph& ring = s.graphs[kRing];
@@ -372,11 +374,11 @@ TuningTable tune_model(const System& system, const Version& version) {
   return t;
 }
 
-float algo_time(const TuningTable& t, const System& s, Function coll, Algorithm a, Protocol p, std::size_t nBytes,
-                int numPipeOps) {
+AlgoTimeParts algo_time_parts(const TuningTable& t, const System& s, Function coll, Algorithm a, Protocol p,
+                              std::size_t nBytes, int numPipeOps) {
   float bw = t.bandwidths[coll][a][p];
   float lat = t.latencies[coll][a][p];
-  if (bw == 0) return -1.0f;
+  if (bw == 0) return {-1.0f, 0.0f};
   int logSize = log2i(nBytes >> 6);
   if (a == kTree && coll == kAllReduce && logSize >= 0 && logSize < 23) bw *= kTreeCorrectionFactor[p][logSize];
   if (a == kRing && p == kSimple && s.nNodes > 1 && coll == kAllReduce &&
@@ -385,7 +387,13 @@ float algo_time(const TuningTable& t, const System& s, Function coll, Algorithm 
   }
   // Tree pipelining saves latency in aggregation cases
   int latCount = a == kRing ? numPipeOps : (numPipeOps + kMaxDevWorkBatchColls - 1) / kMaxDevWorkBatchColls;
-  return lat * latCount + nBytes / (1000 * bw);
+  return {lat * latCount, nBytes / (1000 * bw)};
+}
+
+float algo_time(const TuningTable& t, const System& s, Function coll, Algorithm a, Protocol p, std::size_t nBytes,
+                int numPipeOps) {
+  const AlgoTimeParts parts = algo_time_parts(t, s, coll, a, p, nBytes, numPipeOps);
+  return parts.latency_us < 0 ? -1.0f : parts.latency_us + parts.bandwidth_us;
 }
 
 CostTable cost_table(const TuningTable& t, const System& s, const Call& call) {

@@ -35,10 +35,22 @@ TuningTable tune_model(const System& system, const Version& version);
 // fewer than 16 channels. NCCL_MIN/MAX_CTAS and net-device unpack doubling are not modelled.
 int comm_channels(const System& system);
 
+// getNetOverhead (graph/tuning.cc:211-219): the proxy thread's cost of one network operation, us:
+// NCCL_NET_OVERHEAD when set, 2 on AMD x86 CPUs, else 1.
+float net_overhead_us(const System& system);
+
 // ncclTopoGetAlgoTime: us, or -1 for a disabled entry. Applies treeCorrectionFactor, the ring
 // AllReduce "plateau" (x1.4, x1.9 before Ampere, multi-node Simple) and numPipeOps.
 float algo_time(const TuningTable& table, const System& system, Function function, Algorithm algorithm,
                 Protocol protocol, std::size_t nBytes, int numPipeOps);
+// algo_time's two terms: the latency (with the plateau and numPipeOps) and nBytes over the
+// (tree-corrected) bandwidth, in us; latency_us = -1 for a disabled entry.
+struct AlgoTimeParts {
+  float latency_us = 0;
+  float bandwidth_us = 0;
+};
+AlgoTimeParts algo_time_parts(const TuningTable& table, const System& system, Function function, Algorithm algorithm,
+                              Protocol protocol, std::size_t nBytes, int numPipeOps);
 
 // updateCollCostTable: the per-call 7x3 cost table in us; -1 marks an ignored or disabled
 // entry. Adds the per-call gates (NVLS op/type and <= 32 local ranks for AllGather/

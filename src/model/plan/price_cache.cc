@@ -7,8 +7,9 @@ const Choice& PriceCache::price(Collective c, const GroupPlacement& g, Bytes byt
   Key key{c, g.nodes, g.ranks_per_node, g.nodes > 1 ? g.sharing : 1, bytes};
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  const Topology& t = shared_topology(std::get<3>(key));
-  Choice choice = best_candidate(t, c, g.nodes, g.ranks_per_node, bytes, candidates_);
+  // The groups that use a node's network at once share its NICs: closed_form() gives a group of
+  // fewer ranks per node than the node's GPUs only the NICs next to its GPUs (model/cost/shape.h).
+  Choice choice = best_candidate(topo_, c, g.nodes, g.ranks_per_node, bytes, candidates_);
   return cache_.emplace(key, choice).first->second;
 }
 
@@ -19,18 +20,6 @@ std::size_t PriceCache::KeyHash::operator()(const Key& k) const {
   h = h * 1000003u ^ static_cast<std::size_t>(std::get<3>(k));
   h = h * 1000003u ^ std::hash<Bytes>()(std::get<4>(k));
   return h;
-}
-
-// The topology as one of `sharing` groups that use a node's network at the same time sees it:
-// each gets 1/sharing of the node's aggregate NIC bandwidth (as if the fabric were that much
-// more oversubscribed), while one flow is still limited by one NIC.
-const Topology& PriceCache::shared_topology(int sharing) {
-  if (sharing <= 1) return topo_;
-  auto it = shared_.find(sharing);
-  if (it != shared_.end()) return it->second;
-  Topology t = topo_;
-  t.network.oversubscription *= sharing;
-  return shared_.emplace(sharing, std::move(t)).first->second;
 }
 
 const GroupPlacement& PlacementCache::get(int size, int stride) {

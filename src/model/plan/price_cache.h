@@ -28,12 +28,10 @@ class PriceCache {
   struct KeyHash {
     std::size_t operator()(const Key& k) const;
   };
-  const Topology& shared_topology(int sharing);
 
   const Topology& topo_;
   const std::vector<Candidate>& candidates_;
   std::unordered_map<Key, Choice, KeyHash> cache_;
-  std::map<int, Topology> shared_;
   std::size_t lookups_ = 0;
 };
 

@@ -94,7 +94,8 @@ int cmd_predict(int argc, char** argv) {
   // `all` means the hand-written algorithms; NCCL's own model is there when named.
   const std::vector<Algorithm> hand = hand_written_algorithms();
   std::vector<Algorithm> allowed = hand;
-  for (Algorithm a : {Algorithm::Nccl, Algorithm::NcclRing, Algorithm::NcclTree}) allowed.push_back(a);
+  for (Algorithm a : kAllAlgorithms)
+    if (is_nccl_algorithm(a)) allowed.push_back(a);
   AlgorithmSelection sel = parse_algorithms(sweep.algorithms, allowed);
   std::vector<std::string> skipped;
   s.plan = pair_algorithms(collectives, sel, sel.all ? hand : allowed, &skipped);
