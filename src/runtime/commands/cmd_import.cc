@@ -79,9 +79,15 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
   const std::string algo = log.forced_algo.empty() ? o.nccl_algo : log.forced_algo;
   const std::string proto = log.forced_proto.empty() ? o.nccl_proto : log.forced_proto;
   const std::optional<Protocol> forced_protocol = parse_protocol(proto);
+  // A forced NCCL_ALGO names the forced variant the model prices (nccl-ring, nccl-nvls, ...).
   Algorithm algorithm = Algorithm::Nccl;
-  if (canonical_nccl_algorithm(algo) == "Ring") algorithm = Algorithm::NcclRing;
-  if (canonical_nccl_algorithm(algo) == "Tree") algorithm = Algorithm::NcclTree;
+  static constexpr std::pair<std::string_view, Algorithm> kForced[] = {
+      {"Ring", Algorithm::NcclRing},          {"Tree", Algorithm::NcclTree},
+      {"NVLS", Algorithm::NcclNvls},          {"NVLSTree", Algorithm::NcclNvlsTree},
+      {"CollNetDirect", Algorithm::NcclCollnetDirect}, {"CollNetChain", Algorithm::NcclCollnetChain},
+      {"PAT", Algorithm::NcclPat}};
+  for (const auto& [name, a] : kForced)
+    if (canonical_nccl_algorithm(algo) == name) algorithm = a;
   std::vector<Point> points;
   for (const NcclTestsRow& row : log.rows) {
     const NcclTestsTiming& t = in_place ? row.in_place : row.out_of_place;

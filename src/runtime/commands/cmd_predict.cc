@@ -22,6 +22,7 @@
 #include "runtime/h5/results_file.h"
 #include "runtime/output/predict_summary.h"
 #include "runtime/sweep/predictions.h"
+#include "model/nccl/versions.h"
 #include "runtime/output/run_context.h"
 
 namespace commsim {
@@ -31,7 +32,8 @@ constexpr const char* kSummary =
     "Predict collective times on a topology with the closed-form alpha-beta-gamma model (no MPI, no GPU).\n"
     "The summary (the default for large sweeps) gives, per node count, the fastest of our schedules per\n"
     "size band with the crossover sizes, ring vs tree, the time of the smallest size and the busbw of the\n"
-    "largest, and NCCL's own choice from NCCL's cost model on topologies with NCCL constants. The table\n"
+    "largest, and NCCL's own choice from NCCL's tuning model (all of its algorithms, NVLS included) on GPU\n"
+    "topologies; --nccl-version picks the NCCL release whose model is used. The table\n"
     "(--format table, or --detail) gives every algorithm at every size: predicted time (us), algbw and\n"
     "busbw (GB/s, nccl-tests definitions), the predicted winner, then the crossover sizes.";
 
@@ -47,6 +49,7 @@ constexpr const char* kExamples =
 int cmd_predict(int argc, char** argv) {
   CommandLine cli("predict", kSummary, kExamples);
   std::string topology = "dgx-h100";
+  std::string nccl_version;
   int gpus_per_node = 0;
   std::string dtype_name = "float32";
   SweepOptions sweep;
@@ -66,7 +69,10 @@ int cmd_predict(int argc, char** argv) {
        "a preset name from configs/topologies (dgx-h100, dgx-a100, h200-node, gb200-nvl72, "
        "consumer-pcie-4090, local-cpu) or the path of a topology YAML file")
       ("gpus-per-node", po::value(&gpus_per_node)->value_name("N"),
-       "ranks (GPUs) per node, at most the topology's (default: all of them)");
+       "ranks (GPUs) per node, at most the topology's (default: all of them)")
+      ("nccl-version", po::value(&nccl_version)->value_name("X.Y[.Z]"),
+       "the NCCL release whose tuning model prices NCCL's collectives, 2.18 to 2.28 (default: the topology's "
+       "nccl.version, else the newest)");
   add_sweep_options(cli.options(), sweep, /*with_nodes=*/true);
   cli.options().add_options()("dtype", po::value(&dtype_name)->default_value(dtype_name)->value_name("TYPE"),
                               "element type, for the element counts: float32, float64, int32, bfloat16, float16");
@@ -77,6 +83,14 @@ int cmd_predict(int argc, char** argv) {
   PredictSettings s;
   s.topo = load_topology(resolve_topology_path(topology));
   s.gpus_per_node = cli.given("gpus-per-node") ? gpus_per_node : s.topo.ranks_per_node;
+  if (cli.given("nccl-version")) {
+    try {
+      (void)nccl::find_version(nccl_version);  // an unknown release: the error lists the known ones
+      s.topo.nccl.machine.version = nccl_version;
+    } catch (const Error& e) {
+      throw Error("--nccl-version: " + std::string(e.what()));
+    }
+  }
   s.nodes = parse_nodes(sweep.nodes);
   s.sizes = parse_sizes(sweep.sizes);
   s.protocols = parse_protocols(sweep.protocols);
@@ -102,8 +116,8 @@ int cmd_predict(int argc, char** argv) {
   validate(s);
   if (output.force && output.out.empty()) throw Error("--force is given without --out FILE.h5");
 
-  // With `all` on a topology with NCCL constants, NCCL's own choice is priced beside our schedules.
-  if (sel.all && s.topo.nccl.present)
+  // With `all` on a GPU topology, NCCL's own choice is priced beside our schedules.
+  if (sel.all)
     for (auto& [c, algs] : s.plan)
       if (has_closed_form(s.topo, c, Algorithm::Nccl, Protocol::None)) algs.push_back(Algorithm::Nccl);
   const std::vector<PricedCollective> priced = priced_collectives(s, skipped);
@@ -130,10 +144,12 @@ int cmd_predict(int argc, char** argv) {
   }
   out.context(ctx);
 
-  const std::vector<std::string> notes = predict_points(s, priced, out);
+  std::vector<std::string> skipped_points;
+  const std::vector<std::string> notes = predict_points(s, priced, out, skipped_points);
   if (format == OutputFormat::Table && !notes.empty()) out.note("#\n# crossovers (predicted winner changes):");
   for (const std::string& line : notes) out.note(format == OutputFormat::Table ? "#   " + line : line);
   out.finalize();
+  for (const std::string& line : skipped_points) std::cerr << "commsim predict: note: skipped " << line << "\n";
   if (summary) print_predict_summary(std::cout, s, priced, rows);
   if (file) file->finish(RunStatus::Complete);
   return 0;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "model/nccl/from_topology.h"
 #include "model/units.h"
 
 namespace commsim {
@@ -131,7 +132,9 @@ void print_predict_summary(std::ostream& os, const PredictSettings& s, const std
                 (versus ? pad(versus_text[i], versus_width) + "  " : std::string()) + fastest_text[i]);
     if (!p.ours.empty() && !p.nccl.empty()) {
       any_nccl = true;
-      os << "#\n# NCCL's own choice (NCCL's tuning model, priced with the topology's nccl: constants)\n"
+      const nccl::Version& v = nccl::topology_version(t);
+      os << "#\n# NCCL's own choice (NCCL " << v.major << "." << v.minor << "." << v.patch
+         << "'s tuning model, on the machine the topology's nccl: section describes)\n"
          << head("NCCL picks, by size");
       for (int nodes : s.nodes) {
         auto pick = [&](Bytes b) {

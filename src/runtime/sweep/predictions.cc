@@ -118,7 +118,7 @@ std::vector<PricedCollective> priced_collectives(const PredictSettings& s, std::
 }
 
 std::vector<std::string> predict_points(const PredictSettings& s, const std::vector<PricedCollective>& priced,
-                                        Reporter& out) {
+                                        Reporter& out, std::vector<std::string>& skipped) {
   std::vector<std::string> notes;
   for (const PricedCollective& pr : priced) {
     const Collective c = pr.collective;
@@ -132,8 +132,18 @@ std::vector<std::string> predict_points(const PredictSettings& s, const std::vec
         winners.push_back(best.candidate);
         const std::string winner = candidate_name(best.candidate);
         for (const Candidate& cand : cands) {
-          Cost cost = closed_form(
-              s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes, s.channels});
+          Cost cost;
+          try {
+            cost = closed_form(
+                s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes, s.channels});
+          } catch (const Error& e) {
+            // A forced NCCL algorithm NCCL cannot run at this node count (NVLS across nodes without
+            // SHARP, PAT with several GPUs per node): said once, the other points go on.
+            const std::string line = std::string(to_string(c)) + " " + candidate_name(cand) + " on " +
+                                     std::to_string(nodes) + (nodes == 1 ? " node: " : " nodes: ") + e.what();
+            if (skipped.empty() || skipped.back() != line) skipped.push_back(line);
+            continue;
+          }
           Point p = make_point(s, c, cand, nodes, bytes, cost);
           p.predicted_winner = winner;
           out.point(p);

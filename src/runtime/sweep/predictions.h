@@ -48,8 +48,9 @@ std::vector<PricedCollective> priced_collectives(const PredictSettings& s, std::
 
 // Every point of the sweep to `out` (in collective, node count, size, candidate order), each with
 // the predicted winner of its size; returns the crossover lines ("on 16 nodes (128 ranks),
-// allreduce: tree beats ring below 2MiB").
+// allreduce: tree beats ring below 2MiB"). A point the model refuses (a forced NCCL algorithm NCCL
+// cannot run at that node count) is left out and said once per node count in `skipped`.
 std::vector<std::string> predict_points(const PredictSettings& s, const std::vector<PricedCollective>& priced,
-                                        Reporter& out);
+                                        Reporter& out, std::vector<std::string>& skipped);
 
 }  // namespace commsim

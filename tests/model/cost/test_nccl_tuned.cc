@@ -26,7 +26,7 @@ Cost priced(const Topology& t, Collective c, Algorithm a, int nodes, int per_nod
   return closed_form(t, q);
 }
 
-double busbw_GBps(const Topology& t, Collective c, const Cost& cost, int ranks, Bytes bytes) {
+double busbw_GBps(Collective c, const Cost& cost, int ranks, Bytes bytes) {
   return static_cast<double>(bytes) / cost.time_s * busbw_factor(c, ranks) / 1e9;
 }
 
@@ -49,14 +49,14 @@ TEST(NcclTuned, DgxH100OneNodeNvlsBusbwNear480) {
   const Topology t = preset("dgx-h100");
   const Cost c = priced(t, Collective::AllReduce, Algorithm::Nccl, 1, 8, 4 * kGiB);
   EXPECT_EQ(c.algorithm, Algorithm::NcclNvls);
-  EXPECT_NEAR(busbw_GBps(t, Collective::AllReduce, c, 8, 4 * kGiB), 480, 10);
+  EXPECT_NEAR(busbw_GBps(Collective::AllReduce, c, 8, 4 * kGiB), 480, 10);
 }
 
 TEST(NcclTuned, ForcedAlgorithmsPriceTheirOwnRow) {
   const Topology t = preset("dgx-h100");
   const Cost ring = priced(t, Collective::AllReduce, Algorithm::NcclRing, 1, 8, 4 * kGiB);
   EXPECT_EQ(ring.algorithm, Algorithm::NcclRing);
-  EXPECT_LT(busbw_GBps(t, Collective::AllReduce, ring, 8, 4 * kGiB), 400);
+  EXPECT_LT(busbw_GBps(Collective::AllReduce, ring, 8, 4 * kGiB), 400);
   const Cost ll = priced(t, Collective::AllReduce, Algorithm::NcclRing, 1, 8, 4 * kGiB, Protocol::LL);
   EXPECT_EQ(ll.protocol, Protocol::LL);
   EXPECT_GT(ll.time_s, ring.time_s);
@@ -113,7 +113,7 @@ TEST(NcclTuned, OneGpuPerNodeIsNicBound) {
   const Topology t = preset("dgx-h100");
   for (Algorithm a : {Algorithm::Nccl, Algorithm::Ring}) {
     const Cost c = priced(t, Collective::AllReduce, a, 10, 1, kGiB);
-    const double bw = busbw_GBps(t, Collective::AllReduce, c, 10, kGiB);
+    const double bw = busbw_GBps(Collective::AllReduce, c, 10, kGiB);
     EXPECT_GT(bw, 35) << to_string(a);
     EXPECT_LT(bw, 55) << to_string(a);
   }
