@@ -66,8 +66,8 @@ int cmd_predict(int argc, char** argv) {
   bool detail = false;
   cli.options().add_options()
       ("topology", po::value(&topology)->default_value(topology)->value_name("NAME|FILE"),
-       "a preset name from configs/topologies (dgx-h100, dgx-a100, h200-node, gb200-nvl72, "
-       "consumer-pcie-4090, local-cpu) or the path of a topology YAML file")
+       "a preset name from configs/topologies (dgx-h100, dgx-a100, h200-node, gb200-nvl72, gb300-nvl72, "
+       "aws-p4d, oci-a100, polaris, consumer-pcie-4090, local-cpu) or the path of a topology YAML file")
       ("gpus-per-node", po::value(&gpus_per_node)->value_name("N"),
        "ranks (GPUs) per node, at most the topology's (default: all of them)")
       ("nccl-version", po::value(&nccl_version)->value_name("X.Y[.Z]"),
