@@ -152,9 +152,9 @@ TEST_F(TopologyFile, HostOnlyAndOptionalParts) {
   EXPECT_EQ(t.max_nodes, 1);  // no network: a single node
   EXPECT_DOUBLE_EQ(t.reduce_bw_Bps, 3e9);
   ASSERT_TRUE(t.nccl.present);
-  EXPECT_DOUBLE_EQ(t.nccl.base_latency_s[0][0], 6.6e-6);
-  EXPECT_DOUBLE_EQ(t.nccl.intra_hop_latency_s[1][1], 1.25e-6);
-  EXPECT_DOUBLE_EQ(t.nccl.inter_hop_latency_s[1][2], 14e-6);
+  EXPECT_DOUBLE_EQ(t.nccl.base_latency_s[kNcclTableRing][0], 6.6e-6);
+  EXPECT_DOUBLE_EQ(t.nccl.intra_hop_latency_s[kNcclTableTree][1], 1.25e-6);
+  EXPECT_DOUBLE_EQ(t.nccl.inter_hop_latency_s[kNcclTableTree][2], 14e-6);
   EXPECT_DOUBLE_EQ(t.nccl.bw_fraction[0], 0.25);
   EXPECT_DOUBLE_EQ(t.nccl.bw_fraction[1], 120.0 / 128.0);  // default kept
   EXPECT_DOUBLE_EQ(t.nccl.bw_fraction[2], 1.0);

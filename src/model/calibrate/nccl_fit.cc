@@ -14,7 +14,7 @@ namespace commsim {
 namespace {
 
 int nccl_algo_index(Algorithm a) {
-  return a == Algorithm::NcclTree ? 1 : 0;
+  return a == Algorithm::NcclTree ? kNcclTableTree : kNcclTableRing;
 }
 int nccl_proto_index(Protocol p) {
   return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;

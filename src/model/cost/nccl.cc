@@ -20,7 +20,7 @@ namespace {
 // Tree (allreduce only): latency = base + 2((p/nodes - 1) intraHop + log2i(nodes) interHop),
 // algbw = busbw / 2. sendrecv and alltoall run as NCCL point-to-point: latency = base(ring) + one
 // hop (network when nodes > 1), bandwidth of the direct algorithm (direct.cc) divided by bw_fraction.
-constexpr int kRing = 0, kTree = 1;
+constexpr int kRing = kNcclTableRing, kTree = kNcclTableTree;
 
 int proto_index(Protocol p) {
   return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;

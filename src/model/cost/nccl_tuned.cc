@@ -162,7 +162,7 @@ bool uses_ported_nccl_model(const Topology& t, const CostQuery& q) {
   if (q.algorithm == Algorithm::NcclRing || q.algorithm == Algorithm::NcclTree) {
     // Constants fitted by `commsim calibrate` (nccl.bus_bandwidth) keep nccl-ring and nccl-tree on
     // the calibrated two-algorithm model they were fitted to.
-    const int a = q.algorithm == Algorithm::NcclTree ? 1 : 0;
+    const int a = q.algorithm == Algorithm::NcclTree ? kNcclTableTree : kNcclTableRing;
     for (int p = 0; p < 3; ++p)
       if (t.nccl.bus_bw_Bps[a][p] > 0) return false;
   }

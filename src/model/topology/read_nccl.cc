@@ -16,7 +16,7 @@ void read_nccl_table(const MapReader& parent, const char* key, double (&out)[2][
   const Ctx& ctx = parent.ctx();
   std::string path = child_path(parent.path(), key);
   MapReader table(ctx, parent.require(key), path, {"ring", "tree"});
-  const char* algos[2] = {"ring", "tree"};
+  const char* const* algos = kNcclTableNames;
   for (int a = 0; a < 2; ++a) {
     std::string apath = child_path(path, algos[a]);
     MapReader protos(ctx, table.require(algos[a]), apath, {"LL", "LL128", "Simple"});
@@ -30,7 +30,7 @@ void read_nccl_bandwidths(const MapReader& parent, const YAML::Node& node, Bytes
   const Ctx& ctx = parent.ctx();
   const std::string path = child_path(parent.path(), "bus_bandwidth");
   MapReader table(ctx, node, path, {"ring", "tree"});
-  const char* algos[2] = {"ring", "tree"};
+  const char* const* algos = kNcclTableNames;
   const char* names[3] = {"LL", "LL128", "Simple"};
   for (int a = 0; a < 2; ++a) {
     auto row = table.optional(algos[a]);

@@ -150,7 +150,13 @@ struct NcclMachine {
   std::string algo, proto;            // NCCL_ALGO / NCCL_PROTO as the cluster sets them ("" = unset)
 };
 
-// NCCL's protocol constants (src/graph/tuning.cc), indexed [algorithm ring=0/tree=1][protocol LL=0/LL128=1/Simple=2].
+// The rows of NcclConstants' tables, in NCCL's order (NCCL_ALGO_TREE = 0, NCCL_ALGO_RING = 1;
+// model/nccl/ids.h), and their keys in the `nccl:` section.
+inline constexpr int kNcclTableTree = 0, kNcclTableRing = 1;
+inline constexpr const char* kNcclTableNames[2] = {"tree", "ring"};
+
+// NCCL's protocol constants (src/graph/tuning.cc), indexed [algorithm tree=0/ring=1 (kNcclTableTree,
+// kNcclTableRing)][protocol LL=0/LL128=1/Simple=2], as NCCL indexes them.
 struct NcclConstants {
   bool present = false;  // the latency tables were given (the closed forms need them)
   double base_latency_s[2][3] = {};     // per call

@@ -205,16 +205,16 @@ std::string topology_yaml(const Topology& t, const std::vector<std::string>& hea
   if (t.nccl.present) {
     // One line per algorithm, so that a comment can say where a fitted row comes from
     // (field "nccl.base_latency.ring", "nccl.bus_bandwidth.tree", ...).
-    const char* algos[2] = {"ring", "tree"};
     const char* protos[3] = {"LL", "LL128", "Simple"};
     // every: all six entries (the latency tables require them); otherwise only those set (> 0).
     auto table = [&](const char* key, const double(&v)[2][3], auto text, bool every) {
       y.line(2, key, "", std::string("nccl.") + key);
-      for (int a = 0; a < 2; ++a) {
+      for (int a : {kNcclTableRing, kNcclTableTree}) {  // ring first, as the presets write them
+        const char* name = kNcclTableNames[a];
         std::string row;
         for (int p = 0; p < 3; ++p)
           if (every || v[a][p] > 0) row += std::string(row.empty() ? "" : ", ") + protos[p] + ": " + text(v[a][p]);
-        if (!row.empty()) y.line(4, algos[a], "{ " + row + " }", std::string("nccl.") + key + "." + algos[a]);
+        if (!row.empty()) y.line(4, name, "{ " + row + " }", std::string("nccl.") + key + "." + name);
       }
     };
     table("base_latency", t.nccl.base_latency_s, time_text, true);

@@ -1168,7 +1168,7 @@ TEST(FitNccl, RecoversBaseHopAndBandwidthFromForcedRuns) {
     EXPECT_EQ(f.multi_node, 0u);
     for (const NcclTermFit& t : f.terms) {
       SCOPED_TRACE(std::string(to_string(t.algorithm)) + "/" + std::string(to_string(t.protocol)));
-      const int a = t.algorithm == Algorithm::NcclTree ? 1 : 0;
+      const int a = t.algorithm == Algorithm::NcclTree ? kNcclTableTree : kNcclTableRing;
       const int p = t.protocol == Protocol::LL ? 0 : t.protocol == Protocol::LL128 ? 1 : 2;
       ASSERT_TRUE(t.done) << t.why_not;
       EXPECT_TRUE(t.hop_fitted);
@@ -1200,7 +1200,7 @@ TEST(FitNccl, OneHopCountHoldsTheHopLatency) {
   ASSERT_EQ(f.terms.size(), 6u);
   for (const NcclTermFit& t : f.terms) {
     SCOPED_TRACE(std::string(to_string(t.algorithm)) + "/" + std::string(to_string(t.protocol)));
-    const int a = t.algorithm == Algorithm::NcclTree ? 1 : 0;
+    const int a = t.algorithm == Algorithm::NcclTree ? kNcclTableTree : kNcclTableRing;
     const int p = t.protocol == Protocol::LL ? 0 : t.protocol == Protocol::LL128 ? 1 : 2;
     ASSERT_TRUE(t.done);
     EXPECT_FALSE(t.hop_fitted);
@@ -1233,8 +1233,8 @@ TEST(FitNccl, NoBandwidthVisibleLeavesItUnset) {
   ASSERT_TRUE(t.done);
   EXPECT_TRUE(t.bw_clamped);
   EXPECT_EQ(t.bus_bw_Bps, 0.0);
-  EXPECT_EQ(f.topology.nccl.bus_bw_Bps[0][0], 0.0);
-  const double hops = 2 * start.nccl.intra_hop_latency_s[0][0];
+  EXPECT_EQ(f.topology.nccl.bus_bw_Bps[kNcclTableRing][0], 0.0);
+  const double hops = 2 * start.nccl.intra_hop_latency_s[kNcclTableRing][0];
   EXPECT_NEAR(t.base_latency_s, 10e-6 - hops - start.call_overhead_s, 0.02e-6);
 }
 
@@ -1290,7 +1290,7 @@ TEST(FitNccl, WrittenTopologyReadsBackWithItsComments) {
 TEST(FitNccl, BusBandwidthInsideANodeTheNetworkCapsItAcross) {
   const Topology preset = load_topology(resolve_topology_path("dgx-h100"));
   Topology fast = preset;
-  fast.nccl.bus_bw_Bps[0][2] = 2 * preset.intra.bw_Bps;  // ring / Simple
+  fast.nccl.bus_bw_Bps[kNcclTableRing][2] = 2 * preset.intra.bw_Bps;  // ring / Simple
   const Bytes b = Bytes{1} << 30;
   const CostQuery one{Collective::AllGather, Algorithm::NcclRing, Protocol::Simple, 1, 8, b};
   const CostQuery one_tiers{Collective::AllGather, Algorithm::Ring, Protocol::Simple, 1, 8, b};
@@ -1300,7 +1300,7 @@ TEST(FitNccl, BusBandwidthInsideANodeTheNetworkCapsItAcross) {
   // Across nodes: the node's network bandwidth, as if the NVLink bandwidth were unlimited.
   Topology wide = preset;
   wide.intra.bw_Bps *= 100;
-  fast.nccl.bus_bw_Bps[0][2] = 100 * preset.intra.bw_Bps;
+  fast.nccl.bus_bw_Bps[kNcclTableRing][2] = 100 * preset.intra.bw_Bps;
   const CostQuery four{Collective::AllGather, Algorithm::NcclRing, Protocol::Simple, 4, 8, b};
   const CostQuery four_tiers{Collective::AllGather, Algorithm::Ring, Protocol::Simple, 4, 8, b};
   EXPECT_NEAR(closed_form(fast, four).bandwidth_s, closed_form(wide, four_tiers).bandwidth_s,

@@ -40,9 +40,10 @@ Topology make_topo(double a_i, double bw_i, double a_n, double nic_bw, int nics,
 
 // NCCL 2.30.7's constants (src/graph/tuning.cc), NVLink hops inside the node.
 void set_nccl_nvlink(Topology& t) {
-  const double base[2][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
-  const double intra[2][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
-  const double inter[2][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+  // [tree, ring] x [LL, LL128, Simple], NCCL's order (kNcclTableTree, kNcclTableRing).
+  const double base[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
+  const double intra[2][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}};
+  const double inter[2][3] = {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}};
   for (int a = 0; a < 2; ++a)
     for (int p = 0; p < 3; ++p) {
       t.nccl.base_latency_s[a][p] = base[a][p] * 1e-6;
@@ -686,7 +687,7 @@ TEST(NcclModel, WorkedExampleOneNvlinkNode) {
   EXPECT_NEAR(lat(Algorithm::Ring, Protocol::Simple), 56.0e-6, 1e-12);
   EXPECT_NEAR(lat(Algorithm::Tree, Protocol::LL), 15.2e-6, 1e-12);
   // nccl-ring with fitted constants is the same model.
-  t.nccl.bus_bw_Bps[0][2] = 370.8e9;
+  t.nccl.bus_bw_Bps[kNcclTableRing][2] = 370.8e9;
   EXPECT_NEAR(lat(Algorithm::NcclRing, Protocol::LL), 15.0e-6, 1e-12);
 }
 
