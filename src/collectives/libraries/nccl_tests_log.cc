@@ -314,6 +314,7 @@ void TextReader::comment(std::string_view c, int number) {
       if (!v) continue;
       if (t[i] == "nThread") log_.threads = static_cast<int>(*v);
       if (t[i] == "nGpus") log_.gpus_per_thread = static_cast<int>(*v);
+      if (t[i] == "graph:") log_.cuda_graphs = *v > 0;
       if (t[i] == "iters:" && i > 0 && t[i - 1] == "warmup") log_.warmup_iters = static_cast<int>(*v);
       if (t[i] == "iters:" && (i == 0 || (t[i - 1] != "warmup" && t[i - 1] != "agg")))
         log_.iters = static_cast<int>(*v);

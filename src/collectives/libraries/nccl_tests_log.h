@@ -83,6 +83,7 @@ struct NcclTestsLog {
   std::string nccl_version;        // "2.29.2" from "NCCL version" or nccl-library=; "" when not printed
   int threads = 0;                 // nThread (0: not printed)
   int gpus_per_thread = 0;         // nGpus (-g)
+  bool cuda_graphs = false;        // "graph: N" with N > 0 (-G N: the iterations launched as CUDA graphs)
   int iters = 0;                   // timed iterations per size (0: not printed)
   int warmup_iters = 0;
   std::vector<NcclTestsRank> ranks;       // in rank order, each rank once

@@ -97,6 +97,13 @@ Machine nccl_machine(const Topology& t, int nodes, int ranks_per_node) {
   return m;
 }
 
+double host_call_us(const Topology& t) {
+  const NcclMachine& n = t.nccl.machine;
+  const Seconds given = n.cuda_graphs ? n.graph_launch_s : n.launch_s;
+  const double per_gpu_us = given >= 0 ? given * 1e6 : n.cuda_graphs ? kDefaultGraphLaunchUs : kDefaultLaunchUs;
+  return std::max(1, n.gpus_per_thread) * per_gpu_us;
+}
+
 System nccl_system(const Topology& t, int nodes, int ranks_per_node, const Version& version) {
   const Machine m = nccl_machine(t, nodes, ranks_per_node);
   System s = make_system(m, version);

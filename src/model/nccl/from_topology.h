@@ -48,4 +48,18 @@ Machine nccl_machine(const Topology& topology, int nodes, int ranks_per_node);
 // enable masks.
 System nccl_system(const Topology& topology, int nodes, int ranks_per_node, const Version& version);
 
+// The host's cost of one NCCL call per GPU it launches on, which NCCL's tuning model leaves out
+// (its latencies are the GPU's): ncclGroupEnd's enqueue and one kernel launch per GPU. A CUDA
+// kernel launch costs the host a few microseconds (NVIDIA, "Getting Started with CUDA Graphs",
+// developer.nvidia.com/blog/cuda-graphs/: 3.8 us per kernel back to back from a stream, 3.4 us
+// from a graph, on V100 and x86) and NCCL's enqueue adds its plan of the call to it.
+inline constexpr double kDefaultLaunchUs = 5.0;       // nccl.launch_overhead unset
+inline constexpr double kDefaultGraphLaunchUs = 3.5;  // nccl.graph_launch_overhead unset
+
+// The host time of one call of the measured run: nccl.gpus_per_thread x the launch overhead (the
+// graph one with nccl.cuda_graphs). Back-to-back calls (nccl-tests' timing) overlap the host's
+// launches with the GPUs' work, so a call takes the longer of the two: the host's time only shows
+// when one thread drives several GPUs (nccl-tests -g N) or NCCL's own time is below it.
+double host_call_us(const Topology& topology);
+
 }  // namespace commsim::nccl

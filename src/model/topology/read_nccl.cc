@@ -116,6 +116,12 @@ void read_nccl_machine(const MapReader& nccl, NcclMachine& m) {
   }
   if (auto v = nccl.optional("nic_speed")) m.nic_speed_Bps = read_bandwidth(ctx, *v, "nccl.nic_speed");
   if (auto v = nccl.optional("net_latency")) m.net_latency_s = read_time(ctx, *v, "nccl.net_latency");
+  if (auto v = nccl.optional("launch_overhead")) m.launch_s = read_time(ctx, *v, "nccl.launch_overhead");
+  if (auto v = nccl.optional("graph_launch_overhead"))
+    m.graph_launch_s = read_time(ctx, *v, "nccl.graph_launch_overhead");
+  if (auto v = nccl.optional("gpus_per_thread"))
+    m.gpus_per_thread = static_cast<int>(read_int(ctx, *v, "nccl.gpus_per_thread", 1, 1024));
+  if (auto v = nccl.optional("cuda_graphs")) m.cuda_graphs = read_bool(ctx, *v, "nccl.cuda_graphs");
   if (auto v = nccl.optional("graphs")) {
     MapReader g(ctx, *v, "nccl.graphs", {"ring", "tree", "nvls"});
     read_graph(g, "ring", m.ring);
@@ -146,7 +152,8 @@ void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& ou
   MapReader nccl(ctx, node, "nccl",
                  {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth",
                   "version", "compute_capability", "nvlinks_per_gpu", "nvlink_bandwidth", "nvls", "nvlink_domain",
-                  "collnet", "cpu", "pcie", "nic_speed", "net_latency", "graphs", "algo", "proto"});
+                  "collnet", "cpu", "pcie", "nic_speed", "net_latency", "launch_overhead", "graph_launch_overhead",
+                  "gpus_per_thread", "cuda_graphs", "graphs", "algo", "proto"});
   // The latency tables come together; without them the section states only what NCCL's tuning
   // model reads, and the closed forms treat the topology as one without NCCL constants.
   const bool tables = nccl.has("base_latency") || nccl.has("intra_hop_latency") || nccl.has("inter_hop_latency");

@@ -148,6 +148,13 @@ struct NcclMachine {
   Seconds net_latency_s = 0;          // NCCL's latencyInter: the NET node's latency in the topology XML
   NcclGraphOverride ring, tree, nvls_graph;  // nccl.graphs.{ring,tree,nvls}
   std::string algo, proto;            // NCCL_ALGO / NCCL_PROTO as the cluster sets them ("" = unset)
+  // The host's cost of one NCCL call per GPU it launches on (ncclGroupEnd's enqueue and one kernel
+  // launch per GPU), without and with CUDA graphs; < 0 = the defaults of model/nccl/launch.h.
+  Seconds launch_s = -1, graph_launch_s = -1;
+  // How the measured run drove its GPUs: GPUs per host thread (nccl-tests -g) and CUDA graph
+  // launches (-G 1). `commsim import` sets them from the log; a cluster's file leaves them at 1/no.
+  int gpus_per_thread = 1;
+  bool cuda_graphs = false;
 };
 
 // The rows of NcclConstants' tables, in NCCL's order (NCCL_ALGO_TREE = 0, NCCL_ALGO_RING = 1;

@@ -97,7 +97,8 @@ bool nccl_machine_given(const NcclMachine& m) {
          m.nvlink_domain_gpus != d.nvlink_domain_gpus || m.collnet != d.collnet || m.collnet_heads != d.collnet_heads ||
          m.cpu_arch != d.cpu_arch || m.cpu_vendor != d.cpu_vendor || m.pcie_gen != d.pcie_gen ||
          m.pcie_width != d.pcie_width || m.nic_speed_Bps != d.nic_speed_Bps || m.net_latency_s != d.net_latency_s ||
-         m.ring.given() || m.tree.given() || m.nvls_graph.given() || !m.algo.empty() || !m.proto.empty();
+         m.launch_s != d.launch_s || m.graph_launch_s != d.graph_launch_s || m.gpus_per_thread != d.gpus_per_thread ||
+         m.cuda_graphs != d.cuda_graphs || m.ring.given() || m.tree.given() || m.nvls_graph.given() || !m.algo.empty() || !m.proto.empty();
 }
 
 // The machine fields of `nccl:` that differ from their defaults, as read_nccl.cc reads them.
@@ -121,6 +122,12 @@ void write_nccl_machine(YamlOut& y, const NcclMachine& m) {
     y.line(2, "pcie", fmt::format("{{ gen: {}, width: {} }}", m.pcie_gen, m.pcie_width), "nccl.pcie");
   if (m.nic_speed_Bps > 0) y.line(2, "nic_speed", bw_text(m.nic_speed_Bps), "nccl.nic_speed");
   if (m.net_latency_s > 0) y.line(2, "net_latency", time_text(m.net_latency_s), "nccl.net_latency");
+  if (m.launch_s >= 0) y.line(2, "launch_overhead", time_text(m.launch_s), "nccl.launch_overhead");
+  if (m.graph_launch_s >= 0)
+    y.line(2, "graph_launch_overhead", time_text(m.graph_launch_s), "nccl.graph_launch_overhead");
+  if (m.gpus_per_thread != d.gpus_per_thread)
+    y.line(2, "gpus_per_thread", std::to_string(m.gpus_per_thread), "nccl.gpus_per_thread");
+  if (m.cuda_graphs) y.line(2, "cuda_graphs", "yes", "nccl.cuda_graphs");
   if (m.ring.given() || m.tree.given() || m.nvls_graph.given()) {
     y.line(2, "graphs", "", "nccl.graphs");
     auto graph = [&](const char* name, const NcclGraphOverride& g) {

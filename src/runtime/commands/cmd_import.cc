@@ -207,15 +207,23 @@ int cmd_import(int argc, char** argv) {
     }
     if (!placement.note.empty()) std::fprintf(stderr, "warning: %s (--nodes)\n", placement.note.c_str());
     const int ranks = placement.ranks, nodes = placement.nodes;
+    // The run's topology: the one given, with how this log drove its GPUs (GPUs per host thread,
+    // CUDA graphs), which NCCL's model prices as the host's cost per call (model/nccl/from_topology.h).
+    std::optional<Topology> run_topology = topology;
+    if (run_topology && (log.gpus_per_thread > 1 || log.cuda_graphs)) {
+      run_topology->nccl.machine.gpus_per_thread = std::max(1, log.gpus_per_thread);
+      run_topology->nccl.machine.cuda_graphs = log.cuda_graphs;
+      run_topology->text = topology_yaml(*run_topology, {"imported with " + name}, {}, nullptr, true);
+    }
     const RunContext ctx =
-        context_of(log, name, ranks, nodes, o, topology ? &*topology : nullptr, local.commsim_version);
+        context_of(log, name, ranks, nodes, o, run_topology ? &*run_topology : nullptr, local.commsim_version);
     std::set<std::string> skipped;
     std::size_t imported = 0;
     for (bool in_place : {false, true}) {
       if (o.placement == (in_place ? "out-of-place" : "in-place")) continue;
       std::vector<Point> points = points_of(log, name, in_place, ranks, nodes, o, skipped);
       if (points.empty()) continue;
-      if (topology) repredict(points, *topology);
+      if (run_topology) repredict(points, *run_topology);
       imported += points.size();
       all.insert(all.end(), points.begin(), points.end());
       runs.emplace_back(ctx, std::move(points));
