@@ -2,13 +2,16 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "model/calibrate/calibrate.h"
 #include "model/calibrate/least_squares.h"
+#include "model/calibrate/nccl_fit.h"
 #include "model/cost/cost.h"
 #include "model/error.h"
+#include "model/nccl/from_topology.h"
 
 namespace commsim {
 namespace {
@@ -228,6 +231,126 @@ NcclFit fit_nccl(const Topology& topo, const std::vector<NcclSample>& samples) {
       }
     }
     out.terms.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace commsim
+
+// ---- NCCL's ported model on imported runs (nccl_fit.h) ------------------------------------------
+namespace commsim {
+namespace {
+
+// One sample as the fit sees it at one bandwidth scale: NCCL's time and its latency part without
+// the offset and the host's launch floor, the floor, and the measured time.
+struct Priced {
+  double model_s = 0, latency_s = 0, host_s = 0, measured_s = 0;
+};
+
+CostQuery model_query(const NcclSample& s) {
+  return {s.collective, s.algorithm, s.protocol, s.nodes, s.ranks_per_node, s.bytes};
+}
+
+std::vector<Priced> price_at(const Topology& topo, const std::vector<NcclSample>& samples, double scale) {
+  Topology bare = topo;
+  bare.nccl.machine.bandwidth_scale = scale;
+  bare.nccl.machine.latency_offset_s = 0;
+  bare.nccl.machine.launch_s = bare.nccl.machine.graph_launch_s = 0;  // the floor is applied below
+  const double host_s = nccl::host_call_us(topo) * 1e-6;
+  std::vector<Priced> out;
+  for (const NcclSample& s : samples) {
+    const Cost c = closed_form(bare, model_query(s));
+    out.push_back({c.time_s, c.latency_s, host_s, s.time_s});
+  }
+  return out;
+}
+
+double predicted_s(const Priced& p, Seconds offset_s) {
+  return std::max(p.host_s, p.model_s + std::max(offset_s, -p.latency_s));
+}
+
+struct ScaleOffset {
+  double scale = 1, offset_s = 0, cost = 0;
+  bool offset_at_bound = false;
+};
+
+// The best offset at one scale: the sum of |relative error| is piecewise linear in the offset, so
+// its minimum is at a breakpoint (a sample made exact) or at the bound.
+ScaleOffset best_offset(const std::vector<Priced>& priced, double scale) {
+  // The offset below which some sample's latency would go below 0.
+  double lowest = -priced.front().latency_s;
+  for (const Priced& p : priced) lowest = std::max(lowest, -p.latency_s);
+  std::vector<double> candidates{0.0, lowest};
+  for (const Priced& p : priced) candidates.push_back(std::max(lowest, p.measured_s - p.model_s));
+  ScaleOffset best{scale, 0, std::numeric_limits<double>::infinity()};
+  for (double offset : candidates) {
+    double cost = 0;
+    for (const Priced& p : priced) cost += std::fabs(predicted_s(p, offset) - p.measured_s) / p.measured_s;
+    if (cost < best.cost) best = {scale, offset, cost, offset <= lowest};
+  }
+  return best;
+}
+
+constexpr double kMinScale = 0.05, kScaleStep = 0.005;
+
+ScaleOffset search(const Topology& topo, const std::vector<NcclSample>& samples) {
+  ScaleOffset best{1, 0, std::numeric_limits<double>::infinity()};
+  for (int i = 0;; ++i) {
+    const double scale = std::min(1.0, kMinScale + i * kScaleStep);
+    const ScaleOffset here = best_offset(price_at(topo, samples, scale), scale);
+    if (here.cost < best.cost) best = here;
+    if (scale >= 1.0) break;
+  }
+  return best;
+}
+
+Topology with_fit(Topology topo, const ScaleOffset& f) {
+  topo.nccl.machine.bandwidth_scale = f.scale;
+  topo.nccl.machine.latency_offset_s = f.offset_s;
+  return topo;
+}
+
+std::vector<double> rel_errors(const Topology& topo, const std::vector<NcclSample>& samples) {
+  std::vector<double> out;
+  for (const NcclSample& s : samples) out.push_back((closed_form(topo, model_query(s)).time_s - s.time_s) / s.time_s);
+  return out;
+}
+
+}  // namespace
+
+NcclModelFit fit_nccl_model(const Topology& topology, const std::vector<NcclSample>& all) {
+  std::vector<NcclSample> samples;
+  for (const NcclSample& s : all)
+    if (is_nccl_algorithm(s.algorithm) && s.nodes * s.ranks_per_node >= 2 && s.time_s > 0 && s.bytes > 0 &&
+        has_closed_form(topology, s.collective, s.algorithm, s.protocol))
+      samples.push_back(s);
+  if (samples.empty())
+    throw Error("no measured NCCL collective of two ranks or more to fit NCCL's model to (import nccl-tests "
+                "output with `commsim import LOG --topology NAME --out FILE.h5` first)");
+  NcclModelFit out;
+  out.samples = samples.size();
+  out.median_abs_rel_error_before = median_abs(rel_errors(topology, samples));
+  const ScaleOffset f = search(topology, samples);
+  out.topology = with_fit(topology, f);
+  out.bandwidth_scale = f.scale;
+  out.latency_offset_s = f.offset_s;
+  out.scale_at_bound = f.scale <= kMinScale || f.scale >= 1.0;
+  out.offset_at_bound = f.offset_at_bound;
+  out.median_abs_rel_error = median_abs(rel_errors(out.topology, samples));
+  // Held-out: every other distinct size (and the largest) per collective, judged between.
+  std::vector<CollectiveSample> as_collective;
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    as_collective.push_back({samples[i].collective, Algorithm::Ring, samples[i].nodes, samples[i].ranks_per_node,
+                             samples[i].bytes, samples[i].time_s, i});
+  const HeldOutSplit split = split_held_out(as_collective);
+  if (split.train.size() >= 2 && !split.test.empty()) {
+    std::vector<NcclSample> train;
+    for (const CollectiveSample& c : split.train) train.push_back(samples[c.key]);
+    const Topology half = with_fit(topology, search(topology, train));
+    for (const CollectiveSample& c : split.test) {
+      const NcclSample& s = samples[c.key];
+      out.held_out.push_back({s.bytes, s.collective, rel_errors(half, {s}).front()});
+    }
   }
   return out;
 }

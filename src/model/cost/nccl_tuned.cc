@@ -152,7 +152,7 @@ Cost point_to_point(const Topology& t, const Env& e, const CostQuery& q, Seconds
                         2 * net_peers * nccl::net_overhead_us(system);
   Parts x;
   x.lat = lat_us * 1e-6;
-  x.bw = (alltoall ? direct(e, peer_bytes, false) : direct_sendrecv(e, n)).bw;
+  x.bw = (alltoall ? direct(e, peer_bytes, false) : direct_sendrecv(e, n)).bw / t.nccl.machine.bandwidth_scale;
   return to_cost(x, q.algorithm == Algorithm::Nccl ? Algorithm::NcclRing : q.algorithm, from_nccl(proto), call_s);
 }
 
@@ -177,6 +177,10 @@ Cost nccl_tuned_closed_form(const Topology& t, const Env& e, const CostQuery& q,
   Cost c = q.collective == Collective::SendRecv || q.collective == Collective::AllToAll
                ? point_to_point(t, e, q, call_s)
                : tuned_collective(t, q, call_s);
+  // A fitted offset (nccl.latency_offset) moves every call's latency, never below 0.
+  const Seconds offset_s = std::max(t.nccl.machine.latency_offset_s, -c.latency_s);
+  c.latency_s += offset_s;
+  c.time_s += offset_s;
   // The host launches the next call while the GPUs run this one (nccl-tests times calls back to
   // back): a call takes the longer of NCCL's time and the host's (from_topology.h), the difference
   // counted as latency.

@@ -113,7 +113,11 @@ System nccl_system(const Topology& t, int nodes, int ranks_per_node, const Versi
   // NVLS runs where make_system found it (NVSwitch, 9.0 or newer, multicast); a stated NVLS graph
   // replaces its channels and speeds only.
   apply_graph(n.nvls_graph, s.graphs[kNvls]);
-  for (Graph& g : s.graphs) g.latencyInter = static_cast<float>(n.net_latency_s * 1e6);
+  for (Graph& g : s.graphs) {
+    g.latencyInter = static_cast<float>(n.net_latency_s * 1e6);
+    g.bwIntra *= static_cast<float>(n.bandwidth_scale);
+    g.bwInter *= static_cast<float>(n.bandwidth_scale);
+  }
   if (n.collnet) {
     s.collNet.enabled = true;
     s.collNet.headsNum = n.collnet_heads > 0 ? n.collnet_heads : std::max(1, m.nicsPerNode);

@@ -7,6 +7,7 @@
 #include "model/nccl/system.h"
 #include "model/nccl/versions.h"
 #include "model/topology/yaml_fields.h"
+#include "model/units.h"
 
 namespace commsim::yaml_fields {
 namespace {
@@ -122,6 +123,21 @@ void read_nccl_machine(const MapReader& nccl, NcclMachine& m) {
   if (auto v = nccl.optional("gpus_per_thread"))
     m.gpus_per_thread = static_cast<int>(read_int(ctx, *v, "nccl.gpus_per_thread", 1, 1024));
   if (auto v = nccl.optional("cuda_graphs")) m.cuda_graphs = read_bool(ctx, *v, "nccl.cuda_graphs");
+  if (auto v = nccl.optional("bandwidth_scale")) {
+    m.bandwidth_scale = read_number(ctx, *v, "nccl.bandwidth_scale");
+    if (!(m.bandwidth_scale > 0 && m.bandwidth_scale <= 1))
+      fail(ctx, v->Mark(), "nccl.bandwidth_scale", "must be in (0, 1] (a share of NCCL's per-channel bandwidth)");
+  }
+  if (auto v = nccl.optional("latency_offset")) {
+    // Signed: "-2.5 us" lowers NCCL's latencies.
+    const std::string text = scalar(ctx, *v, "nccl.latency_offset");
+    const bool negative = !text.empty() && text[0] == '-';
+    try {
+      m.latency_offset_s = (negative ? -1 : 1) * parse_time(negative ? text.substr(1) : text);
+    } catch (const Error& e) {
+      fail(ctx, v->Mark(), "nccl.latency_offset", e.what());
+    }
+  }
   if (auto v = nccl.optional("graphs")) {
     MapReader g(ctx, *v, "nccl.graphs", {"ring", "tree", "nvls"});
     read_graph(g, "ring", m.ring);
@@ -153,7 +169,7 @@ void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& ou
                  {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth",
                   "version", "compute_capability", "nvlinks_per_gpu", "nvlink_bandwidth", "nvls", "nvlink_domain",
                   "collnet", "cpu", "pcie", "nic_speed", "net_latency", "launch_overhead", "graph_launch_overhead",
-                  "gpus_per_thread", "cuda_graphs", "graphs", "algo", "proto"});
+                  "gpus_per_thread", "cuda_graphs", "bandwidth_scale", "latency_offset", "graphs", "algo", "proto"});
   // The latency tables come together; without them the section states only what NCCL's tuning
   // model reads, and the closed forms treat the topology as one without NCCL constants.
   const bool tables = nccl.has("base_latency") || nccl.has("intra_hop_latency") || nccl.has("inter_hop_latency");

@@ -155,6 +155,12 @@ struct NcclMachine {
   // launches (-G 1). `commsim import` sets them from the log; a cluster's file leaves them at 1/no.
   int gpus_per_thread = 1;
   bool cuda_graphs = false;
+  // Fitted by `commsim calibrate` on imported NCCL runs (fit_nccl_model): the share of NCCL's
+  // per-channel bandwidths (every graph's bwIntra and bwInter) the machine reaches, in (0, 1], and
+  // a latency added to every NCCL call (negative where NCCL's latencies are above the machine's;
+  // a call's latency never goes below 0).
+  double bandwidth_scale = 1;
+  Seconds latency_offset_s = 0;
 };
 
 // The rows of NcclConstants' tables, in NCCL's order (NCCL_ALGO_TREE = 0, NCCL_ALGO_RING = 1;

@@ -2,6 +2,7 @@
 // configs/topologies/README.md.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -98,7 +99,8 @@ bool nccl_machine_given(const NcclMachine& m) {
          m.cpu_arch != d.cpu_arch || m.cpu_vendor != d.cpu_vendor || m.pcie_gen != d.pcie_gen ||
          m.pcie_width != d.pcie_width || m.nic_speed_Bps != d.nic_speed_Bps || m.net_latency_s != d.net_latency_s ||
          m.launch_s != d.launch_s || m.graph_launch_s != d.graph_launch_s || m.gpus_per_thread != d.gpus_per_thread ||
-         m.cuda_graphs != d.cuda_graphs || m.ring.given() || m.tree.given() || m.nvls_graph.given() || !m.algo.empty() || !m.proto.empty();
+         m.cuda_graphs != d.cuda_graphs || m.bandwidth_scale != d.bandwidth_scale ||
+         m.latency_offset_s != d.latency_offset_s || m.ring.given() || m.tree.given() || m.nvls_graph.given() || !m.algo.empty() || !m.proto.empty();
 }
 
 // The machine fields of `nccl:` that differ from their defaults, as read_nccl.cc reads them.
@@ -128,6 +130,11 @@ void write_nccl_machine(YamlOut& y, const NcclMachine& m) {
   if (m.gpus_per_thread != d.gpus_per_thread)
     y.line(2, "gpus_per_thread", std::to_string(m.gpus_per_thread), "nccl.gpus_per_thread");
   if (m.cuda_graphs) y.line(2, "cuda_graphs", "yes", "nccl.cuda_graphs");
+  if (m.bandwidth_scale != d.bandwidth_scale)
+    y.line(2, "bandwidth_scale", num(m.bandwidth_scale), "nccl.bandwidth_scale");
+  if (m.latency_offset_s != d.latency_offset_s)
+    y.line(2, "latency_offset", (m.latency_offset_s < 0 ? "-" : "") + time_text(std::abs(m.latency_offset_s)),
+           "nccl.latency_offset");
   if (m.ring.given() || m.tree.given() || m.nvls_graph.given()) {
     y.line(2, "graphs", "", "nccl.graphs");
     auto graph = [&](const char* name, const NcclGraphOverride& g) {

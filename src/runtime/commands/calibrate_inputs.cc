@@ -226,11 +226,29 @@ CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs) {
     f.points.insert(f.points.end(), c.points.begin(), c.points.end());
     f.run_files.push_back(path);
   }
-  if (f.probes.empty())
+  const bool nccl_only = !f.points.empty() && std::ranges::all_of(f.points, [](const Point& p) {
+    return is_nccl_algorithm(p.algorithm);
+  });
+  if (f.probes.empty() && !nccl_only)
     throw Error(
         "none of the inputs is a probe file (with a /probe group); run `mpirun -np N commsim probe --out "
-        "portrait.h5` first");
+        "portrait.h5` first (without one, calibrate fits NCCL's model alone, to files of NCCL runs only, "
+        "such as `commsim import` writes)");
   return f;
+}
+
+std::vector<NcclSample> nccl_samples(const CalibrateFiles& files) {
+  std::vector<NcclSample> out;
+  for (const Point& p : files.points)
+    if (usable(p) && is_nccl_algorithm(p.algorithm)) out.push_back(nccl_sample(p));
+  return out;
+}
+
+std::string nccl_run_topology_text(const CalibrateFiles& files) {
+  for (std::size_t i = 0; i < files.points.size(); ++i)
+    if (is_nccl_algorithm(files.points[i].algorithm) && !files.run_topology_text[i].empty())
+      return files.run_topology_text[i];
+  return {};
 }
 
 CalibrationInput calibration_input(const CalibrateFiles& files, const Topology& base, const std::string& sources,

@@ -22,8 +22,14 @@ struct CalibrateFiles {
 };
 
 // Reads every input: a file with a /probe group is a probe file, any other a run file. Throws
-// Error when none is a probe file.
+// Error when none is a probe file, unless every run is of NCCL's collectives (an imported
+// nccl-tests log: calibrate then fits NCCL's model alone, fit_nccl_model).
 CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs);
+
+// The measured NCCL collectives (nccl and the forced nccl-* algorithms) of the run files.
+std::vector<NcclSample> nccl_samples(const CalibrateFiles& files);
+// The topology text the first NCCL run was predicted on ("" when none was stored).
+std::string nccl_run_topology_text(const CalibrateFiles& files);
 
 // calibrate()'s input from the files: the probe's rows and link matrix, the measured hand-written
 // collectives (each priced by the schedule it ran, built once here and owned by the predictor), the forced and chosen

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "collectives/elements/cpus.h"
+#include "model/calibrate/nccl_fit.h"
 #include "model/calibrate/procedure.h"
 #include "model/error.h"
 #include "model/topology/topology.h"
@@ -23,6 +24,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string out;
   std::string base;
+  std::string topology;  // --topology: the same as --base
   std::string name;
   std::string refine = "auto";
   std::string weighting = "robust";
@@ -48,6 +50,50 @@ void write_atomically(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+  return buf;
+}
+
+// Files of NCCL runs alone (an imported nccl-tests log), no probe: NCCL's model fitted to them
+// (fit_nccl_model), on the topology given, else the one the runs were imported onto.
+int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
+  const std::string stored = nccl_run_topology_text(files);
+  if (o.base.empty() && stored.empty())
+    throw Error("the runs store no topology: pass --topology NAME (the preset they ran on) to fit NCCL's model");
+  Topology base = o.base.empty() ? parse_topology(stored, "the runs' topology")
+                                 : load_topology(resolve_topology_path(o.base));
+  if (!o.base.empty() && !stored.empty()) {
+    // How the runs drove their GPUs (GPUs per host thread, CUDA graphs) is the runs', not the preset's.
+    const NcclMachine& ran = parse_topology(stored, "the runs' topology").nccl.machine;
+    base.nccl.machine.gpus_per_thread = ran.gpus_per_thread;
+    base.nccl.machine.cuda_graphs = ran.cuda_graphs;
+  }
+  base.name = o.name.empty() ? std::filesystem::path(o.out).stem().string() : o.name;
+  std::cout << "commsim calibrate: no probe file: fitting NCCL's model alone (nccl.bandwidth_scale, "
+               "nccl.latency_offset) to the NCCL runs, on topology '"
+            << base.name << "'\n";
+  const NcclModelFit f = fit_nccl_model(base, nccl_samples(files));
+  std::cout << "  samples: " << f.samples << "\n  bandwidth_scale: " << f.bandwidth_scale
+            << (f.scale_at_bound ? " (at its bound, 0.05 or 1)" : "")
+            << "\n  latency_offset: " << f.latency_offset_s * 1e6 << " us"
+            << (f.offset_at_bound ? " (at its bound: a call's latency reaches 0)" : "")
+            << "\n  median |error|: " << percent(f.median_abs_rel_error_before) << " before, "
+            << percent(f.median_abs_rel_error) << " after\n";
+  if (!f.held_out.empty()) {
+    std::cout << "  held-out (fitted on every other size, judged on the sizes between):\n";
+    for (const NcclModelSampleError& e : f.held_out)
+      std::cout << "    held-out " << to_string(e.collective) << " " << e.bytes << " B " << percent(e.rel_error)
+                << "\n";
+  }
+  const std::vector<std::string> header = {"NCCL's model fitted by commsim calibrate to " +
+                                           std::to_string(f.samples) + " measured NCCL calls"};
+  write_atomically(o.out, topology_yaml(f.topology, header, {}, nullptr, false));
+  std::cout << "wrote " << o.out << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
@@ -61,17 +107,21 @@ int cmd_calibrate(int argc, char** argv) {
                   "just-written data moves inside a node (written_scale), and across the network the rate of "
                   "each message size (network_message_scale); given runs of nccl-ring and nccl-tree with forced "
                   "protocols (--protocols LL,LL128,Simple), NCCL's base latency, hop latency and bus bandwidth per "
-                  "algorithm x protocol (the nccl: section). Prints R^2, "
+                  "algorithm x protocol (the nccl: section); given only files of NCCL runs and no probe (nccl-tests "
+                  "output imported with `commsim import`), NCCL's model alone: the share of its per-channel "
+                  "bandwidth the machine reaches and a latency offset per call. Prints R^2, "
                   "residuals and held-out checks (fit on every other size, error on the sizes between; the collective "
                   "fit's check also keeps the largest size, so it never extrapolates), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
-                  "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml");
+                  "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml\n"
+                  "commsim calibrate imported.h5 --topology dgx-h100 --out fitted.yaml   # NCCL runs, no probe");
   cli.options().add_options()                                                                                         //
       ("inputs", po::value(&o.inputs)->multitoken(), "probe files (from commsim probe) and run files (commsim run)")  //
       ("out", po::value(&o.out), "topology file to write (required)")                                                 //
       ("base", po::value(&o.base),
        "topology whose unmeasured parts are kept (name or path; default local-cpu for host probes)")  //
+      ("topology", po::value(&o.topology), "the same as --base")                                      //
       ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")    //
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
@@ -101,7 +151,11 @@ int cmd_calibrate(int argc, char** argv) {
   opt.weighting = parse_weighting(o.weighting);
   opt.refine = o.refine;
 
+  if (!o.topology.empty() && !o.base.empty() && o.topology != o.base)
+    throw Error("--topology and --base name the same thing: give one");
+  if (!o.topology.empty()) o.base = o.topology;
   const CalibrateFiles files = read_calibrate_files(o.inputs);
+  if (files.probes.empty()) return calibrate_nccl_only(o, files);
   const ProbeData& probe = files.probes.front();
   const std::string base_name = o.base.empty() ? "local-cpu" : o.base;
   if (o.base.empty() && !probe.gpu_names.empty())
