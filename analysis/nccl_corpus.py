@@ -9,7 +9,11 @@ compares NCCL's model with what was measured. Printed per setup: the points comp
 measurement) and, where the log names what NCCL ran at each size, how often the model's pick is the
 same; then the totals.
 
-    analysis/nccl_corpus.py [--data DIR] [--markdown] [--only SUBSTRING]
+    analysis/nccl_corpus.py [--data DIR] [--markdown] [--only SUBSTRING] [--holdout]
+
+--holdout: each setup's import is also calibrated with `commsim calibrate FILE.h5 --out fitted.yaml`
+(no probe: NCCL's model alone, fitted on every other size) and the sizes between are judged; the
+table gains the median |error| of those held-out sizes below and from 64 KiB.
 
 The binary is $COMMSIM_BIN, else build/src/runtime/commsim. Out-of-place rows are judged (the
 in-place rows of nccl-tests repeat them)."""
@@ -93,7 +97,7 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def judge(binary, data, setup_id, workdir):
+def judge(binary, data, setup_id, workdir, holdout_mode=False):
     preset, nodes, gpn = setup_of(setup_id)
     meta, collectives = header(os.path.join(data, setup_id + ".csv"))
     raw = os.path.join(data, "raw", setup_id + ".txt")
@@ -124,12 +128,28 @@ def judge(binary, data, setup_id, workdir):
         same = sum(1 for x in picks if x["nccl_pick"] == x.get("model_pick"))
         small = rel[pts.loc[rel.index, "bytes"] < 65536].abs()
         large = rel[pts.loc[rel.index, "bytes"] >= 65536].abs()
-        rows.append({"collective": coll, "n": len(rel),
+        held = holdout(binary, out, workdir, COLLECTIVES.get(coll, coll)) if holdout_mode else None
+        rows.append({"held": held, "collective": coll, "n": len(rel),
                      "below": statistics.median(small) if len(small) else None,
                      "from": statistics.median(large) if len(large) else None,
                      "signed": statistics.median(rel) if len(rel) else None,
                      "picks": len(picks), "same": same})
     return preset, nodes, gpn, meta, rows
+
+
+def holdout(binary, h5, workdir, collective):
+    """`commsim calibrate` on an imported file (NCCL's model alone, fitted on every other size):
+    the median |error| of the held-out sizes below and from 64 KiB, (None, None) when it cannot fit."""
+    r = run([binary, "calibrate", h5, "--out", os.path.join(workdir, "fitted.yaml"), "--force", "--collectives",
+             collective])
+    small, large = [], []
+    for line in r.stdout.splitlines():
+        words = line.split()
+        if r.returncode == 0 and words[:1] == ["held-out"] and len(words) == 5:
+            size, err = int(words[2]), abs(float(words[4].rstrip("%")) / 100)
+            if size > 0:
+                (small if size < 65536 else large).append(err)
+    return (statistics.median(small) if small else None, statistics.median(large) if large else None)
 
 
 def pct(x):
@@ -143,23 +163,26 @@ def main():
                     help="folder of <id>.csv and raw/<id>.txt (default: tests/data/nccl-tests)")
     ap.add_argument("--only", default="", help="judge only the setups whose id contains this")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--holdout", action="store_true",
+                    help="also calibrate each setup on every other size and judge the sizes between")
     args = ap.parse_args()
     binary = commsim_h5.find_commsim("nccl_corpus.py")
     ids = sorted(f[:-4] for f in os.listdir(args.data) if f.endswith(".csv") and args.only in f)
     sep = " | " if args.markdown else "  "
     cols = ["setup", "topology", "nodes x GPUs", "collective", "n", "|err| <64KiB", "|err| >=64KiB", "signed",
-            "NCCL's pick named"]
+            "NCCL's pick named"] + (["held-out <64KiB", "held-out >=64KiB"] if args.holdout else [])
     if args.markdown:
         print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     else:
         print("#" + sep.join(f"{c:>14}" for c in cols))
     per_setup_below, per_setup_from, within10, judged, picks, same, skipped = [], [], 0, 0, 0, 0, []
+    held_below, held_from = [], []
     with tempfile.TemporaryDirectory() as work:
         for sid in ids:
             if setup_of(sid) is None:
                 skipped.append(f"{sid}: no preset mapped")
                 continue
-            preset, nodes, gpn, meta, rows = judge(binary, args.data, sid, work)
+            preset, nodes, gpn, meta, rows = judge(binary, args.data, sid, work, args.holdout)
             for r in rows:
                 if "error" in r:
                     skipped.append(f"{sid} {r['collective']}: {r['error']}")
@@ -175,12 +198,23 @@ def main():
                 same += r["same"]
                 cells = [sid, preset, f"{nodes} x {gpn}", r["collective"], str(r["n"]), pct(r["below"]), pct(r["from"]),
                          pct(r["signed"]), f"{r['same']}/{r['picks']}" if r["picks"] else "-"]
+                if args.holdout:
+                    hb, hf = r["held"] or (None, None)
+                    cells += [pct(hb), pct(hf)]
+                    if hb is not None:
+                        held_below.append(hb)
+                    if hf is not None:
+                        held_from.append(hf)
                 print(("| " + " | ".join(cells) + " |") if args.markdown else " " + sep.join(f"{c:>14}" for c in cells))
     print()
     print(f"setups judged: {judged} (setup x collective); median over them of the median |error|: "
           f"{pct(statistics.median(per_setup_below)) if per_setup_below else '-'} below 64 KiB, "
           f"{pct(statistics.median(per_setup_from)) if per_setup_from else '-'} from 64 KiB; "
           f"within 10% in both bands: {within10} of {judged}; NCCL's logged pick named by the model: {same} of {picks} sizes")
+    if args.holdout:
+        print(f"fitted on every other size (commsim calibrate, no probe), the sizes between: median over setups "
+              f"of the median |error|: {pct(statistics.median(held_below)) if held_below else '-'} below 64 KiB, "
+              f"{pct(statistics.median(held_from)) if held_from else '-'} from 64 KiB")
     for s in skipped:
         print(f"not judged: {s}")
 

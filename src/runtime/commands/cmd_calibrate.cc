@@ -1,6 +1,7 @@
 // commsim calibrate: fits alpha and beta per tier (and gamma) to probe measurements and, optionally,
 // collective measurements, and NCCL's constants to forced NCCL runs; prints the fit quality; writes a
 // topology file that predict and run accept. The fit is calibrate() (model/calibrate/procedure.h).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,6 +26,7 @@ struct Options {
   std::string out;
   std::string base;
   std::string topology;  // --topology: the same as --base
+  std::string collectives;  // files of NCCL runs only: the collectives fitted ("" = all)
   std::string name;
   std::string refine = "auto";
   std::string weighting = "robust";
@@ -74,7 +76,12 @@ int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
   std::cout << "commsim calibrate: no probe file: fitting NCCL's model alone (nccl.bandwidth_scale, "
                "nccl.latency_offset) to the NCCL runs, on topology '"
             << base.name << "'\n";
-  const NcclModelFit f = fit_nccl_model(base, nccl_samples(files));
+  std::vector<NcclSample> samples = nccl_samples(files);
+  if (!o.collectives.empty()) {
+    const std::vector<Collective> only = parse_collectives(o.collectives);
+    std::erase_if(samples, [&](const NcclSample& s) { return std::ranges::find(only, s.collective) == only.end(); });
+  }
+  const NcclModelFit f = fit_nccl_model(base, samples);
   std::cout << "  samples: " << f.samples << "\n  bandwidth_scale: " << f.bandwidth_scale
             << (f.scale_at_bound ? " (at its bound, 0.05 or 1)" : "")
             << "\n  latency_offset: " << f.latency_offset_s * 1e6 << " us"
@@ -122,6 +129,9 @@ int cmd_calibrate(int argc, char** argv) {
       ("base", po::value(&o.base),
        "topology whose unmeasured parts are kept (name or path; default local-cpu for host probes)")  //
       ("topology", po::value(&o.topology), "the same as --base")                                      //
+      ("collectives", po::value(&o.collectives)->value_name("LIST"),
+       "with files of NCCL runs only (no probe): fit NCCL's model to these collectives only, comma-separated "
+       "(default: every one the files hold)")  //
       ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")    //
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
