@@ -203,6 +203,12 @@ void expect_same_machine(const NcclMachine& a, const NcclMachine& b, const std::
   EXPECT_EQ(a.pcie_width, b.pcie_width) << what;
   EXPECT_NEAR(a.nic_speed_Bps, b.nic_speed_Bps, 1e-6 * a.nic_speed_Bps) << what;
   EXPECT_NEAR(a.net_latency_s, b.net_latency_s, 1e-12) << what;
+  EXPECT_NEAR(a.launch_s, b.launch_s, 1e-12) << what;
+  EXPECT_NEAR(a.graph_launch_s, b.graph_launch_s, 1e-12) << what;
+  EXPECT_EQ(a.gpus_per_thread, b.gpus_per_thread) << what;
+  EXPECT_EQ(a.cuda_graphs, b.cuda_graphs) << what;
+  EXPECT_NEAR(a.bandwidth_scale, b.bandwidth_scale, 1e-9) << what;
+  EXPECT_NEAR(a.latency_offset_s, b.latency_offset_s, 1e-12) << what;
   for (auto [x, y] : {std::pair{&a.ring, &b.ring}, {&a.tree, &b.tree}, {&a.nvls_graph, &b.nvls_graph}}) {
     EXPECT_EQ(x->channels, y->channels) << what;
     EXPECT_NEAR(x->bw_intra_Bps, y->bw_intra_Bps, 1e-6 * x->bw_intra_Bps) << what;
@@ -221,7 +227,9 @@ TEST(NcclFromTopology, WrittenMachineFieldsReadBack) {
                                           "  cpu: { arch: arm, vendor: other }\n  pcie: { gen: 4, width: 8 }\n"
                                           "  net_latency: 7 us\n  nic_speed: 25 GB/s\n"
                                           "  graphs:\n    ring: { channels: 16, bw_intra: 24 GB/s, bw_inter: 12 GB/s }\n"
-                                          "  algo: ring\n  proto: ^LL128\n"));
+                                          "  algo: ring\n  proto: ^LL128\n  launch_overhead: 4 us\n"
+                                          "  graph_launch_overhead: 2 us\n  gpus_per_thread: 4\n  cuda_graphs: yes\n"
+                                          "  bandwidth_scale: 0.75\n  latency_offset: -2.5 us\n"));
   for (const auto& [name, t] : cases) {
     const std::string text = topology_yaml(t, {}, {}, nullptr, false);
     const Topology back = parse_topology(text, name + " (written)");
