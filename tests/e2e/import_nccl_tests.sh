@@ -48,4 +48,14 @@ expect "bad.log:5:" bad.err
 [[ ! -e bad.h5 && ! -e bad.h5.partial ]] || fail "a bad log left a file"
 "$bin" import bad.log --out bad.h5 --keep-partial >partial.txt 2>partial.err
 expect "4 rows" partial.txt
+# An imported file alone (no probe): calibrate fits NCCL's model to it, and report uses the fit.
+"$bin" import "$data/raw/h100sxm_nvs_g4_sweep.txt" --topology dgx-h100 --nodes 1 --gpus-per-node 4 \
+  --placement out-of-place --out sweep.h5 >/dev/null
+"$bin" calibrate sweep.h5 --topology dgx-h100 --out fitted.yaml >calibrate.txt
+expect "no probe file: fitting NCCL's model alone" calibrate.txt
+expect "held-out allreduce" calibrate.txt
+grep -q "bandwidth_scale:" fitted.yaml || fail "fitted.yaml has no nccl.bandwidth_scale"
+grep -q "gpus_per_thread: 4" fitted.yaml || fail "fitted.yaml lost how the run drove its GPUs (-g 4)"
+"$bin" report sweep.h5 --topology fitted.yaml >fitted_report.txt
+expect "predictions recomputed on topology 'fitted'" fitted_report.txt
 echo "import end to end: ok"
