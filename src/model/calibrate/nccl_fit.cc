@@ -1,4 +1,6 @@
 // NCCL's own constants (the nccl: section) fitted to runs with NCCL's algorithm and protocol forced.
+#include "model/calibrate/nccl_fit.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "model/calibrate/calibrate.h"
 #include "model/calibrate/least_squares.h"
-#include "model/calibrate/nccl_fit.h"
 #include "model/cost/cost.h"
 #include "model/error.h"
 #include "model/nccl/from_topology.h"
@@ -325,8 +326,9 @@ NcclModelFit fit_nccl_model(const Topology& topology, const std::vector<NcclSamp
         has_closed_form(topology, s.collective, s.algorithm, s.protocol))
       samples.push_back(s);
   if (samples.empty())
-    throw Error("no measured NCCL collective of two ranks or more to fit NCCL's model to (import nccl-tests "
-                "output with `commsim import LOG --topology NAME --out FILE.h5` first)");
+    throw Error(
+        "no measured NCCL collective of two ranks or more to fit NCCL's model to (import nccl-tests "
+        "output with `commsim import LOG --topology NAME --out FILE.h5` first)");
   NcclModelFit out;
   out.samples = samples.size();
   out.median_abs_rel_error_before = median_abs(rel_errors(topology, samples));

@@ -172,8 +172,9 @@ bool uses_ported_nccl_model(const Topology& t, const CostQuery& q) {
 Cost nccl_tuned_closed_form(const Topology& t, const Env& e, const CostQuery& q, Seconds call_s) {
   // A call of no elements (nccl-tests prints them where a size is below one element per rank)
   // launches nothing: NCCL returns from the enqueue at once (enqueue.cc, taskAppend: count 0).
-  if (q.bytes == 0) return to_cost(Parts{}, q.algorithm == Algorithm::Nccl ? Algorithm::NcclRing : q.algorithm,
-                                   q.protocol == Protocol::None ? Protocol::Simple : q.protocol, 0);
+  if (q.bytes == 0)
+    return to_cost(Parts{}, q.algorithm == Algorithm::Nccl ? Algorithm::NcclRing : q.algorithm,
+                   q.protocol == Protocol::None ? Protocol::Simple : q.protocol, 0);
   Cost c = q.collective == Collective::SendRecv || q.collective == Collective::AllToAll
                ? point_to_point(t, e, q, call_s)
                : tuned_collective(t, q, call_s);

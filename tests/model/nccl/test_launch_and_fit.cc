@@ -51,8 +51,7 @@ Topology minimal(const std::string& nccl) {
 }
 
 double time_us(const Topology& t, Bytes bytes, int nodes = 1, int ranks_per_node = 4) {
-  return closed_form(t, {Collective::AllReduce, Algorithm::Nccl, Protocol::None, nodes, ranks_per_node, bytes})
-             .time_s *
+  return closed_form(t, {Collective::AllReduce, Algorithm::Nccl, Protocol::None, nodes, ranks_per_node, bytes}).time_s *
          1e6;
 }
 
@@ -63,14 +62,14 @@ TEST(NcclLaunch, OneThreadDrivingSeveralGpusFloorsTheCall) {
   // nccl-tests -g 4: one thread launches on 4 GPUs per call, 4 x 5 us.
   EXPECT_NEAR(time_us(dgx_threads(4), 8), 4 * nccl::kDefaultLaunchUs, 1e-6);
   // With CUDA graphs the smaller launch cost.
-  EXPECT_NEAR(time_us(dgx_threads(4, true), 8), 4 * nccl::kDefaultGraphLaunchUs,
-              1e-6);
+  EXPECT_NEAR(time_us(dgx_threads(4, true), 8), 4 * nccl::kDefaultGraphLaunchUs, 1e-6);
   // A stated launch cost replaces the default; below NCCL's time it changes nothing.
   EXPECT_NEAR(time_us(dgx([](NcclMachine& m) {
-                          m.gpus_per_thread = 4;
-                          m.launch_s = 2e-6;
-                        }),
-                        8), 10.2, 0.01);
+                        m.gpus_per_thread = 4;
+                        m.launch_s = 2e-6;
+                      }),
+                      8),
+              10.2, 0.01);
   // Large messages are NCCL's bandwidth time, far above the floor.
   EXPECT_DOUBLE_EQ(time_us(dgx_threads(4), Bytes{1} << 30), time_us(dgx(), Bytes{1} << 30));
 }
