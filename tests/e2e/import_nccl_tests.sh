@@ -58,4 +58,8 @@ grep -q "bandwidth_scale:" fitted.yaml || fail "fitted.yaml has no nccl.bandwidt
 grep -q "gpus_per_thread: 4" fitted.yaml || fail "fitted.yaml lost how the run drove its GPUs (-g 4)"
 "$bin" report sweep.h5 --topology fitted.yaml >fitted_report.txt
 expect "predictions recomputed on topology 'fitted'" fitted_report.txt
+# Imported without a topology: calibrate asks for one.
+"$bin" import "$data/raw/oci_tut_a100_1n.txt" --out notopo.h5 >/dev/null
+if "$bin" calibrate notopo.h5 --out nofit.yaml >/dev/null 2>nofit.err; then fail "fitted without a topology"; fi
+expect "pass --topology NAME" nofit.err
 echo "import end to end: ok"
