@@ -149,7 +149,7 @@ struct NcclMachine {
   NcclGraphOverride ring, tree, nvls_graph;  // nccl.graphs.{ring,tree,nvls}
   std::string algo, proto;            // NCCL_ALGO / NCCL_PROTO as the cluster sets them ("" = unset)
   // The host's cost of one NCCL call per GPU it launches on (ncclGroupEnd's enqueue and one kernel
-  // launch per GPU), without and with CUDA graphs; < 0 = the defaults of model/nccl/launch.h.
+  // launch per GPU), without and with CUDA graphs; < 0 = the defaults of model/nccl/from_topology.h.
   Seconds launch_s = -1, graph_launch_s = -1;
   // How the measured run drove its GPUs: GPUs per host thread (nccl-tests -g) and CUDA graph
   // launches (-G 1). `commsim import` sets them from the log; a cluster's file leaves them at 1/no.

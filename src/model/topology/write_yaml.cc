@@ -100,7 +100,8 @@ bool nccl_machine_given(const NcclMachine& m) {
          m.pcie_width != d.pcie_width || m.nic_speed_Bps != d.nic_speed_Bps || m.net_latency_s != d.net_latency_s ||
          m.launch_s != d.launch_s || m.graph_launch_s != d.graph_launch_s || m.gpus_per_thread != d.gpus_per_thread ||
          m.cuda_graphs != d.cuda_graphs || m.bandwidth_scale != d.bandwidth_scale ||
-         m.latency_offset_s != d.latency_offset_s || m.ring.given() || m.tree.given() || m.nvls_graph.given() || !m.algo.empty() || !m.proto.empty();
+         m.latency_offset_s != d.latency_offset_s || m.ring.given() || m.tree.given() || m.nvls_graph.given() ||
+         !m.algo.empty() || !m.proto.empty();
 }
 
 // The machine fields of `nccl:` that differ from their defaults, as read_nccl.cc reads them.

@@ -68,7 +68,7 @@ int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
                                  : load_topology(resolve_topology_path(o.base));
   if (!o.base.empty() && !stored.empty()) {
     // How the runs drove their GPUs (GPUs per host thread, CUDA graphs) is the runs', not the preset's.
-    const NcclMachine& ran = parse_topology(stored, "the runs' topology").nccl.machine;
+    const NcclMachine ran = parse_topology(stored, "the runs' topology").nccl.machine;
     base.nccl.machine.gpus_per_thread = ran.gpus_per_thread;
     base.nccl.machine.cuda_graphs = ran.cuda_graphs;
   }
