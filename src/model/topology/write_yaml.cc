@@ -133,9 +133,11 @@ void write_nccl_machine(YamlOut& y, const NcclMachine& m) {
   if (m.cuda_graphs) y.line(2, "cuda_graphs", "yes", "nccl.cuda_graphs");
   if (m.bandwidth_scale != d.bandwidth_scale)
     y.line(2, "bandwidth_scale", num(m.bandwidth_scale), "nccl.bandwidth_scale");
-  if (m.latency_offset_s != d.latency_offset_s)
-    y.line(2, "latency_offset", (m.latency_offset_s < 0 ? "-" : "") + time_text(std::abs(m.latency_offset_s)),
-           "nccl.latency_offset");
+  if (m.latency_offset_s != d.latency_offset_s) {
+    std::string offset = time_text(std::abs(m.latency_offset_s));
+    if (m.latency_offset_s < 0) offset.insert(offset.begin(), '-');
+    y.line(2, "latency_offset", offset, "nccl.latency_offset");
+  }
   if (m.ring.given() || m.tree.given() || m.nvls_graph.given()) {
     y.line(2, "graphs", "", "nccl.graphs");
     auto graph = [&](const char* name, const NcclGraphOverride& g) {
