@@ -148,14 +148,14 @@ inline constexpr std::size_t kPointsPerTerm = 3;
 inline constexpr double kCollinearTolerance = 0.05;
 
 struct ParamFit {
-  Topology topology;          // the input with the fitted parameters replaced
-  std::vector<Param> fitted;  // parameters the data determined (others left as they were)
-  std::vector<Param> held;    // parameters asked for that no sample depends on
-  std::vector<RefusedTerm> refused;     // parameters the samples depend on but do not pin down
-  std::map<Param, ParamRange> range;    // every parameter asked for: the range it was kept in (fit_range)
-  double condition_number = 0;          // of the fitted terms' scaled Jacobian at the start (0: none fitted)
-  std::size_t samples = 0;    // samples used
-  std::size_t skipped = 0;    // samples the prediction could not price (not hand-written, ...)
+  Topology topology;                  // the input with the fitted parameters replaced
+  std::vector<Param> fitted;          // parameters the data determined (others left as they were)
+  std::vector<Param> held;            // parameters asked for that no sample depends on
+  std::vector<RefusedTerm> refused;   // parameters the samples depend on but do not pin down
+  std::map<Param, ParamRange> range;  // every parameter asked for: the range it was kept in (fit_range)
+  double condition_number = 0;        // of the fitted terms' scaled Jacobian at the start (0: none fitted)
+  std::size_t samples = 0;            // samples used
+  std::size_t skipped = 0;            // samples the prediction could not price (not hand-written, ...)
   int iterations = 0;
   double median_abs_rel_error_before = 0;  // of the prediction on the input topology
   double median_abs_rel_error_after = 0;   // of the prediction on the fitted topology

@@ -228,12 +228,15 @@ bool at_range_end(const ParamRange& range, double value) {
 std::string_view what_pins(Param p) {
   switch (p) {
     case Param::IntraLatency:
-    case Param::NetLatency: return "sizes below 4 KiB, where the latency dominates, from algorithms of different step counts";
+    case Param::NetLatency:
+      return "sizes below 4 KiB, where the latency dominates, from algorithms of different step counts";
     case Param::IntraBeta:
     case Param::NetBeta: return "sizes of 1 MiB and more, where the bandwidth dominates";
-    case Param::Gamma: return "reducing collectives (allreduce, reducescatter) beside allgather at the same large sizes";
+    case Param::Gamma:
+      return "reducing collectives (allreduce, reducescatter) beside allgather at the same large sizes";
     case Param::MemoryBeta: return "large sizes of algorithms that copy locally beside ones that do not";
-    case Param::CallOverhead: return "small sizes of algorithms with different step counts (ring beside recursive doubling)";
+    case Param::CallOverhead:
+      return "small sizes of algorithms with different step counts (ring beside recursive doubling)";
     case Param::IntraRendezvousLatency:
     case Param::IntraRendezvousOverhead: return "sizes on both sides of the eager limit";
     case Param::IntraInlineLatency:

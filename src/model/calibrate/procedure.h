@@ -158,8 +158,8 @@ struct CollectiveStep {
   // sizes (the refit then fitted on the other sizes). The refit is kept only when its median
   // |error| there is below the probe-only topology's; otherwise the probe-only topology is written.
   Topology probe_only;
-  bool judged = false;        // false: nothing held out (fewer than 3 sizes, no holdout run)
-  std::string judged_on;      // "run2.h5 (never fitted)", "the held-out sizes"
+  bool judged = false;    // false: nothing held out (fewer than 3 sizes, no holdout run)
+  std::string judged_on;  // "run2.h5 (never fitted)", "the held-out sizes"
   std::size_t judged_points = 0;
   double probe_in_sample = 0;  // median |error| of the probe-only topology on the fitted points
   double refit_held_out = 0, probe_held_out = 0;

@@ -142,8 +142,9 @@ void judge(CollectiveStep& step, const CalibrationInput& in) {
     step.judged = step.judged_points > 0;
   }
   if (!step.judged) {
-    step.verdict = "nothing held out to judge the refit on (it needs 3 sizes or more, or --holdout RUN.h5): the "
-                   "probe-only topology is written";
+    step.verdict =
+        "nothing held out to judge the refit on (it needs 3 sizes or more, or --holdout RUN.h5): the "
+        "probe-only topology is written";
     return;
   }
   step.kept = step.refit_held_out < step.probe_held_out;

@@ -2,12 +2,12 @@
 // collectives (Gauss-Newton with Levenberg-Marquardt damping, Eigen for the normal equations).
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <map>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -271,11 +271,13 @@ void refuse_unpinned(FitState& st, Jacobian& jac, const std::vector<CollectiveSa
       // The kept terms whose effect it repeats: the largest coefficients of its column on theirs.
       const Eigen::VectorXd c = kept_columns.colPivHouseholderQr().solve(a.col(col));
       std::vector<std::pair<double, Eigen::Index>> by_weight;
-      for (Eigen::Index i = 0; i < c.size(); ++i) by_weight.push_back({-std::fabs(c(i)), kept[static_cast<std::size_t>(i)]});
+      for (Eigen::Index i = 0; i < c.size(); ++i)
+        by_weight.push_back({-std::fabs(c(i)), kept[static_cast<std::size_t>(i)]});
       std::sort(by_weight.begin(), by_weight.end());
       why = "its effect on the predictions is that of ";
       for (std::size_t i = 0; i < std::min<std::size_t>(2, by_weight.size()); ++i)
-        why += (i ? " and " : "") + std::string(to_string(st.free_params[static_cast<std::size_t>(by_weight[i].second)]));
+        why +=
+            (i ? " and " : "") + std::string(to_string(st.free_params[static_cast<std::size_t>(by_weight[i].second)]));
       why += " (" + percent(independent) + " of it independent of them; at least " + percent(kCollinearTolerance) +
              " needed)";
     }

@@ -277,9 +277,9 @@ CalibrationInput calibration_input(const CalibrateFiles& files, const Topology& 
   in.predict = [pricer](const Topology& t, const CollectiveSample& s) { return (*pricer)(t, s); };
   in.run_files = files.run_files.size();
   in.run_file_names = files.run_files;
-  const std::vector<Point> fitted(files.points.begin(),
-                                  files.points.begin() + static_cast<std::ptrdiff_t>(
-                                                             std::min(files.holdout_from, files.points.size())));
+  const std::vector<Point> fitted(
+      files.points.begin(),
+      files.points.begin() + static_cast<std::ptrdiff_t>(std::min(files.holdout_from, files.points.size())));
   in.any_nccl = std::ranges::any_of(fitted, [](const Point& p) { return is_nccl_algorithm(p.algorithm); });
   in.nccl_forced = nccl_forced(fitted);
   in.nccl_own = nccl_own(fitted);

@@ -1,8 +1,8 @@
 #pragma once
 // The files `commsim calibrate` reads, turned into calibrate()'s input (model/calibrate/procedure.h):
 // probe files (runtime/h5/probe_file.h) and run files (runtime/h5/results_file.h).
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>

@@ -67,7 +67,8 @@ void check_files(const Options& o) {
   for (const auto& h : o.holdout)
     for (const auto& in : o.inputs)
       if (same_file(h, in))
-        throw Error("--holdout " + h + " is also an input: the fit would see the data it is judged on; give the "
+        throw Error("--holdout " + h +
+                    " is also an input: the fit would see the data it is judged on; give the "
                     "run of another pass of the same sweep");
 }
 
@@ -100,8 +101,8 @@ int cmd_calibrate(int argc, char** argv) {
       ("out", po::value(&o.out), "topology file to write (required)")                                                 //
       ("base", po::value(&o.base),
        "topology whose unmeasured parts are kept, each labelled as the preset's in the written file (name "
-       "or path; default local-cpu for host probes; a GPU preset needs a probe of the GPUs)")  //
-      ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")    //
+       "or path; default local-cpu for host probes; a GPU preset needs a probe of the GPUs)")       //
+      ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")  //
       ("refine", po::value(&o.refine)->default_value(o.refine),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
@@ -138,8 +139,9 @@ int cmd_calibrate(int argc, char** argv) {
   CalibrateFiles files = read_calibrate_files(o.inputs);
   add_holdout_files(files, o.holdout);
   if (!o.holdout.empty() && files.run_files.empty())
-    throw Error("--holdout judges a refit on runs: give run files to fit as well (commsim calibrate portrait.h5 "
-                "run1.h5 --holdout run2.h5)");
+    throw Error(
+        "--holdout judges a refit on runs: give run files to fit as well (commsim calibrate portrait.h5 "
+        "run1.h5 --holdout run2.h5)");
   const ProbeData& probe = files.probes.front();
   const std::string base_name = o.base.empty() ? "local-cpu" : o.base;
   if (o.base.empty() && !probe.gpu_names.empty())

@@ -183,9 +183,8 @@ void print_collectives(std::ostream& out, const CollectiveStep& c, std::size_t r
     for (const auto& [bytes, e] : c.held_out_by_size) out << " " << format_bytes(bytes) << " " << signed_pct(e);
     out << "\n";
   }
-  out << "  judged on data the refit did not see" << (c.judged ? " (" + c.judged_on + ", " +
-                                                                      std::to_string(c.judged_points) + " points)"
-                                                                : std::string())
+  out << "  judged on data the refit did not see"
+      << (c.judged ? " (" + c.judged_on + ", " + std::to_string(c.judged_points) + " points)" : std::string())
       << ":\n      median |error|       in-sample   held-out\n"
       << "      refit            " << fnum("%9.1f%%", 100 * fit.median_abs_rel_error_after) << "  "
       << (c.judged ? fnum("%8.1f%%", 100 * c.refit_held_out) : std::string("        -")) << "\n"

@@ -37,7 +37,7 @@ TEST(FitRange, RelativeToTheStart) {
   t.intra.bw_Bps = 10e9;
   t.intra.latency_s = 2e-6;
   const ParamRange beta = fit_range(Param::IntraBeta, t);
-  EXPECT_NEAR(1 / beta.lo, 15e9, 1);  // 1.5x the bandwidth
+  EXPECT_NEAR(1 / beta.lo, 15e9, 1);   // 1.5x the bandwidth
   EXPECT_NEAR(1 / beta.hi, 2.5e9, 1);  // 0.25x
   EXPECT_DOUBLE_EQ(fit_range(Param::IntraLatency, t).lo, 0.0);
   EXPECT_DOUBLE_EQ(fit_range(Param::IntraLatency, t).hi, 20e-6);
@@ -105,7 +105,8 @@ TEST(RefusedTerms, TooFewPointsForTheTerms) {
   EXPECT_EQ(fit.refused[0].param, Param::IntraLatency);
   EXPECT_NE(fit.refused[0].why.find("too few points"), std::string::npos) << fit.refused[0].why;
   // Six points pin down both.
-  const ParamFit six = refine_parameters(start, ring_on(truth, sizes_from_1k(6)), {Param::IntraBeta, Param::IntraLatency});
+  const ParamFit six =
+      refine_parameters(start, ring_on(truth, sizes_from_1k(6)), {Param::IntraBeta, Param::IntraLatency});
   EXPECT_TRUE(six.refused.empty());
 }
 
