@@ -320,13 +320,13 @@ CalibrationResult calibrate(const CalibrationInput& in, const CalibrationOptions
   if (in.probes.empty()) throw Error("calibrate: no probe measurements");
   if (opt.refine != "auto" && opt.refine != "none" && opt.refine != "gamma" && opt.refine != "all")
     throw Error("--refine '" + opt.refine + "': use auto, none, gamma or all");
-  const bool probed_gpus =
-      in.probes.front().links.gpus > 0 || std::ranges::any_of(in.probes.front().rows, [](const ProbeSample& r) {
-        return r.kind == "peer" || r.kind == "h2d" || r.kind == "d2d";
-      });
+  const bool probed_gpus = in.probes.front().gpus > 0 || in.probes.front().links.gpus > 0 ||
+                           std::ranges::any_of(in.probes.front().rows, [](const ProbeSample& r) {
+                             return r.kind == "peer" || r.kind == "h2d" || r.kind == "d2d";
+                           });
   if (in.base.gpu && !probed_gpus)
     throw Error("--base " + in.base.name +
-                " is a GPU topology, but the probe measured host ranks only (no GPU rows): none of its GPU "
+                " is a GPU topology, but the probe saw no GPU (a host probe): none of its GPU "
                 "numbers can be fitted from this probe, and the file would hold " +
                 in.base.name +
                 "'s numbers, not this machine's. Probe on the GPU machine (commsim probe with the GPUs "

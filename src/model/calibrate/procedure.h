@@ -55,6 +55,7 @@ struct ProbeInput {
   std::string cpu_model;
   int cpu_cores = 0;       // logical CPUs of rank 0's host
   Bytes memory_bytes = 0;  // rank 0's host memory (0: not recorded)
+  std::size_t gpus = 0;    // GPUs visible to rank 0 (0: a host probe)
   int nodes = 1, ranks = 1, ranks_per_node = 1;
   LinkMatrixSummary links;
 };

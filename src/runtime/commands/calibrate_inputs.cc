@@ -211,6 +211,7 @@ Bytes portrait_memory(const std::string& portrait) {
 ProbeInput probe_input(const ProbeData& d) {
   ProbeInput p;
   p.memory_bytes = portrait_memory(d.portrait);
+  p.gpus = d.gpu_names.size();
   for (const ProbeMeasurement& r : d.rows) p.rows.push_back({r.kind, r.tier, r.bytes, r.median_us, r.min_us});
   p.cpu_model = d.cpu_model;
   p.cpu_cores = d.cpu_cores;
