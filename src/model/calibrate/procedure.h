@@ -90,6 +90,7 @@ struct CalibrationOptions {
   std::vector<std::string> sources;  // the input files, in the header and the record
   FitWeighting weighting = FitWeighting::Robust;
   std::string refine = "auto";  // auto, none, gamma or all
+  bool keep_refit = false;      // write the refit even where it does not beat the probe-only topology
   int threads = 1;
 };
 

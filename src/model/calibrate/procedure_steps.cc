@@ -122,7 +122,7 @@ std::pair<double, std::size_t> median_error(const Topology& topo, const std::vec
 }
 
 // The refit against the probe-only topology on data the refit did not see (CollectiveStep).
-void judge(CollectiveStep& step, const CalibrationInput& in) {
+void judge(CollectiveStep& step, const CalibrationInput& in, bool keep_refit) {
   step.probe_in_sample = median_error(step.probe_only, in.collectives, in.predict).first;
   if (!in.holdout.empty()) {
     std::string files;
@@ -142,9 +142,9 @@ void judge(CollectiveStep& step, const CalibrationInput& in) {
     step.judged = step.judged_points > 0;
   }
   if (!step.judged) {
-    step.verdict =
-        "nothing held out to judge the refit on (it needs 3 sizes or more, or --holdout RUN.h5): the "
-        "probe-only topology is written";
+    step.kept = keep_refit;
+    step.verdict = "nothing held out to judge the refit on (it needs 3 sizes or more, or --holdout RUN.h5): the " +
+                   std::string(keep_refit ? "refit is written as --keep-refit asks" : "probe-only topology is written");
     return;
   }
   step.kept = step.refit_held_out < step.probe_held_out;
@@ -155,6 +155,11 @@ void judge(CollectiveStep& step, const CalibrationInput& in) {
                                  pct(step.probe_held_out) +
                                  " (it follows these runs' noise more than the machine); the probe-only "
                                  "topology is written";
+  if (!step.kept && keep_refit) {
+    step.kept = true;
+    step.verdict = "the refit is written as --keep-refit asks, although on " + step.judged_on + " its median |error| " +
+                   pct(step.refit_held_out) + " is not below the probe-only topology's " + pct(step.probe_held_out);
+  }
 }
 
 }  // namespace
@@ -205,7 +210,7 @@ CollectiveStep fit_collectives(Topology& topo, FieldComments& comments, const Ca
   if (std::ranges::all_of(topo.fan_out_scale, [](const MessageScale& m) { return m.scale == 1.0; }))
     topo.fan_out_scale.clear();
   held_out_check(step, in, fit_on);
-  judge(step, in);
+  judge(step, in, opt.keep_refit);
   if (!step.kept) {
     topo = step.probe_only;
     comments = probe_comments;

@@ -29,6 +29,7 @@ struct Options {
   std::string weighting = "robust";
   int threads = 0;  // 0: the cores this process may run on
   bool force = false;
+  bool keep_refit = false;
 };
 
 FitWeighting parse_weighting(const std::string& name) {
@@ -123,6 +124,9 @@ int cmd_calibrate(int argc, char** argv) {
        "run files the fit never sees (another run of the same sweep): the refit is judged on them against the "
        "probe-only topology and kept only when its median |error| there is lower; without it, it is judged "
        "on the sizes it leaves out (every other size)")  //
+      ("keep-refit", po::bool_switch(&o.keep_refit),
+       "write the refit even where it does not beat the probe-only topology on the held-out data (to study "
+       "the fitted terms; the report still prints both and says so)")  //
       ("force", po::bool_switch(&o.force), "overwrite an existing --out file (never one of the inputs)");
   cli.positional("inputs", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
@@ -135,6 +139,7 @@ int cmd_calibrate(int argc, char** argv) {
   opt.threads = o.threads > 0 ? o.threads : usable_cores();
   opt.weighting = parse_weighting(o.weighting);
   opt.refine = o.refine;
+  opt.keep_refit = o.keep_refit;
 
   CalibrateFiles files = read_calibrate_files(o.inputs);
   add_holdout_files(files, o.holdout);
