@@ -138,7 +138,7 @@ void judge(CollectiveStep& step, const CalibrationInput& in, bool keep_refit) {
     step.refit_held_out = step.held_out_median_abs_rel_error;
     step.probe_held_out = median_error(step.probe_only, split_held_out(in.collectives).test, in.predict).first;
     step.judged_points = step.held_out_points;
-    step.judged_on = "the held-out sizes (the refit fitted on the others)";
+    step.judged_on = "the held-out sizes, the refit fitted on the others";
     step.judged = step.judged_points > 0;
   }
   if (!step.judged) {
