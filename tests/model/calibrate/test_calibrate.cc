@@ -90,12 +90,9 @@ std::vector<CollectiveSample> collective_data(const Topology& truth, double nois
     Collective c;
     Algorithm a;
   };
-  const Case cases[] = {{Collective::AllReduce, Algorithm::Ring},
-                        {Collective::AllReduce, Algorithm::Rabenseifner},
-                        {Collective::AllReduce, Algorithm::RecursiveDoubling},
-                        {Collective::AllGather, Algorithm::Ring},
-                        {Collective::Broadcast, Algorithm::Binomial},
-                        {Collective::ReduceScatter, Algorithm::Ring}};
+  const Case cases[] = {{Collective::AllReduce, Algorithm::Ring},       {Collective::AllReduce, Algorithm::Rabenseifner},
+                        {Collective::AllReduce, Algorithm::RecursiveDoubling}, {Collective::AllGather, Algorithm::Ring},
+                        {Collective::Broadcast, Algorithm::Binomial},    {Collective::ReduceScatter, Algorithm::Ring}};
   for (int ranks : {2, 4, 8})
     for (const Case& k : cases)
       for (Bytes b = 1024; b <= (Bytes{64} << 20); b *= 4) {
@@ -263,9 +260,9 @@ std::vector<TimedSize> doubling_series(const std::vector<double>& us) {
 }
 
 TEST(FitProtocol, TheSwitchIsTheStepNotTheDrift) {
-  const ProtocolFit f = fit_protocol(doubling_series(
-      {0.63,  0.63,  0.66,  0.78,  0.82,   1.16,   1.37,   1.49,    1.93,    4.05,    5.88,     8.96,
-       15.03, 22.27, 39.04, 69.26, 178.73, 403.85, 809.64, 1714.01, 4198.67, 9152.96, 19203.80, 38379.04}));
+  const ProtocolFit f = fit_protocol(doubling_series({0.63, 0.63, 0.66, 0.78, 0.82, 1.16, 1.37, 1.49, 1.93, 4.05,
+                                                      5.88, 8.96, 15.03, 22.27, 39.04, 69.26, 178.73, 403.85, 809.64,
+                                                      1714.01, 4198.67, 9152.96, 19203.80, 38379.04}));
   ASSERT_TRUE(f.switched);
   EXPECT_EQ(f.eager_limit_bytes, Bytes{2048});
   EXPECT_GT(f.rendezvous_latency_s, 2 * f.latency_s);
@@ -297,7 +294,8 @@ TEST(FitProtocol, FindsTheInlineStepBelowTheEagerLimit) {
 TEST(FitProtocol, BetaComesFromTheLargeSizes) {
   // Small messages in cache at 80 GB/s, large ones at 5 GB/s: beta is the large sizes' one.
   std::vector<TimedSize> v;
-  for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 4) v.push_back({b, 1e-6 + b / (b < 65536 ? 80e9 : 5e9)});
+  for (Bytes b = 8; b <= (Bytes{64} << 20); b *= 4)
+    v.push_back({b, 1e-6 + b / (b < 65536 ? 80e9 : 5e9)});
   EXPECT_NEAR(fit_protocol(v).bw_Bps(), 5e9, 0.02 * 5e9);
 }
 
@@ -428,10 +426,10 @@ TEST(FitWrittenScale, EdgesRepeatsAndSizesMeasuredOneWay) {
   EXPECT_NEAR(c.back().scale, 0.8, 1e-9);
   // A size measured only one way is skipped; a size measured three times counts with its median
   // time; a time not above the latency is skipped.
-  written.erase(written.begin() + 2);                   // no written 64 KiB
-  clean.push_back({Bytes{16} << 20, clean[4].time_s});  // 16 MiB measured three times
+  written.erase(written.begin() + 2);                          // no written 64 KiB
+  clean.push_back({Bytes{16} << 20, clean[4].time_s});         // 16 MiB measured three times
   clean.push_back({Bytes{16} << 20, 10 * clean[4].time_s});
-  clean[1].time_s = 0.5 * a;  // 4 KiB below the latency
+  clean[1].time_s = 0.5 * a;                                   // 4 KiB below the latency
   c = fit_written_scale(clean, written, a);
   ASSERT_EQ(c.size(), 3u);
   EXPECT_EQ(c.front().bytes, Bytes{1} << 20);
@@ -449,9 +447,7 @@ TEST(FitWrittenScale, ALoneSlowSizeIsNoise) {
   EXPECT_NEAR(written_ratios(clean, written, a)[2].scale, 1 / 1.3, 1e-9);  // measured, but not kept
   const auto [c2, w2] = ring_shifts(a, [](Bytes b) { return b == 65536 ? 200.0 : b == (Bytes{1} << 20) ? 2.0 : 1.0; });
   EXPECT_TRUE(fit_written_scale(c2, w2, a).empty());
-  const auto [c3, w3] = ring_shifts(a, [](Bytes b) {
-    return b == 65536 ? 2.0 : b == (Bytes{1} << 20) ? 1.5 : b == (Bytes{16} << 20) ? 200.0 : 1.0;
-  });
+  const auto [c3, w3] = ring_shifts(a, [](Bytes b) { return b == 65536 ? 2.0 : b == (Bytes{1} << 20) ? 1.5 : b == (Bytes{16} << 20) ? 200.0 : 1.0; });
   const std::vector<MessageScale> c = fit_written_scale(c3, w3, a);
   ASSERT_EQ(c.size(), 4u);  // 4 KiB 1, 64 KiB, 1 MiB, 64 MiB 1 (16 MiB left out)
   EXPECT_NEAR(c[2].scale, 1 / 1.5, 1e-9);
@@ -462,10 +458,9 @@ TEST(FitWrittenScale, ALoneSlowSizeIsNoise) {
 TEST(TopologyYaml, WritesTheWrittenScaleCurveWithItsComment) {
   Topology t = parse_topology(kHostTopology, "inline");
   t.written_scale = {{16384, 1.0}, {65536, 0.45}, {Bytes{1} << 20, 0.8}, {Bytes{16} << 20, 1.0}};
-  const std::string text = topology_yaml(
-      t, {},
-      {{"written_scale", "measured 2026-01-31 from ring-shift-written vs ring-shift-control intra-node, 13 sizes"}},
-      nullptr, false);
+  const std::string text =
+      topology_yaml(t, {}, {{"written_scale", "measured 2026-01-31 from ring-shift-written vs ring-shift-control intra-node, 13 sizes"}},
+                    nullptr, false);
   EXPECT_NE(text.find("written_scale:  # measured 2026-01-31 from ring-shift-written"), std::string::npos) << text;
   const Topology back = parse_topology(text, "written");
   ASSERT_EQ(back.written_scale.size(), 4u);
@@ -507,8 +502,7 @@ TEST(FitNetworkRate, MiddleSizesFasterThanLargeOnes) {
   EXPECT_NEAR(t.network_message_scale_at(Bytes{4} << 20), 1.0, 1e-3);
   EXPECT_NEAR(t.network_message_scale_at(3 * 65536), 1.5, 0.1);
   // A handshake from 64 KiB on shows as a slower rate at the sizes where it is a large part.
-  const NetworkRateFit h = fit_network_rate(network_shift(
-      a, beta, [](Bytes) { return 1.0; }, 20e-6));
+  const NetworkRateFit h = fit_network_rate(network_shift(a, beta, [](Bytes) { return 1.0; }, 20e-6));
   ASSERT_FALSE(h.curve.empty());
   for (const MessageScale& p : h.curve) {
     if (p.bytes < 65536) {
@@ -728,8 +722,7 @@ TEST(RefineParameters, RecoversTheMessageSizeCurve) {
 // bandwidth fitted alongside.
 TEST(RefineParameters, RecoversTheNetworkMessageCurve) {
   Topology truth = parse_topology(kHostTopology, "test");
-  truth.network_message_scale = {
-      {8192, 1.2}, {65536, 2.0}, {262144, 1.4}, {Bytes{1} << 20, 0.9}, {Bytes{16} << 20, 1.0}};
+  truth.network_message_scale = {{8192, 1.2}, {65536, 2.0}, {262144, 1.4}, {Bytes{1} << 20, 0.9}, {Bytes{16} << 20, 1.0}};
   Topology start = truth;
   const std::vector<Param> curve = add_network_message_points(start);
   // 4, 16, 64, 256 KiB, 1 and 4 MiB, then the measured last point (16 MiB), which stays.
@@ -926,9 +919,9 @@ TEST(RefineParameters, RecoversTheOverheadReceiveShare) {
   Topology start = truth;
   start.intra.msg.overhead_receive_share = 0;
   start.intra.msg.message_overhead_s = 1e-6;
-  const ParamFit f =
-      refine_parameters(start, samples, {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraReceiveShare},
-                        FitWeighting::Robust, priced);
+  const ParamFit f = refine_parameters(
+      start, samples, {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraReceiveShare},
+      FitWeighting::Robust, priced);
   EXPECT_NEAR(f.topology.intra.msg.overhead_receive_share, 0.8, 0.02);
   EXPECT_NEAR(f.topology.intra.msg.message_overhead_s, 0.6e-6, 0.01e-6);
   EXPECT_LT(f.median_abs_rel_error_after, 1e-3);
@@ -944,9 +937,9 @@ TEST(RefineParameters, RecoversTheOverheadReceiveShare) {
   for (CollectiveSample& x : samples) x.time_s = priced(truth, x);
   Topology at_one = start;
   at_one.intra.msg.overhead_receive_share = 1.0;
-  const ParamFit at_end =
-      refine_parameters(at_one, samples, {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraReceiveShare},
-                        FitWeighting::Robust, priced);
+  const ParamFit at_end = refine_parameters(
+      at_one, samples, {Param::IntraLatency, Param::IntraMessageOverhead, Param::IntraReceiveShare},
+      FitWeighting::Robust, priced);
   EXPECT_NEAR(at_end.topology.intra.msg.overhead_receive_share, 1.0, 0.02);
   EXPECT_NE(std::find(at_end.fitted.begin(), at_end.fitted.end(), Param::IntraReceiveShare), at_end.fitted.end());
   EXPECT_EQ(std::find(at_end.held.begin(), at_end.held.end(), Param::IntraReceiveShare), at_end.held.end());
@@ -982,12 +975,12 @@ TEST(RefineParameters, RobustWeightingIgnoresAFewOutliers) {
 // fit's ranges).
 TEST(RefineParameters, FitsThePredictorItIsGiven) {
   const Topology truth = parse_topology(kHostTopology, "test");
-  const SamplePredictor twice = [](const Topology& t, const CollectiveSample& s) {
+  const SamplePredictor slower = [](const Topology& t, const CollectiveSample& s) {
     return 1.25 * predict_closed_form(t, s);
   };
   const ParamFit f = refine_parameters(truth, collective_data(truth, 0.0, 6),
                                        {Param::IntraLatency, Param::IntraBeta, Param::Gamma, Param::MemoryBeta},
-                                       FitWeighting::Relative, twice);
+                                       FitWeighting::Relative, slower);
   EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s / 1.25, 0.01 * truth.intra.latency_s);
   EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps * 1.25, 0.01 * truth.intra.bw_Bps);
   EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps * 1.25, 0.01 * truth.reduce_bw_Bps);
@@ -1086,9 +1079,9 @@ TEST(RefineParameters, ReportsATermMovedToWhereNoSampleDependsOnItAsFitted) {
 // and 2 KiB are there but too blurred to keep from the probe alone; the fit still names where they
 // would be, so that a collective fit can decide their latencies.
 TEST(FitProtocol, NamesTheStepsItDoesNotKeep) {
-  const ProtocolFit f = fit_protocol(doubling_series(
-      {0.58,  0.67,  0.76,  0.99,  1.20,   1.02,   1.43,   1.41,    1.96,    4.03,    5.15,     6.91,
-       12.31, 21.72, 36.40, 66.79, 130.20, 304.12, 669.19, 1340.42, 2796.26, 7390.00, 16065.19, 31435.82}));
+  const ProtocolFit f = fit_protocol(doubling_series({0.58, 0.67, 0.76, 0.99, 1.20, 1.02, 1.43, 1.41, 1.96, 4.03,
+                                                      5.15, 6.91, 12.31, 21.72, 36.40, 66.79, 130.20, 304.12, 669.19,
+                                                      1340.42, 2796.26, 7390.00, 16065.19, 31435.82}));
   EXPECT_FALSE(f.switched);
   EXPECT_EQ(f.candidate_eager_bytes, 2048u);
   EXPECT_EQ(f.candidate_inline_bytes, 256u);
@@ -1110,9 +1103,9 @@ TEST(FitProtocol, NamesTheStepsItDoesNotKeep) {
 // (to 32 B here) and inline sends (to 256 B). The larger jump is kept as the inline step; the other
 // is named with its own latencies, for the collectives to choose between (`calibrate --refine all`).
 TEST(FitProtocol, NamesTheOtherStepBelowTheEagerLimit) {
-  const ProtocolFit f = fit_protocol(doubling_series(
-      {0.61,  0.61,  0.64,  1.04,  0.88,   1.00,   1.36,   1.59,    2.13,    4.32,    6.07,     8.63,
-       14.16, 21.59, 37.06, 69.50, 173.07, 404.17, 814.13, 1683.33, 3788.91, 8529.15, 19334.32, 31121.31}));
+  const ProtocolFit f = fit_protocol(doubling_series({0.61, 0.61, 0.64, 1.04, 0.88, 1.00, 1.36, 1.59, 2.13, 4.32,
+                                                      6.07, 8.63, 14.16, 21.59, 37.06, 69.50, 173.07, 404.17, 814.13,
+                                                      1683.33, 3788.91, 8529.15, 19334.32, 31121.31}));
   ASSERT_TRUE(f.switched && f.inlined);
   EXPECT_EQ(f.eager_limit_bytes, 2048u);
   EXPECT_EQ(f.inline_limit_bytes, 32u);
