@@ -54,7 +54,8 @@ Round = collections.namedtuple("Round", "folder fit_on ranks own other")
 def one_round(binary, folder, fit_on, fit_dir, refine, base, threads):
     fit = os.path.join(fit_dir, f"fit{fit_on}.yaml")
     run([binary, "calibrate", os.path.join(folder, "portrait.h5"), os.path.join(folder, f"run{fit_on}.h5"),
-         "--refine", refine, "--out", fit, "--force", "--threads", str(threads)] + (["--base", base] if base else []))
+         "--refine", refine, "--keep-refit", "--out", fit, "--force", "--threads", str(threads)]
+        + (["--base", base] if base else []))
     judged = {}
     for which, n in (("own", fit_on), ("other", 3 - fit_on)):
         judged[which] = json.loads(run([binary, "report", os.path.join(folder, f"run{n}.h5"), "--topology", fit,

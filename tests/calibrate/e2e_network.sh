@@ -45,7 +45,7 @@ mpi=(mpiexec --mca pml ob1 -np 2)
 $commsim calibrate portrait.h5 --out fitted.yaml >calibrate.txt
 "\${mpi[@]}" $commsim run --topology fitted.yaml --backend host --collectives allreduce,broadcast \\
     --algorithms ring,tree,recursive-doubling --sizes 1KiB:4MiB:x4 --iters 3 --warmup 1 --out run.h5 >run.txt
-$commsim calibrate portrait.h5 run.h5 --refine all --out refined.yaml >refine.txt
+$commsim calibrate portrait.h5 run.h5 --refine all --keep-refit --out refined.yaml >refine.txt
 $commsim report run.h5 --topology refined.yaml >report.txt
 JOB
 chmod +x "$work/job.sh"

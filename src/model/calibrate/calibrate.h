@@ -19,6 +19,7 @@
 // nccl_fit.cc (NCCL's constants); procedure.h runs them all in the order `commsim calibrate` does.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -132,12 +133,29 @@ std::vector<Param> add_network_message_points(Topology& topo);
 // the last (at 16 MiB and beyond such a message moves as any other of its size), six at most.
 std::vector<Param> add_fan_out_points(Topology& topo);
 
+// A term the fit refused: the samples do not pin it down (too few points for the terms, or its
+// effect on the predictions is nearly that of other terms). It keeps its start value.
+struct RefusedTerm {
+  Param param;
+  std::string why;  // "its effect is that of intra.latency and call_overhead (1.2% of it independent)"
+};
+
+// A fit needs this many points per term it fits, and a term's column of the (relative, scaled)
+// Jacobian must keep this share of its length once the columns of the terms kept before it are
+// projected out; below it the term is collinear with them: its fitted value would follow the
+// noise, amplified 1 / share times.
+inline constexpr std::size_t kPointsPerTerm = 3;
+inline constexpr double kCollinearTolerance = 0.05;
+
 struct ParamFit {
-  Topology topology;          // the input with the fitted parameters replaced
-  std::vector<Param> fitted;  // parameters the data determined (others left as they were)
-  std::vector<Param> held;    // parameters asked for that the data could not determine
-  std::size_t samples = 0;    // samples used
-  std::size_t skipped = 0;    // samples the prediction could not price (not hand-written, ...)
+  Topology topology;                  // the input with the fitted parameters replaced
+  std::vector<Param> fitted;          // parameters the data determined (others left as they were)
+  std::vector<Param> held;            // parameters asked for that no sample depends on
+  std::vector<RefusedTerm> refused;   // parameters the samples depend on but do not pin down
+  std::map<Param, ParamRange> range;  // every parameter asked for: the range it was kept in (fit_range)
+  double condition_number = 0;        // of the fitted terms' scaled Jacobian at the start (0: none fitted)
+  std::size_t samples = 0;            // samples used
+  std::size_t skipped = 0;            // samples the prediction could not price (not hand-written, ...)
   int iterations = 0;
   double median_abs_rel_error_before = 0;  // of the prediction on the input topology
   double median_abs_rel_error_after = 0;   // of the prediction on the fitted topology
@@ -153,8 +171,11 @@ ParamFit fit_gamma(const Topology& topo, const std::vector<CollectiveSample>& sa
                    const SamplePredictor& predict = predict_closed_form);
 
 // Fits the chosen parameters to all samples by weighted least squares on `predict` (the closed
-// forms by default). Parameters stay positive (latencies >= 0). A parameter no sample depends on is
-// left unchanged and listed in `held`. Up to `threads` threads compute the fit's derivatives at
+// forms by default), each kept within its physical range (fit_range of `topo`: a projected
+// Levenberg-Marquardt, every step clamped into the ranges). A parameter no sample depends on is
+// left unchanged and listed in `held`; one the samples do not pin down (judged once, at the start:
+// more terms than samples / kPointsPerTerm, or a column within kCollinearTolerance of the others')
+// is left unchanged and listed in `refused` with the reason. Up to `threads` threads compute the fit's derivatives at
 // once (`predict` must then be safe to call from several threads); the result does not depend on
 // their number.
 ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSample>& samples,

@@ -188,10 +188,68 @@ double param_step(Param p, double value) {
   return std::max(std::fabs(value) * 1e-3, typical * 1e-3);
 }
 
-bool at_fit_limit(Param p, double value) {
-  const ParamUnit unit = param_row(p).unit;
-  if (unit == ParamUnit::Factor) return value >= kMaxFactor * (1 - 1e-9);
-  return unit == ParamUnit::Scale && value <= param_floor(p) * (1 + 1e-9);
+namespace {
+bool is_network_term(Param p) {
+  return p == Param::NetLatency || p == Param::NetBeta || p == Param::NetOneWay ||
+         (p >= Param::NetMessage1 && p <= Param::NetMessage6);
+}
+}  // namespace
+
+ParamRange fit_range(Param p, const Topology& start) {
+  const double v = get_param(start, p);
+  switch (param_row(p).unit) {
+    case ParamUnit::Time: {
+      // An overhead the probe did not see starts at 0: up to 10x its tier's latency.
+      const Seconds tier = is_network_term(p) ? start.network.latency_s : start.intra.latency_s;
+      const Seconds reference = v > 0 ? v : std::max(tier, 1e-6);
+      return {0.0, 10 * reference};
+    }
+    case ParamUnit::Beta:
+      if (!(v > 0) || !std::isfinite(v)) return {kMinBetaSPerByte, INFINITY};
+      return {std::max(v / 1.5, kMinBetaSPerByte), 4 * v};
+    case ParamUnit::Factor: {
+      const double reference = v > 0 ? v : 1.0;
+      return {std::max(0.5 * reference, param_floor(p)), std::min(2 * reference, kMaxFactor)};
+    }
+    case ParamUnit::Scale: {
+      const double reference = v > 0 ? v : 1.0;
+      return {std::max(0.5 * reference, param_floor(p)), 2 * reference};
+    }
+    case ParamUnit::Share: break;
+  }
+  return {0.0, 1.0};
+}
+
+bool at_range_end(const ParamRange& range, double value) {
+  const auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)); };
+  return near(value, range.lo) || (std::isfinite(range.hi) && near(value, range.hi));
+}
+
+std::string_view what_pins(Param p) {
+  switch (p) {
+    case Param::IntraLatency:
+    case Param::NetLatency:
+      return "sizes below 4 KiB, where the latency dominates, from algorithms of different step counts";
+    case Param::IntraBeta:
+    case Param::NetBeta: return "sizes of 1 MiB and more, where the bandwidth dominates";
+    case Param::Gamma:
+      return "reducing collectives (allreduce, reducescatter) beside allgather at the same large sizes";
+    case Param::MemoryBeta: return "large sizes of algorithms that copy locally beside ones that do not";
+    case Param::CallOverhead:
+      return "small sizes of algorithms with different step counts (ring beside recursive doubling)";
+    case Param::IntraRendezvousLatency:
+    case Param::IntraRendezvousOverhead: return "sizes on both sides of the eager limit";
+    case Param::IntraInlineLatency:
+    case Param::IntraInlineOverhead: return "sizes on both sides of the inline limit";
+    case Param::IntraMessageOverhead: return "small sizes of algorithms that post several messages at once (direct)";
+    case Param::IntraOneWay:
+    case Param::NetOneWay: return "small sizes of one-way schedules (broadcast, tree) beside exchanges (ring)";
+    case Param::IntraExchange: return "small sizes of exchanges (recursive doubling) beside one-way schedules";
+    case Param::IntraReceiveShare:
+    case Param::IntraSendShare: return "more ranks per node, with algorithms whose ranks send more than they receive";
+    default: break;
+  }
+  return "sizes around the curve point's own size, from two or more algorithms";
 }
 
 namespace {

@@ -138,14 +138,31 @@ std::string param_text(Param p, double value);
 // 1/reduce_bw_Bps; network beta as 1/nic_bw_Bps).
 double get_param(const Topology& topo, Param p);
 void set_param(Topology& topo, Param p, double value);
-// True when a fitted value sits at the end of its parameter's range: a curve's factor at 0.02 (the
-// floor) or a latency factor (one-way, exchange) at 10. The measurements then did not pin it down:
-// the fit pushed it as far as it may go to absorb something else.
-bool at_fit_limit(Param p, double value);
 // The floor a parameter must stay above during a fit (0 for times and shares, kMinBetaSPerByte
 // for betas, 0.02 for factors and curve points).
 double param_floor(Param p);
 // The smallest step that still changes a parameter measurably at `value`.
 double param_step(Param p, double value);
+
+// The physical range a collective fit keeps a term in, relative to its value where the fit starts
+// (what the probe measured, or the base topology's value for a term the probe does not measure):
+//  Time:   [0, 10x the start]; a term that starts at 0 (an overhead the probe did not see) up to
+//          10x its tier's latency (network terms: the network's), at least 10 us;
+//  Beta:   the bandwidth it stands for within [0.25x, 1.5x] the start's (beta in [start / 1.5,
+//          4 x start]): a collective moves data no faster than the probe's own transfers, and a
+//          rate 4x below them is another effect the term would only absorb;
+//  Factor: [0.5x, 2x] the start (at most 10, the file's limit);
+//  Scale:  [0.5x, 2x] the start (a curve's new points start at 1);
+//  Share:  [0, 1].
+struct ParamRange {
+  double lo = 0, hi = 0;
+};
+ParamRange fit_range(Param p, const Topology& start);
+// True when `value` sits at either end of `range` (within one part in 1e6): the data pushed the
+// term as far as it may go, so they did not pin it down there.
+bool at_range_end(const ParamRange& range, double value);
+// What measurements pin a term down, for the report of a term the data do not determine
+// ("sizes below 4 KiB, where the latency dominates").
+std::string_view what_pins(Param p);
 
 }  // namespace commsim

@@ -212,8 +212,23 @@ void fit_host_tiers(Work& w, TierStep& t, std::pair<Bytes, Bytes>& candidates, P
     t.protocol = fit_intra_protocol(w, t.intra, candidates, other);
     t.written = fit_written(w);
   }
-  if (probe.ranks_per_node > 0) w.topo.ranks_per_node = std::max(w.topo.ranks_per_node, probe.ranks_per_node);
-  if (!probe.cpu_model.empty()) w.topo.device_name = probe.cpu_model;
+  // This machine, not the base's: as many ranks per node as it has logical CPUs (or the probe ran),
+  // and its memory.
+  const int per_node = std::max(probe.ranks_per_node, probe.cpu_cores);
+  if (per_node > 0) {
+    w.topo.ranks_per_node = per_node;
+    w.comments.push_back({"ranks_per_node", "probe: " + std::to_string(probe.cpu_cores) +
+                                                " logical CPUs of rank 0's host; the probe ran " +
+                                                std::to_string(probe.ranks_per_node) + " ranks per node"});
+  }
+  if (!probe.cpu_model.empty()) {
+    w.topo.device_name = probe.cpu_model;
+    w.comments.push_back({"device.name", "probe: rank 0's host"});
+  }
+  if (probe.memory_bytes > 0) {
+    w.topo.device_memory_bytes = probe.memory_bytes;
+    w.comments.push_back({"device.memory", "probe: rank 0's host memory"});
+  }
   if (t.memcpy.done) {
     w.topo.memory_bw_Bps = t.memcpy.fit.bw_Bps();
     w.comments.push_back({"device.memory_bandwidth", w.from(t.memcpy.source)});
@@ -305,6 +320,17 @@ CalibrationResult calibrate(const CalibrationInput& in, const CalibrationOptions
   if (in.probes.empty()) throw Error("calibrate: no probe measurements");
   if (opt.refine != "auto" && opt.refine != "none" && opt.refine != "gamma" && opt.refine != "all")
     throw Error("--refine '" + opt.refine + "': use auto, none, gamma or all");
+  const bool probed_gpus = in.probes.front().gpus > 0 || in.probes.front().links.gpus > 0 ||
+                           std::ranges::any_of(in.probes.front().rows, [](const ProbeSample& r) {
+                             return r.kind == "peer" || r.kind == "h2d" || r.kind == "d2d";
+                           });
+  if (in.base.gpu && !probed_gpus)
+    throw Error("--base " + in.base.name +
+                " is a GPU topology, but the probe saw no GPU (a host probe): none of its GPU "
+                "numbers can be fitted from this probe, and the file would hold " +
+                in.base.name +
+                "'s numbers, not this machine's. Probe on the GPU machine (commsim probe with the GPUs "
+                "visible), or calibrate the host with --base local-cpu");
   Work w{in, opt, in.base, {}};
   w.topo.name = opt.name;
   CalibrationResult r;

@@ -10,7 +10,9 @@
 //     the rate of just-written data; for GPU topologies the cudaMemcpy tiers); the network's rate
 //     by message size;
 //  2. with measured collectives, gamma (refine "gamma") or every term of Param (refine "all")
-//     fitted to them, with a held-out check;
+//     fitted to them, each term within its physical range (fit_range), terms the points do not pin
+//     down refused; judged on held-out data (CollectiveStep) and kept only when it beats the
+//     probe-only topology there;
 //  3. where the probe's GPU link matrix shows pairs slower than the others, the intra-node tier
 //     of a GPU topology takes the slowest pair's rate;
 //  4. the storage tiers the caller derived from the probe;
@@ -51,7 +53,9 @@ struct LinkMatrixSummary {
 struct ProbeInput {
   std::vector<ProbeSample> rows;
   std::string cpu_model;
-  int cpu_cores = 0;  // logical CPUs of rank 0's host
+  int cpu_cores = 0;       // logical CPUs of rank 0's host
+  Bytes memory_bytes = 0;  // rank 0's host memory (0: not recorded)
+  std::size_t gpus = 0;    // GPUs visible to rank 0 (0: a host probe)
   int nodes = 1, ranks = 1, ranks_per_node = 1;
   LinkMatrixSummary links;
 };
@@ -63,6 +67,10 @@ struct CalibrationInput {
   std::vector<CollectiveSample> collectives;
   SamplePredictor predict = predict_closed_form;
   std::size_t run_files = 0;
+  // Measured collectives of runs the fit must not see (`--holdout`), priced by `predict`: the refit
+  // is judged on them (without any, on the sizes split_held_out leaves out).
+  std::vector<CollectiveSample> holdout;
+  std::vector<std::string> holdout_file_names;
   // NCCL's collectives: whether the runs have any; the forced runs (fit_nccl); the runs of
   // NCCL's own choice (Algorithm::Nccl), whose error before and after the fit is reported.
   bool any_nccl = false;
@@ -82,6 +90,7 @@ struct CalibrationOptions {
   std::vector<std::string> sources;  // the input files, in the header and the record
   FitWeighting weighting = FitWeighting::Robust;
   std::string refine = "auto";  // auto, none, gamma or all
+  bool keep_refit = false;      // write the refit even where it does not beat the probe-only topology
   int threads = 1;
 };
 
@@ -146,6 +155,18 @@ struct CollectiveStep {
   double held_out_median_abs_rel_error = 0;
   std::size_t held_out_points = 0;
   std::map<Bytes, double> held_out_by_size;  // median relative error per held-out size
+  // The refit against the simpler model, the probe-only topology (the tiers as the probe measured
+  // them), on data the refit did not see: the holdout runs when there are any, else the held-out
+  // sizes (the refit then fitted on the other sizes). The refit is kept only when its median
+  // |error| there is below the probe-only topology's; otherwise the probe-only topology is written.
+  Topology probe_only;
+  bool judged = false;    // false: nothing held out (fewer than 3 sizes, no holdout run)
+  std::string judged_on;  // "run2.h5 (never fitted)", "the held-out sizes"
+  std::size_t judged_points = 0;
+  double probe_in_sample = 0;  // median |error| of the probe-only topology on the fitted points
+  double refit_held_out = 0, probe_held_out = 0;
+  bool kept = false;    // the refit is written
+  std::string verdict;  // why the refit is or is not kept
 };
 
 struct LinkStep {
@@ -175,8 +196,14 @@ struct CalibrationResult {
   bool with_section = false;                                  // the text has a calibrated: section
 };
 
-// Runs the steps above. Throws Error when refine asks for collectives there are none of, for a
-// bad refine value, or when the text does not read back to the fitted values.
+// Runs the steps above. A host topology describes the probe's machine: ranks per node from its
+// logical CPUs (at least the ranks the probe ran on a node), its memory and CPU model; every
+// written value's comment names its source (the probe, the fit to runs, or the base preset).
+// Throws Error when refine asks for collectives there are none of, for a bad refine value, when
+// the base is a GPU topology and the probe measured no GPU (the file would hold the preset's GPU
+// numbers, not this machine's), when a written value is outside what a file may hold
+// (units.h: kMinBandwidth_Bps..kMaxBandwidth_Bps, times up to kMaxTime_s), or when the text does
+// not read back to the fitted values.
 CalibrationResult calibrate(const CalibrationInput& input, const CalibrationOptions& options);
 
 }  // namespace commsim

@@ -112,6 +112,56 @@ void held_out_check(CollectiveStep& step, const CalibrationInput& in, const FitO
   }
 }
 
+// The median |relative error| of `topo` on the samples `predict` prices, and how many it priced.
+std::pair<double, std::size_t> median_error(const Topology& topo, const std::vector<CollectiveSample>& samples,
+                                            const SamplePredictor& predict) {
+  std::vector<double> errs;
+  for (const auto& s : samples)
+    if (const double t = predict(topo, s); std::isfinite(t) && s.time_s > 0) errs.push_back((t - s.time_s) / s.time_s);
+  return {median_abs(errs), errs.size()};
+}
+
+// The refit against the probe-only topology on data the refit did not see (CollectiveStep).
+void judge(CollectiveStep& step, const CalibrationInput& in, bool keep_refit) {
+  step.probe_in_sample = median_error(step.probe_only, in.collectives, in.predict).first;
+  if (!in.holdout.empty()) {
+    std::string files;
+    for (const auto& f : in.holdout_file_names)
+      files += (files.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
+    const auto [refit, n] = median_error(step.fit.topology, in.holdout, in.predict);
+    step.refit_held_out = refit;
+    step.probe_held_out = median_error(step.probe_only, in.holdout, in.predict).first;
+    step.judged_points = n;
+    step.judged_on = files + " (never fitted)";
+    step.judged = n > 0;
+  } else if (step.held_out_done) {
+    step.refit_held_out = step.held_out_median_abs_rel_error;
+    step.probe_held_out = median_error(step.probe_only, split_held_out(in.collectives).test, in.predict).first;
+    step.judged_points = step.held_out_points;
+    step.judged_on = "the held-out sizes, the refit fitted on the others";
+    step.judged = step.judged_points > 0;
+  }
+  if (!step.judged) {
+    step.kept = keep_refit;
+    step.verdict = "nothing held out to judge the refit on (it needs 3 sizes or more, or --holdout RUN.h5): the " +
+                   std::string(keep_refit ? "refit is written as --keep-refit asks" : "probe-only topology is written");
+    return;
+  }
+  step.kept = step.refit_held_out < step.probe_held_out;
+  step.verdict = step.kept ? "the refit is kept: " + pct(step.refit_held_out) + " on " + step.judged_on +
+                                 " against the probe-only topology's " + pct(step.probe_held_out)
+                           : "the refit is not kept: on " + step.judged_on + " its median |error| " +
+                                 pct(step.refit_held_out) + " is not below the probe-only topology's " +
+                                 pct(step.probe_held_out) +
+                                 " (it follows these runs' noise more than the machine); the probe-only "
+                                 "topology is written";
+  if (!step.kept && keep_refit) {
+    step.kept = true;
+    step.verdict = "the refit is written as --keep-refit asks, although on " + step.judged_on + " its median |error| " +
+                   pct(step.refit_held_out) + " is not below the probe-only topology's " + pct(step.probe_held_out);
+  }
+}
+
 }  // namespace
 
 CollectiveStep fit_collectives(Topology& topo, FieldComments& comments, const CalibrationInput& in,
@@ -120,6 +170,8 @@ CollectiveStep fit_collectives(Topology& topo, FieldComments& comments, const Ca
   const std::vector<CollectiveSample>& samples = in.collectives;
   CollectiveStep step;
   step.refine = refine;
+  step.probe_only = topo;
+  const FieldComments probe_comments = comments;
   std::vector<Param> params{Param::Gamma};
   if (refine == "all") params = all_terms(topo, comments, in, candidates, step.protocol_note);
   auto fit_on = [&](const Topology& start, const std::vector<CollectiveSample>& on) {
@@ -158,6 +210,11 @@ CollectiveStep fit_collectives(Topology& topo, FieldComments& comments, const Ca
   if (std::ranges::all_of(topo.fan_out_scale, [](const MessageScale& m) { return m.scale == 1.0; }))
     topo.fan_out_scale.clear();
   held_out_check(step, in, fit_on);
+  judge(step, in, opt.keep_refit);
+  if (!step.kept) {
+    topo = step.probe_only;
+    comments = probe_comments;
+  }
   return step;
 }
 
@@ -299,6 +356,57 @@ void check_reads_back(const std::string& text, const Topology& topo, const std::
     throw Error("the written topology does not read back to the fitted values (internal error)");
 }
 
+// Every value the fit writes must be one a topology file may hold (units.h): a bandwidth that
+// overflows or a time that rounds to zero would price transfers at 0 s.
+void check_physical(const Topology& topo) {
+  const auto bandwidth = [](const char* field, BytesPerSecond v) {
+    if (!(v >= kMinBandwidth_Bps && v <= kMaxBandwidth_Bps))
+      throw Error(std::string("the fit gives ") + field + " = " + format_bandwidth(v) +
+                  ", outside what a topology may hold (1 B/s to 1 PB/s): the measurements are broken; re-run "
+                  "the probe (and the runs)");
+  };
+  const auto time = [](const char* field, Seconds v) {
+    if (!(v >= 0 && v <= kMaxTime_s))
+      throw Error(std::string("the fit gives ") + field + " = " + std::to_string(v) +
+                  " s, outside what a topology may hold (0 to 1e6 s): the measurements are broken; re-run the "
+                  "probe (and the runs)");
+  };
+  bandwidth("intra_node.bandwidth", topo.intra.bw_Bps);
+  bandwidth("reduction.bandwidth", topo.reduce_bw_Bps);
+  bandwidth("device.memory_bandwidth", topo.memory_bw_Bps);
+  if (topo.network.present()) bandwidth("network.nic_bandwidth", topo.network.nic_bw_Bps);
+  time("intra_node.latency", topo.intra.latency_s);
+  time("intra_node.rendezvous_latency", topo.intra.msg.rendezvous_latency_s);
+  time("intra_node.message_overhead", topo.intra.msg.message_overhead_s);
+  time("network.latency", topo.network.latency_s);
+  time("call_overhead", topo.call_overhead_s);
+}
+
+// Labels every value of `text` that no comment names a source for as the base preset's: a
+// `key: value` line with no comment, outside the calibrated: record, other than the name and the
+// description.
+std::string label_preset_values(const std::string& text, const std::string& base_name) {
+  std::string out, section;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t indent = line.find_first_not_of(' ');
+    const std::size_t colon = line.find(": ");
+    if (indent == 0 && colon != std::string::npos) section = line.substr(0, colon);
+    if (indent == 0 && line.back() == ':') section = line.substr(0, line.size() - 1);
+    const bool value_line = indent != std::string::npos && line[indent] != '#' && line[indent] != '-' &&
+                            colon != std::string::npos && colon + 2 < line.size();
+    const bool own = indent == 0 && (section == "name" || section == "description");
+    if (value_line && !own && section != "calibrated" && line.find('#') == std::string::npos)
+      line += "  # preset " + base_name + ": not measured on this machine";
+    out += line + "\n";
+  }
+  return out;
+}
+
 bool loader_accepts(const std::string& yaml_text) {
   try {
     parse_topology(yaml_text, "calibrated topology");
@@ -324,8 +432,11 @@ void finish_calibration(const CalibrationInput& in, const CalibrationOptions& op
   r.header = {
       topo.name + ": a topology fitted to measurements by `commsim calibrate` (" + today + ").",
       "Inputs: " + inputs,
-      "Base topology (every value not marked 'fitted' comes from it): " + base.name +
-          (base.source_path.empty() ? "" : " (" + std::filesystem::path(base.source_path).filename().string() + ")"),
+      "Base topology: " + base.name +
+          (base.source_path.empty() ? "" : " (" + std::filesystem::path(base.source_path).filename().string() + ")") +
+          ". Each value's comment names its source: 'fitted ... from' the probe's rows or the collective",
+      "points of run files (the fit), 'probe:' the probed machine's facts, 'preset " + base.name +
+          "' the base topology (not measured on this machine).",
       "alpha/beta per tier: least squares on t = alpha + bytes * beta over the probe's ring-shift times",
       "(every rank sends to the next and receives from the previous rank of its tier at once: one step of a ring).",
   };
@@ -338,9 +449,12 @@ void finish_calibration(const CalibrationInput& in, const CalibrationOptions& op
   for (std::size_t i = r.comments.size(); i-- > 0;)
     for (std::size_t j = 0; j < i; ++j)
       if (r.comments[j].first == r.comments[i].first) r.comments[j].second.clear();
-  r.text = topology_yaml(topo, r.header, r.comments, &r.record, true) + in.storage_yaml;
+  check_physical(topo);
+  r.text = label_preset_values(topology_yaml(topo, r.header, r.comments, &r.record, true), base.name) + in.storage_yaml;
   r.with_section = loader_accepts(r.text);
-  if (!r.with_section) r.text = topology_yaml(topo, r.header, r.comments, &r.record, false) + in.storage_yaml;
+  if (!r.with_section)
+    r.text =
+        label_preset_values(topology_yaml(topo, r.header, r.comments, &r.record, false), base.name) + in.storage_yaml;
   check_reads_back(r.text, topo, opt.out.empty() ? opt.name : opt.out);
 }
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -203,7 +205,94 @@ struct FitState {
   Evaluation base;
   double objective = 0;
   double damping = 0;  // lambda, relative to the diagonal
+  std::map<Param, ParamRange> range;
 };
+
+// The scale a parameter's step is measured in (they differ by 1e12 between a latency and a beta).
+double step_scale(Param p, double theta) {
+  return std::max(std::fabs(theta), param_step(p, 0) * 1e3);
+}
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
+  return buf;
+}
+
+// Refuses the terms the samples do not pin down, before the first step: the Jacobian's columns in
+// relative residuals, each scaled to unit length, are taken in the order the terms were asked for
+// (the tiers' terms before the curves' points that refine them); a term is kept while its column
+// keeps kCollinearTolerance of its length once the kept ones are projected out (Gram-Schmidt) and
+// while fewer than samples / kPointsPerTerm terms are kept. Sets the condition number of the kept
+// columns (JacobiSVD).
+void refuse_unpinned(FitState& st, Jacobian& jac, const std::vector<CollectiveSample>& samples,
+                     std::vector<RefusedTerm>& refused, double& condition) {
+  const Eigen::Index n = jac.columns.rows(), m = jac.columns.cols();
+  if (m == 0) return;
+  Eigen::MatrixXd a(n, m);
+  for (Eigen::Index j = 0; j < m; ++j) {
+    const auto jj = static_cast<std::size_t>(j);
+    for (Eigen::Index k = 0; k < n; ++k)
+      a(k, j) = jac.columns(k, j) * step_scale(st.free_params[jj], st.theta[jj]) /
+                samples[st.base.used[static_cast<std::size_t>(k)]].time_s;
+    const double norm = a.col(j).norm();
+    if (norm > 0) a.col(j) /= norm;
+  }
+  const std::size_t most = std::max<std::size_t>(1, static_cast<std::size_t>(n) / kPointsPerTerm);
+  std::vector<Eigen::Index> kept;
+  std::vector<std::pair<Eigen::Index, double>> dropped;  // column, its independent share
+  Eigen::MatrixXd basis(n, 0);                           // orthonormal, spanning the kept columns
+  for (Eigen::Index j = 0; j < m; ++j) {
+    Eigen::VectorXd r = a.col(j);
+    for (int pass = 0; pass < 2; ++pass) r -= basis * (basis.transpose() * r);
+    const double independent = r.norm();
+    if (independent >= kCollinearTolerance && kept.size() < most) {
+      kept.push_back(j);
+      basis.conservativeResize(Eigen::NoChange, basis.cols() + 1);
+      basis.col(basis.cols() - 1) = r / independent;
+    } else {
+      dropped.push_back({j, independent});
+    }
+  }
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(a(Eigen::all, kept));
+  const auto& sv = svd.singularValues();
+  condition = sv.size() > 0 && sv(sv.size() - 1) > 0 ? sv(0) / sv(sv.size() - 1) : INFINITY;
+  if (dropped.empty()) return;
+  const Eigen::MatrixXd kept_columns = a(Eigen::all, kept);
+  for (const auto& [col, independent] : dropped) {
+    const Param p = st.free_params[static_cast<std::size_t>(col)];
+    std::string why;
+    if (independent >= kCollinearTolerance) {
+      why = "too few points: " + std::to_string(n) + " points pin down at most " + std::to_string(most) + " terms (" +
+            std::to_string(kPointsPerTerm) + " a term); the terms asked for before it were kept";
+    } else if (kept.empty()) {
+      why = "the points hardly depend on it";
+    } else {
+      // The kept terms whose effect it repeats: the largest coefficients of its column on theirs.
+      const Eigen::VectorXd c = kept_columns.colPivHouseholderQr().solve(a.col(col));
+      std::vector<std::pair<double, Eigen::Index>> by_weight;
+      for (Eigen::Index i = 0; i < c.size(); ++i)
+        by_weight.push_back({-std::fabs(c(i)), kept[static_cast<std::size_t>(i)]});
+      std::sort(by_weight.begin(), by_weight.end());
+      why = "its effect on the predictions is that of ";
+      for (std::size_t i = 0; i < std::min<std::size_t>(2, by_weight.size()); ++i)
+        why +=
+            (i ? " and " : "") + std::string(to_string(st.free_params[static_cast<std::size_t>(by_weight[i].second)]));
+      why += " (" + percent(independent) + " of it independent of them; at least " + percent(kCollinearTolerance) +
+             " needed)";
+    }
+    refused.push_back({p, why});
+  }
+  std::vector<Param> keep_p;
+  std::vector<double> keep_t;
+  for (Eigen::Index j : kept) {
+    keep_p.push_back(st.free_params[static_cast<std::size_t>(j)]);
+    keep_t.push_back(st.theta[static_cast<std::size_t>(j)]);
+  }
+  st.free_params = std::move(keep_p);
+  st.theta = std::move(keep_t);
+  jac.columns = Eigen::MatrixXd(jac.columns(Eigen::all, kept));
+}
 
 // Drops the parameters no sample depends on from `state` (and their columns from `jac`): a
 // parameter moved by earlier steps to where no sample depends on it any more (a share below the
@@ -237,8 +326,7 @@ bool lm_iteration(FitState& st, const Eigen::MatrixXd& jac, const std::vector<Co
                   FitWeighting weighting, const SamplePredictor& predict, int threads, std::size_t reference) {
   const std::size_t mm = st.free_params.size();
   Eigen::VectorXd scale(static_cast<Eigen::Index>(mm));
-  for (std::size_t j = 0; j < mm; ++j)
-    scale(static_cast<Eigen::Index>(j)) = std::max(std::fabs(st.theta[j]), param_step(st.free_params[j], 0) * 1e3);
+  for (std::size_t j = 0; j < mm; ++j) scale(static_cast<Eigen::Index>(j)) = step_scale(st.free_params[j], st.theta[j]);
   const NormalEquations ne = normal_equations(jac, scale, samples, st.base, weighting);
   for (int attempt = 0; attempt < 12; ++attempt) {
     Eigen::MatrixXd damped = ne.a;
@@ -252,11 +340,9 @@ bool lm_iteration(FitState& st, const Eigen::MatrixXd& jac, const std::vector<Co
     double max_change = 0;
     for (std::size_t j = 0; j < mm; ++j) {
       const auto jj = static_cast<Eigen::Index>(j);
-      double next = st.theta[j] + step(jj) * scale(jj);
-      const double floor = param_floor(st.free_params[j]);
-      // Below the floor: latencies stop at 0; a beta or gamma moves at most 10x down per step.
-      if (next < floor || (floor > 0 && next < st.theta[j] * 0.1))
-        next = floor > 0 ? std::max(floor, st.theta[j] * 0.1) : 0.0;
+      // Projected onto the term's range: a step that would leave it stops at its end.
+      const ParamRange& range = st.range.at(st.free_params[j]);
+      double next = std::clamp(st.theta[j] + step(jj) * scale(jj), range.lo, range.hi);
       set_param(candidate, st.free_params[j], next);
       next = get_param(candidate, st.free_params[j]);  // as the topology holds it (a share stops at 1)
       max_change = std::max(max_change, std::fabs(next - st.theta[j]) / scale(jj));
@@ -285,6 +371,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
                            int threads) {
   ParamFit fit;
   fit.topology = topo;
+  for (Param p : params) fit.range[p] = fit_range(p, topo);
   const Evaluation before = evaluate(topo, samples, predict, threads);
   if (before.used.empty()) {
     fit.held = params;
@@ -296,7 +383,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
   // only when it lowers the objective (otherwise the damping grows and the step shrinks toward
   // gradient descent), so parameters that trade off against each other (gamma and the
   // local-operation curve) cannot wander off along a flat valley.
-  FitState st{params, {}, topo, before, objective(before, samples, weighting, 0), 0};
+  FitState st{params, {}, topo, before, objective(before, samples, weighting, 0), 0, fit.range};
   for (Param p : params) st.theta.push_back(get_param(topo, p));
   std::vector<Param> moved_then_flat;
   const std::size_t reference = before.used.size();
@@ -306,6 +393,7 @@ ParamFit refine_parameters(const Topology& topo, const std::vector<CollectiveSam
     if (st.free_params.empty()) break;
     Jacobian jac = jacobian(st.current, st.free_params, st.theta, samples, st.base, predict, threads);
     drop_flat(st, jac, topo, moved_then_flat, fit.held);
+    if (iter == 0) refuse_unpinned(st, jac, samples, fit.refused, fit.condition_number);
     if (st.free_params.empty()) break;
     if (!lm_iteration(st, jac.columns, samples, weighting, predict, threads, reference)) break;
   }

@@ -195,8 +195,23 @@ LinkMatrixSummary link_summary(const GpuLinkMatrix& m) {
   return s;
 }
 
+// Rank 0's host memory as the probe's portrait states it ("CPU : MODEL, N logical CPUs, 23.5GiB
+// memory (rank 0's host)"); 0 when the portrait does not say.
+Bytes portrait_memory(const std::string& portrait) {
+  const std::string after = "logical CPUs, ", before = " memory (rank 0's host)";
+  const std::size_t from = portrait.find(after), to = portrait.find(before);
+  if (from == std::string::npos || to == std::string::npos || to < from + after.size()) return 0;
+  try {
+    return parse_bytes(portrait.substr(from + after.size(), to - from - after.size()));
+  } catch (const Error&) {
+    return 0;  // "unknown"
+  }
+}
+
 ProbeInput probe_input(const ProbeData& d) {
   ProbeInput p;
+  p.memory_bytes = portrait_memory(d.portrait);
+  p.gpus = d.gpu_names.size();
   for (const ProbeMeasurement& r : d.rows) p.rows.push_back({r.kind, r.tier, r.bytes, r.median_us, r.min_us});
   p.cpu_model = d.cpu_model;
   p.cpu_cores = d.cpu_cores;
@@ -209,6 +224,20 @@ ProbeInput probe_input(const ProbeData& d) {
 
 }  // namespace
 
+namespace {
+// The points of one run file, each with the topology and piece of its run.
+void append_run_points(CalibrateFiles& f, const std::string& path) {
+  ResultsContents c = read_results(path, false);
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
+    const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
+    f.run_topology_text.push_back(known ? c.runs[r].topology_text : "");
+    f.run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
+  }
+  f.points.insert(f.points.end(), c.points.begin(), c.points.end());
+}
+}  // namespace
+
 CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs) {
   CalibrateFiles f;
   for (const auto& path : inputs) {
@@ -216,14 +245,7 @@ CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs) {
       f.probes.push_back(read_probe_group(path));
       continue;
     }
-    ResultsContents c = read_results(path, false);
-    for (std::size_t i = 0; i < c.points.size(); ++i) {
-      const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
-      const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
-      f.run_topology_text.push_back(known ? c.runs[r].topology_text : "");
-      f.run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
-    }
-    f.points.insert(f.points.end(), c.points.begin(), c.points.end());
+    append_run_points(f, path);
     f.run_files.push_back(path);
   }
   const bool nccl_only = !f.points.empty() && std::ranges::all_of(f.points, [](const Point& p) {
@@ -251,19 +273,35 @@ std::string nccl_run_topology_text(const CalibrateFiles& files) {
   return {};
 }
 
+void add_holdout_files(CalibrateFiles& files, const std::vector<std::string>& holdout) {
+  files.holdout_from = std::min(files.holdout_from, files.points.size());
+  for (const auto& path : holdout) {
+    if (has_probe_group(path))
+      throw Error("--holdout " + path + " is a probe file; give a run file (commsim run --out) of the same sweep");
+    append_run_points(files, path);
+    files.holdout_files.push_back(path);
+  }
+}
+
 CalibrationInput calibration_input(const CalibrateFiles& files, const Topology& base, const std::string& sources,
                                    const std::string& date) {
   CalibrationInput in;
   for (const ProbeData& p : files.probes) in.probes.push_back(probe_input(p));
   in.base = base;
-  in.collectives = collective_samples(files.points);
-  const auto pricer = std::make_shared<const SchedulePricer>(files, in.collectives);
+  // Every point's sample (its key indexes files.points), then the holdout runs' set apart.
+  const std::vector<CollectiveSample> all = collective_samples(files.points);
+  for (const CollectiveSample& s : all) (s.key >= files.holdout_from ? in.holdout : in.collectives).push_back(s);
+  in.holdout_file_names = files.holdout_files;
+  const auto pricer = std::make_shared<const SchedulePricer>(files, all);
   in.predict = [pricer](const Topology& t, const CollectiveSample& s) { return (*pricer)(t, s); };
   in.run_files = files.run_files.size();
   in.run_file_names = files.run_files;
-  in.any_nccl = std::ranges::any_of(files.points, [](const Point& p) { return is_nccl_algorithm(p.algorithm); });
-  in.nccl_forced = nccl_forced(files.points);
-  in.nccl_own = nccl_own(files.points);
+  const std::vector<Point> fitted(
+      files.points.begin(),
+      files.points.begin() + static_cast<std::ptrdiff_t>(std::min(files.holdout_from, files.points.size())));
+  in.any_nccl = std::ranges::any_of(fitted, [](const Point& p) { return is_nccl_algorithm(p.algorithm); });
+  in.nccl_forced = nccl_forced(fitted);
+  in.nccl_own = nccl_own(fitted);
   std::vector<StorageRow> rows;
   for (const auto& p : files.probes) rows.insert(rows.end(), p.storage.begin(), p.storage.end());
   in.storage = storage_tiers(rows, base.storage);

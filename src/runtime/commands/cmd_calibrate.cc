@@ -23,6 +23,7 @@ namespace {
 
 struct Options {
   std::vector<std::string> inputs;
+  std::vector<std::string> holdout;
   std::string out;
   std::string base;
   std::string topology;  // --topology: the same as --base
@@ -32,6 +33,7 @@ struct Options {
   std::string weighting = "robust";
   int threads = 0;  // 0: the cores this process may run on
   bool force = false;
+  bool keep_refit = false;
 };
 
 FitWeighting parse_weighting(const std::string& name) {
@@ -101,6 +103,29 @@ int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
   return 0;
 }
 
+// True when both paths name one file (through links too); false when either does not exist.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// The output must not be one of the files read (--force included): writing it would replace the
+// measurements with YAML. A holdout run must not be fitted too.
+void check_files(const Options& o) {
+  std::vector<std::string> read = o.inputs;
+  read.insert(read.end(), o.holdout.begin(), o.holdout.end());
+  for (const auto& in : read)
+    if (same_file(o.out, in))
+      throw Error("--out " + o.out + " is the input " + in +
+                  "; calibrate never writes over its input: give another --out file (e.g. fitted.yaml)");
+  for (const auto& h : o.holdout)
+    for (const auto& in : o.inputs)
+      if (same_file(h, in))
+        throw Error("--holdout " + h +
+                    " is also an input: the fit would see the data it is judged on; give the "
+                    "run of another pass of the same sweep");
+}
+
 }  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
@@ -116,18 +141,24 @@ int cmd_calibrate(int argc, char** argv) {
                   "protocols (--protocols LL,LL128,Simple), NCCL's base latency, hop latency and bus bandwidth per "
                   "algorithm x protocol (the nccl: section); given only files of NCCL runs and no probe (nccl-tests "
                   "output imported with `commsim import`), NCCL's model alone: the share of its per-channel "
-                  "bandwidth the machine reaches and a latency offset per call. Prints R^2, "
+                  "bandwidth the machine reaches and a latency offset per call. A refit to runs keeps each term in "
+                  "its physical range (bandwidths 0.25x to 1.5x the probe's, latencies and overheads up to 10x, curve "
+                  "factors 0.5x to 2x), refuses terms the points do not pin down (fewer than 3 points a term, or "
+                  "collinear with others), and is kept only when it beats the probe-only topology on data it did not "
+                  "see (--holdout, or the sizes it leaves out). Prints R^2, "
                   "residuals and held-out checks (fit on every other size, error on the sizes between; the collective "
                   "fit's check also keeps the largest size, so it never extrapolates), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
                   "commsim calibrate portrait.h5 --out configs/topologies/mycluster.yaml\n"
                   "commsim calibrate portrait.h5 run.h5 --base local-cpu --refine gamma --out mycluster.yaml\n"
+                  "commsim calibrate portrait.h5 run1.h5 --holdout run2.h5 --refine all --out mycluster.yaml\n"
                   "commsim calibrate imported.h5 --topology dgx-h100 --out fitted.yaml   # NCCL runs, no probe");
   cli.options().add_options()                                                                                         //
       ("inputs", po::value(&o.inputs)->multitoken(), "probe files (from commsim probe) and run files (commsim run)")  //
       ("out", po::value(&o.out), "topology file to write (required)")                                                 //
       ("base", po::value(&o.base),
-       "topology whose unmeasured parts are kept (name or path; default local-cpu for host probes)")  //
+       "topology whose unmeasured parts are kept, each labelled as the preset's in the written file (name "
+       "or path; default local-cpu for host probes; a GPU preset needs a probe of the GPUs)")  //
       ("topology", po::value(&o.topology), "the same as --base")                                      //
       ("collectives", po::value(&o.collectives)->value_name("LIST"),
        "with files of NCCL runs only (no probe): fit NCCL's model to these collectives only, comma-separated "
@@ -149,23 +180,37 @@ int cmd_calibrate(int argc, char** argv) {
       ("threads", po::value(&o.threads)->value_name("N"),
        "threads for the collective fit (default: the cores this process may run on); the fit is the same "
        "with any number")  //
-      ("force", po::bool_switch(&o.force), "overwrite an existing --out file");
+      ("holdout", po::value(&o.holdout)->multitoken()->value_name("RUN.h5"),
+       "run files the fit never sees (another run of the same sweep): the refit is judged on them against the "
+       "probe-only topology and kept only when its median |error| there is lower; without it, it is judged "
+       "on the sizes it leaves out (every other size)")  //
+      ("keep-refit", po::bool_switch(&o.keep_refit),
+       "write the refit even where it does not beat the probe-only topology on the held-out data (to study "
+       "the fitted terms; the report still prints both and says so)")  //
+      ("force", po::bool_switch(&o.force), "overwrite an existing --out file (never one of the inputs)");
   cli.positional("inputs", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
   if (o.inputs.empty()) throw Error("give at least one probe file: commsim calibrate portrait.h5 --out FILE.yaml");
   if (o.out.empty()) throw Error("--out FILE.yaml is required (the topology file to write)");
+  check_files(o);
   if (std::filesystem::exists(o.out) && !o.force) throw Error(o.out + " exists; pass --force to overwrite it");
   if (o.threads < 0) throw Error("--threads " + std::to_string(o.threads) + ": give 1 or more (or leave it out)");
   CalibrationOptions opt;
   opt.threads = o.threads > 0 ? o.threads : usable_cores();
   opt.weighting = parse_weighting(o.weighting);
   opt.refine = o.refine;
+  opt.keep_refit = o.keep_refit;
 
   if (!o.topology.empty() && !o.base.empty() && o.topology != o.base)
     throw Error("--topology and --base name the same thing: give one");
   if (!o.topology.empty()) o.base = o.topology;
-  const CalibrateFiles files = read_calibrate_files(o.inputs);
+  CalibrateFiles files = read_calibrate_files(o.inputs);
   if (files.probes.empty()) return calibrate_nccl_only(o, files);
+  add_holdout_files(files, o.holdout);
+  if (!o.holdout.empty() && files.run_files.empty())
+    throw Error(
+        "--holdout judges a refit on runs: give run files to fit as well (commsim calibrate portrait.h5 "
+        "run1.h5 --holdout run2.h5)");
   const ProbeData& probe = files.probes.front();
   const std::string base_name = o.base.empty() ? "local-cpu" : o.base;
   if (o.base.empty() && !probe.gpu_names.empty())

@@ -137,6 +137,36 @@ void print_tiers(std::ostream& out, const TierStep& t) {
   if (t.network_rate) print_network_rate(out, *t.network_rate);
 }
 
+// A term's range as the report prints it.
+std::string range_text(Param p, const ParamRange& r) {
+  if (param_row(p).unit == ParamUnit::Beta)  // a beta's low end is the high bandwidth
+    return "[" + param_text(p, r.hi) + ", " + param_text(p, r.lo) + "]";
+  return "[" + param_text(p, r.lo) + ", " + param_text(p, r.hi) + "]";
+}
+
+void print_terms(std::ostream& out, const CollectiveStep& c) {
+  const ParamFit& fit = c.fit;
+  out << "  " << fit.fitted.size() << " term(s) fitted to " << fit.samples << " points (at most one term per "
+      << kPointsPerTerm << " points; condition number " << fnum("%.3g", fit.condition_number)
+      << "), each within its range:\n";
+  int at_end = 0;
+  for (Param p : fit.fitted) {
+    const ParamRange& range = fit.range.at(p);
+    const bool end = at_range_end(range, get_param(fit.topology, p));
+    at_end += end ? 1 : 0;
+    out << "  " << to_string(p) << ": " << param_text(p, get_param(c.start, p)) << " -> "
+        << param_text(p, get_param(fit.topology, p)) << "  range " << range_text(p, range)
+        << (end ? "  AT ITS BOUND" : "") << "\n";
+  }
+  if (at_end > 0)
+    out << "  " << at_end << " term(s) ended at a bound of their physical range: the points pushed them as far as "
+        << "they may go, to absorb what other terms do not explain; they are not pinned down there.\n";
+  for (const RefusedTerm& t : fit.refused)
+    out << "  " << to_string(t.param) << ": not fitted (kept " << param_text(t.param, get_param(c.start, t.param))
+        << "): " << t.why << "; pinned down by " << what_pins(t.param) << "\n";
+  for (Param p : fit.held) out << "  " << to_string(p) << ": no measurement depends on it; kept\n";
+}
+
 void print_collectives(std::ostream& out, const CollectiveStep& c, std::size_t run_files) {
   const ParamFit& fit = c.fit;
   out << "## Collectives (" << c.refine << " fitted to " << fit.samples << " measured points of " << run_files
@@ -144,34 +174,23 @@ void print_collectives(std::ostream& out, const CollectiveStep& c, std::size_t r
   out << "  median |error| of the predictions: " << pct(fit.median_abs_rel_error_before) << " before, "
       << pct(fit.median_abs_rel_error_after) << " after; R^2 " << fnum("%.4f", fit.r2) << "\n"
       << c.protocol_note;
-  int at_limit = 0;
-  for (Param p : fit.fitted) {
-    const bool limit = at_fit_limit(p, get_param(fit.topology, p));
-    at_limit += limit ? 1 : 0;
-    out << "  " << to_string(p) << ": " << param_text(p, get_param(c.start, p)) << " -> "
-        << param_text(p, get_param(fit.topology, p)) << (limit ? " (at the end of its range)" : "") << "\n";
+  print_terms(out, c);
+  if (!c.held_out_error.empty()) out << "  held-out check not possible: " << c.held_out_error << "\n";
+  if (c.held_out_done) {
+    out << "  held-out check (fit on every other size and the largest, predict the sizes between): median "
+        << "|error| " << pct(c.held_out_median_abs_rel_error) << " on " << c.held_out_points
+        << " points\n      by held-out size (median error, + = predicted slower):";
+    for (const auto& [bytes, e] : c.held_out_by_size) out << " " << format_bytes(bytes) << " " << signed_pct(e);
+    out << "\n";
   }
-  if (at_limit > 0)
-    out << "  " << at_limit << " term(s) ended at the end of their range (a factor of 0.02 or 10): these "
-        << "measurements do not pin them down, and the fit used them to absorb what other terms do not "
-        << "explain. More sizes, or runs with more ranks per node, pin them down.\n";
-  for (Param p : fit.held) out << "  " << to_string(p) << ": no measurement depends on it; kept\n";
-  if (!c.held_out_error.empty()) {
-    out << "  held-out check not possible: " << c.held_out_error << "\n";
-    return;
-  }
-  if (!c.held_out_done) return;
-  const double held_out = c.held_out_median_abs_rel_error;
-  out << "  held-out check (fit on every other size and the largest, predict the sizes between): median "
-      << "|error| " << pct(held_out) << " on " << c.held_out_points
-      << " points\n      by held-out size (median error, + = predicted slower):";
-  for (const auto& [bytes, e] : c.held_out_by_size) out << " " << format_bytes(bytes) << " " << signed_pct(e);
-  out << "\n";
-  if (held_out > 0.1 && held_out > 2 * fit.median_abs_rel_error_after)
-    out << "  the held-out error is " << fnum("%.1f", held_out / fit.median_abs_rel_error_after)
-        << " times the fit's own: the fitted terms follow these sizes more than the machine; expect "
-        << "errors nearer " << pct(held_out) << " than " << pct(fit.median_abs_rel_error_after)
-        << " on sizes the fit did not see\n";
+  out << "  judged on data the refit did not see"
+      << (c.judged ? " (" + c.judged_on + ", " + std::to_string(c.judged_points) + " points)" : std::string())
+      << ":\n      median |error|       in-sample   held-out\n"
+      << "      refit            " << fnum("%9.1f%%", 100 * fit.median_abs_rel_error_after) << "  "
+      << (c.judged ? fnum("%8.1f%%", 100 * c.refit_held_out) : std::string("        -")) << "\n"
+      << "      probe only       " << fnum("%9.1f%%", 100 * c.probe_in_sample) << "  "
+      << (c.judged ? fnum("%8.1f%%", 100 * c.probe_held_out) : std::string("        -")) << "\n"
+      << "  " << c.verdict << "\n";
 }
 
 void print_links(std::ostream& out, const GpuLinkMatrix* m, const LinkStep& link) {

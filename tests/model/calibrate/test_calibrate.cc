@@ -128,7 +128,7 @@ void time_on(const Topology& truth, std::vector<CollectiveSample>& samples) {
 TEST(FitGamma, RecoversTheReductionRate) {
   Topology truth = parse_topology(kHostTopology, "test");
   Topology start = truth;
-  start.reduce_bw_Bps = 40e9;  // 10x wrong
+  start.reduce_bw_Bps = 1.4 * truth.reduce_bw_Bps;  // 40% off: inside the fit's range
   ParamFit f = fit_gamma(start, collective_data(truth, 0.0, 1));
   ASSERT_EQ(f.fitted.size(), 1u);
   EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps, 1e-3 * truth.reduce_bw_Bps);
@@ -149,8 +149,8 @@ TEST(RefineParameters, RecoversIntraNodeAlphaBetaGammaTogether) {
   Topology truth = parse_topology(kHostTopology, "test");
   Topology start = truth;
   start.intra.latency_s = 3e-6;
-  start.intra.bw_Bps = 1e9;
-  start.reduce_bw_Bps = 20e9;
+  start.intra.bw_Bps = 0.8 * truth.intra.bw_Bps;
+  start.reduce_bw_Bps = 1.3 * truth.reduce_bw_Bps;
   ParamFit f = refine_parameters(start, collective_data(truth, 0.0, 3),
                                  {Param::IntraLatency, Param::IntraBeta, Param::NetLatency, Param::Gamma});
   EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s, 0.01 * truth.intra.latency_s);
@@ -601,7 +601,7 @@ TEST(RefineParameters, RecoversOverheadsAndTheWorkingSetCurve) {
   ASSERT_GE(curve.size(), 4u);  // 256 KiB .. 256 MiB (allreduce 64 MiB: 128 MiB of buffers)
   truth.working_set_scale = start.working_set_scale;
   for (std::size_t i = 1; i < truth.working_set_scale.size(); ++i)
-    truth.working_set_scale[i].scale = std::pow(0.8, static_cast<double>(i));
+    truth.working_set_scale[i].scale = std::pow(0.9, static_cast<double>(i));  // down to 0.53: in range
   time_on(truth, samples);
   const std::vector<Param> params = with_curve(
       {Param::IntraLatency, Param::IntraBeta, Param::IntraMessageOverhead, Param::CallOverhead, Param::Gamma}, curve);
@@ -632,7 +632,7 @@ TEST(RefineParameters, RecoversTheLocalOperationCurve) {
   EXPECT_EQ(start.local_op_scale.front().bytes, Bytes{64} * 1024);
   truth.local_op_scale = start.local_op_scale;
   for (std::size_t i = 1; i < truth.local_op_scale.size(); ++i)
-    truth.local_op_scale[i].scale = std::pow(0.75, static_cast<double>(i));
+    truth.local_op_scale[i].scale = std::pow(0.88, static_cast<double>(i));  // down to 0.53: in range
   time_on(truth, samples);
   start.reduce_bw_Bps *= 2;
   const std::vector<Param> params = with_curve({Param::IntraLatency, Param::IntraBeta, Param::Gamma}, curve);
@@ -665,7 +665,7 @@ TEST(RefineParameters, RecoversTheNodeWorkingSetCurve) {
   EXPECT_EQ(start.node_working_set_scale.back().working_set, Bytes{1} << 30);
   truth.node_working_set_scale = start.node_working_set_scale;
   for (std::size_t i = 1; i < truth.node_working_set_scale.size(); ++i)
-    truth.node_working_set_scale[i].scale = std::pow(0.85, static_cast<double>(i));
+    truth.node_working_set_scale[i].scale = std::pow(0.9, static_cast<double>(i));  // in range
   time_on(truth, samples);
   start.intra.bw_Bps *= 1.5;
   const std::vector<Param> params = with_curve({Param::IntraLatency, Param::IntraBeta}, curve);
@@ -790,7 +790,6 @@ TEST(RefineParameters, RecoversTheFanOutCurve) {
   expect_curve_written_back(f.topology, &Topology::fan_out_scale, &MessageScale::bytes);
   EXPECT_EQ(field_of(Param::FanOut2), "fan_out_scale");
   EXPECT_EQ(to_string(Param::FanOut1), "fan_out_scale[0]");
-  EXPECT_TRUE(at_fit_limit(Param::FanOut3, 0.02));
   // A topology that has the curve keeps it: a refit starts from its points.
   Topology again = f.topology;
   EXPECT_EQ(add_fan_out_points(again).size(), 6u);
@@ -799,16 +798,8 @@ TEST(RefineParameters, RecoversTheFanOutCurve) {
 
 // A fitted value at the end of its range is flagged: the measurements did not pin it down.
 TEST(RefineParameters, SaysWhichTermsEndAtTheirLimit) {
-  EXPECT_TRUE(at_fit_limit(Param::WorkingSet3, 0.02));
-  EXPECT_TRUE(at_fit_limit(Param::NetMessage1, 0.02));
-  EXPECT_FALSE(at_fit_limit(Param::WorkingSet3, 0.021));
-  EXPECT_TRUE(at_fit_limit(Param::IntraOneWay, 10.0));
-  EXPECT_TRUE(at_fit_limit(Param::NetOneWay, 10.0));
-  EXPECT_FALSE(at_fit_limit(Param::IntraExchange, 9.9));
-  EXPECT_FALSE(at_fit_limit(Param::IntraLatency, 0.0));  // a latency may be 0
-  EXPECT_FALSE(at_fit_limit(Param::IntraReceiveShare, 1.0));  // a share at 1 is a finding
   // A fit that has to absorb more than its terms can: the data say one-way messages are 20 times
-  // dearer, the factor stops at 10 and is flagged.
+  // dearer, the factor stops at its bound (2x where it started) and is flagged.
   Topology truth = parse_topology(kHostTopology, "test");
   std::vector<CollectiveSample> samples;
   for (Bytes b = 1024; b <= 16 * 1024; b *= 2)
@@ -820,8 +811,9 @@ TEST(RefineParameters, SaysWhichTermsEndAtTheirLimit) {
   for (CollectiveSample& x : samples)
     if (x.collective == Collective::Broadcast) x.time_s *= 20;
   const ParamFit f = refine_parameters(truth, samples, {Param::NetLatency, Param::NetOneWay}, FitWeighting::Robust);
-  EXPECT_TRUE(at_fit_limit(Param::NetOneWay, get_param(f.topology, Param::NetOneWay)))
-      << get_param(f.topology, Param::NetOneWay);
+  const double one_way = get_param(f.topology, Param::NetOneWay);
+  EXPECT_TRUE(at_range_end(f.range.at(Param::NetOneWay), one_way)) << one_way;
+  EXPECT_DOUBLE_EQ(one_way, 2 * get_param(truth, Param::NetOneWay));
 }
 
 // The inline regime's latency and overhead come back from collectives whose messages are that small
@@ -968,7 +960,7 @@ TEST(RefineParameters, RobustWeightingIgnoresAFewOutliers) {
   std::vector<CollectiveSample> samples = collective_data(truth, 0.0, 5);
   for (std::size_t i = 0; i < samples.size(); i += 10) samples[i].time_s *= 3.0;  // one point in ten, 3x slower
   Topology start = truth;
-  start.intra.bw_Bps = 2e9;
+  start.intra.bw_Bps = 0.8 * truth.intra.bw_Bps;
   const ParamFit robust = refine_parameters(start, samples, {Param::IntraBeta}, FitWeighting::Robust);
   const ParamFit plain = refine_parameters(start, samples, {Param::IntraBeta}, FitWeighting::Relative);
   const double robust_off = std::fabs(robust.topology.intra.bw_Bps / truth.intra.bw_Bps - 1);
@@ -978,19 +970,22 @@ TEST(RefineParameters, RobustWeightingIgnoresAFewOutliers) {
   EXPECT_LT(robust.median_abs_rel_error_after, 0.01);
 }
 
-// The fit fits whatever predicts the samples: here a model twice as slow as the closed forms, so
-// the latency, 1/bandwidth and 1/gamma that reproduce the data are half the truth's.
+// The fit fits whatever predicts the samples: here a model 1.25x as slow as the closed forms, so
+// the latency, 1/bandwidth and 1/gamma that reproduce the data are the truth's / 1.25 (within the
+// fit's ranges).
 TEST(RefineParameters, FitsThePredictorItIsGiven) {
   const Topology truth = parse_topology(kHostTopology, "test");
-  const SamplePredictor twice = [](const Topology& t, const CollectiveSample& s) { return 2 * predict_closed_form(t, s); };
+  const SamplePredictor slower = [](const Topology& t, const CollectiveSample& s) {
+    return 1.25 * predict_closed_form(t, s);
+  };
   const ParamFit f = refine_parameters(truth, collective_data(truth, 0.0, 6),
                                        {Param::IntraLatency, Param::IntraBeta, Param::Gamma, Param::MemoryBeta},
-                                       FitWeighting::Relative, twice);
-  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s / 2, 0.01 * truth.intra.latency_s);
-  EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps * 2, 0.01 * truth.intra.bw_Bps);
-  EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps * 2, 0.01 * truth.reduce_bw_Bps);
-  EXPECT_NEAR(f.topology.memory_bw_Bps, truth.memory_bw_Bps * 2, 0.01 * truth.memory_bw_Bps);  // the copies
-  EXPECT_GT(f.median_abs_rel_error_before, 0.9);  // twice the measured time: +100%
+                                       FitWeighting::Relative, slower);
+  EXPECT_NEAR(f.topology.intra.latency_s, truth.intra.latency_s / 1.25, 0.01 * truth.intra.latency_s);
+  EXPECT_NEAR(f.topology.intra.bw_Bps, truth.intra.bw_Bps * 1.25, 0.01 * truth.intra.bw_Bps);
+  EXPECT_NEAR(f.topology.reduce_bw_Bps, truth.reduce_bw_Bps * 1.25, 0.01 * truth.reduce_bw_Bps);
+  EXPECT_NEAR(f.topology.memory_bw_Bps, truth.memory_bw_Bps * 1.25, 0.01 * truth.memory_bw_Bps);  // the copies
+  EXPECT_GT(f.median_abs_rel_error_before, 0.2);  // 1.25x the measured time: +25%
   EXPECT_LT(f.median_abs_rel_error_after, 1e-4);
 }
 

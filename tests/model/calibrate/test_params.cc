@@ -60,10 +60,6 @@ TEST(ParamTable, UnitsSetFloorsLimitsAndText) {
   EXPECT_EQ(param_floor(Param::Gamma), kMinBetaSPerByte);
   EXPECT_EQ(param_floor(Param::Message3), 0.02);
   EXPECT_EQ(param_floor(Param::IntraReceiveShare), 0.0);
-  EXPECT_TRUE(at_fit_limit(Param::IntraOneWay, 10.0));
-  EXPECT_FALSE(at_fit_limit(Param::IntraOneWay, 0.02));
-  EXPECT_TRUE(at_fit_limit(Param::LocalOp2, 0.02));
-  EXPECT_FALSE(at_fit_limit(Param::IntraLatency, 0.0));
   EXPECT_EQ(param_text(Param::IntraLatency, 2.5e-6), "2.5 us");
   EXPECT_EQ(param_text(Param::IntraBeta, 1e-10), "10 GB/s");
   EXPECT_EQ(param_text(Param::NetBeta, 0), "unlimited");

@@ -142,5 +142,57 @@ TEST(Calibrate, SlowestGpuPairSetsTheIntraNodeRate) {
   EXPECT_FALSE(calibrate(in, options()).link.changed);
 }
 
+// The written file describes the probed machine, and each value says where it came from.
+TEST(Calibrate, DescribesTheProbedMachineAndNamesEverySource) {
+  CalibrationInput in = host_input();
+  in.probes.front().memory_bytes = Bytes{24} << 30;
+  const CalibrationResult r = calibrate(in, options());
+  EXPECT_EQ(r.topology.ranks_per_node, 8);  // its logical CPUs, not the preset's
+  EXPECT_EQ(r.topology.device_memory_bytes, Bytes{24} << 30);
+  EXPECT_NE(r.text.find("ranks_per_node: 8  # probe: 8 logical CPUs"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("memory: 24GiB  # probe: rank 0's host memory"), std::string::npos) << r.text;
+  // Every value line of the topology carries a comment (probe, fit or preset).
+  std::size_t lines = 0;
+  std::string section;
+  for (std::size_t at = 0, end; at < r.text.size(); at = end + 1) {
+    end = r.text.find('\n', at);
+    const std::string line = r.text.substr(at, end - at);
+    if (!line.empty() && line[0] != ' ') section = line.substr(0, line.find(':'));
+    const std::size_t colon = line.find(": ");
+    if (section == "calibrated" || section == "name" || section == "description" || colon == std::string::npos ||
+        line.find_first_not_of(' ') == line.find('#') || line.find("- ") != std::string::npos)
+      continue;
+    ++lines;
+    EXPECT_NE(line.find('#'), std::string::npos) << line;
+  }
+  EXPECT_GT(lines, 8u);
+  EXPECT_NE(r.text.find("# preset local-cpu: not measured on this machine"), std::string::npos);
+}
+
+// A GPU preset as the base of a host probe would write the preset's numbers as this machine's.
+TEST(Calibrate, RefusesAGpuBaseForAHostProbe) {
+  CalibrationInput in = host_input();
+  in.base = load_topology(resolve_topology_path("dgx-h100"));
+  try {
+    calibrate(in, options());
+    FAIL() << "a GPU base was taken for a host probe";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not this machine's"), std::string::npos) << e.what();
+  }
+}
+
+// Measurements that would give values no topology may hold are refused, never written.
+TEST(Calibrate, RefusesValuesOutsideWhatAFileMayHold) {
+  CalibrationInput in = host_input();
+  for (ProbeSample& row : in.probes.front().rows)
+    if (row.kind == "ring-shift") row.median_us = row.min_us = 1e13 + row.median_us;  // 1e7 s a message
+  try {
+    calibrate(in, options());
+    FAIL() << "a latency of 1e7 s was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside what a topology may hold"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace commsim
