@@ -19,6 +19,9 @@ struct CalibrateFiles {
   std::vector<Point> points;                            // of every run file
   std::vector<std::string> run_topology_text;           // per point: the topology its run was predicted on
   std::vector<std::optional<std::uint64_t>> run_piece;  // per point: the host executor's piece in its run
+  // NCCL's TUNING tables the runs kept (`commsim import` of a log that prints one), each once, in
+  // file and run order (model/nccl/logged_table.h).
+  std::vector<NcclTuningTable> nccl_tuning_tables;
 };
 
 // Reads every input: a file with a /probe group is a probe file, any other a run file. Throws

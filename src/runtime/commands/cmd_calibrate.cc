@@ -76,6 +76,15 @@ int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
   std::cout << "commsim calibrate: no probe file: fitting NCCL's model alone (nccl.bandwidth_scale, "
                "nccl.latency_offset) to the NCCL runs, on topology '"
             << base.name << "'\n";
+  // NCCL's own TUNING table, where a run kept one, is taken as logged (not fitted); the two terms
+  // are fitted on top of it. The topology holds one table: the first.
+  for (const NcclTuningTable& t : files.nccl_tuning_tables) {
+    const bool used = &t == &files.nccl_tuning_tables.front();
+    if (used) base.nccl.machine.tuning_table = t;
+    std::cout << "  NCCL's TUNING table of " << t.source << " (" << t.ranks << " ranks on " << t.nodes << " node"
+              << (t.nodes == 1 ? "" : "s") << "): " << (used ? "written as nccl.tuning_table" : "not used (one table per topology)")
+              << "\n";
+  }
   std::vector<NcclSample> samples = nccl_samples(files);
   if (!o.collectives.empty()) {
     const std::vector<Collective> only = parse_collectives(o.collectives);
