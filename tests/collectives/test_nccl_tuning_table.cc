@@ -124,7 +124,9 @@ TEST(NcclTuningTable, TheWrittenTopologyPredictsWithTheLogsNumbers) {
     const NcclTuningEntry* b = entry(back.nccl.machine.tuning_table, e.function, e.algorithm, e.protocol);
     ASSERT_TRUE(b);
     EXPECT_DOUBLE_EQ(b->bandwidth_GBps, e.bandwidth_GBps);
-    if (e.bandwidth_GBps > 0) EXPECT_DOUBLE_EQ(b->latency_us, e.latency_us);  // "off": never picked, no latency
+    if (e.bandwidth_GBps > 0) {  // "off": never picked, so no latency is written
+      EXPECT_DOUBLE_EQ(b->latency_us, e.latency_us);
+    }
   }
 
   // AllReduce Ring/LL of 1 MiB on the 8 GPUs logged: 12 us + 1048576 B / 70 GB/s (ncclTopoGetAlgoTime:
@@ -154,8 +156,8 @@ TEST(NcclTuningTable, TheTopologyReaderNamesABadEntry) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("nccl.tuning_table.AllReduce.Ring.LL"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(parse_topology(head + "    ranks: 8\n    nodes: 1\n    AllReduce:\n      Rings: { LL: off }\n", "t.yaml"),
-               Error);
+  EXPECT_THROW(
+      parse_topology(head + "    ranks: 8\n    nodes: 1\n    AllReduce:\n      Rings: { LL: off }\n", "t.yaml"), Error);
   EXPECT_THROW(parse_topology(head + "    nodes: 1\n    AllReduce:\n      Ring: { LL: off }\n", "t.yaml"), Error);
 }
 

@@ -14,7 +14,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -119,9 +120,9 @@ void parse_tuning_entry(const std::string& text, double& latency_us, double& ban
 std::string tuning_table_yaml(const NcclTuningTable& logged) {
   if (!logged.given()) return {};
   std::string y = fmt::format(
-      "  # NCCL's own TUNING table ({}), for {} ranks on {} node{}: base latency / algorithm bandwidth\n"
-      "  # per function, algorithm and protocol, as NCCL computed them there (not fitted). Calls of\n"
-      "  # this communicator use them; other rank or node counts use NCCL's model.\n",
+      "  # NCCL's own TUNING table, {}: for {} ranks on {} node{}, base\n"
+      "  # latency / algorithm bandwidth per function, algorithm and protocol as NCCL computed them\n"
+      "  # (not fitted); other rank or node counts use NCCL's model.\n",
       logged.source.empty() ? "from a log" : "from " + logged.source, logged.ranks, logged.nodes,
       logged.nodes == 1 ? "" : "s");
   y += "  tuning_table:\n";

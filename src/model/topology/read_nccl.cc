@@ -169,16 +169,17 @@ void read_tuning_table(const Ctx& ctx, const YAML::Node& node, NcclTuningTable& 
   const std::string path = "nccl.tuning_table";
   MapReader t(ctx, node, path,
               {"ranks", "nodes", "source", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"});
-  out.ranks = static_cast<int>(read_int(ctx, t.require("ranks", "the ranks NCCL tuned for"), path + ".ranks", 1, 1 << 24));
-  out.nodes = static_cast<int>(read_int(ctx, t.require("nodes", "the nodes NCCL tuned for"), path + ".nodes", 1, 1 << 24));
+  out.ranks =
+      static_cast<int>(read_int(ctx, t.require("ranks", "the ranks NCCL tuned for"), path + ".ranks", 1, 1 << 24));
+  out.nodes =
+      static_cast<int>(read_int(ctx, t.require("nodes", "the nodes NCCL tuned for"), path + ".nodes", 1, 1 << 24));
   if (auto s = t.optional("source")) out.source = scalar(ctx, *s, path + ".source");
   for (int f = 0; f < nccl::kNumFunctions; ++f) {
     const std::string fname(nccl::kFunctionNames[f]);
     auto fnode = t.optional(fname.c_str());
     if (!fnode) continue;
     const std::string fpath = child_path(path, fname);
-    MapReader algos(ctx, *fnode, fpath,
-                    {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"});
+    MapReader algos(ctx, *fnode, fpath, {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"});
     for (int a = 0; a < nccl::kNumAlgorithms; ++a) {
       const std::string aname(nccl::kAlgorithmNames[a]);
       auto anode = algos.optional(aname.c_str());
@@ -207,10 +208,31 @@ void read_tuning_table(const Ctx& ctx, const YAML::Node& node, NcclTuningTable& 
 
 void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& out) {
   MapReader nccl(ctx, node, "nccl",
-                 {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth",
-                  "version", "compute_capability", "nvlinks_per_gpu", "nvlink_bandwidth", "nvls", "nvlink_domain",
-                  "collnet", "cpu", "pcie", "nic_speed", "net_latency", "launch_overhead", "graph_launch_overhead",
-                  "gpus_per_thread", "cuda_graphs", "bandwidth_scale", "latency_offset", "graphs", "algo", "proto",
+                 {"base_latency",
+                  "intra_hop_latency",
+                  "inter_hop_latency",
+                  "bandwidth_fraction",
+                  "bus_bandwidth",
+                  "version",
+                  "compute_capability",
+                  "nvlinks_per_gpu",
+                  "nvlink_bandwidth",
+                  "nvls",
+                  "nvlink_domain",
+                  "collnet",
+                  "cpu",
+                  "pcie",
+                  "nic_speed",
+                  "net_latency",
+                  "launch_overhead",
+                  "graph_launch_overhead",
+                  "gpus_per_thread",
+                  "cuda_graphs",
+                  "bandwidth_scale",
+                  "latency_offset",
+                  "graphs",
+                  "algo",
+                  "proto",
                   "tuning_table"});
   // The latency tables come together; without them the section states only what NCCL's tuning
   // model reads, and the closed forms treat the topology as one without NCCL constants.

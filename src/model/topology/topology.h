@@ -137,8 +137,9 @@ struct NcclTuningEntry {
   double bandwidth_GBps = 0;                      // comm->bandwidths, GB/s (1e9 B/s); 0: NCCL disabled it
 };
 struct NcclTuningTable {
-  int ranks = 0, nodes = 0;  // the communicator NCCL tuned for: the table applies to calls of exactly it
-  std::string source;        // where it was logged ("run.log, NCCL 2.28.9"), for the written comment
+  // The communicator NCCL tuned for: the table applies to calls of exactly it.
+  int ranks = 0, nodes = 0;
+  std::string source;                    // where it was logged ("run.h5, NCCL 2.28.9"), for the written comment
   std::vector<NcclTuningEntry> entries;  // the entries logged; the others stay NCCL's model's
   bool given() const { return !entries.empty(); }
 };

@@ -82,8 +82,8 @@ int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
     const bool used = &t == &files.nccl_tuning_tables.front();
     if (used) base.nccl.machine.tuning_table = t;
     std::cout << "  NCCL's TUNING table of " << t.source << " (" << t.ranks << " ranks on " << t.nodes << " node"
-              << (t.nodes == 1 ? "" : "s") << "): " << (used ? "written as nccl.tuning_table" : "not used (one table per topology)")
-              << "\n";
+              << (t.nodes == 1 ? "" : "s")
+              << "): " << (used ? "written as nccl.tuning_table" : "not used (one table per topology)") << "\n";
   }
   std::vector<NcclSample> samples = nccl_samples(files);
   if (!o.collectives.empty()) {
@@ -125,7 +125,9 @@ int cmd_calibrate(int argc, char** argv) {
                   "protocols (--protocols LL,LL128,Simple), NCCL's base latency, hop latency and bus bandwidth per "
                   "algorithm x protocol (the nccl: section); given only files of NCCL runs and no probe (nccl-tests "
                   "output imported with `commsim import`), NCCL's model alone: the share of its per-channel "
-                  "bandwidth the machine reaches and a latency offset per call. Prints R^2, "
+                  "bandwidth the machine reaches and a latency offset per call, on top of NCCL's own TUNING "
+                  "table where the imported log printed one (NCCL_DEBUG_SUBSYS=TUNING; written as "
+                  "nccl.tuning_table, not fitted). Prints R^2, "
                   "residuals and held-out checks (fit on every other size, error on the sizes between; the collective "
                   "fit's check also keeps the largest size, so it never extrapolates), and writes a "
                   "topology file that `commsim predict` and `commsim run` accept.",
