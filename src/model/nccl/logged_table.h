@@ -7,7 +7,7 @@
 // numbers for that machine.
 //
 // The printed layout (graph/tuning.cc:499-539 at v2.28.9-1; the same from 2.18.1, whose
-// tuning.cc:305-334 prints 6 algorithms in two blocks), one INFO line each, per block of three
+// tuning.cc:291-325 prints 6 algorithms in two blocks), one INFO line each, per block of three
 // algorithms:
 //   "  Algorithm   |" then " %14s   %14s   %14s |" per algorithm (its name centred);
 //   "  Protocol    |" then " %14s |" per protocol, three times (LL LL128 Simple);
