@@ -6,8 +6,9 @@ source) is imported with `commsim import` onto the preset that describes its mac
 specifications (configs/topologies/; none of them is fitted to these logs), and `commsim report`
 compares NCCL's model with what was measured. Printed per setup: the points compared, the median
 |error| below 64 KiB and from 64 KiB, the signed median error (+: the model is slower than the
-measurement) and, where the log names what NCCL ran at each size, how often the model's pick is the
-same; then the totals.
+measurement) and, where the log names what NCCL ran at each size (NCCL's per-call `Algo X proto Y`
+lines, NCCL_DEBUG_SUBSYS=TUNING, which `commsim import` keeps per row), how often NCCL's model
+(`commsim predict --algorithms nccl`) picks the same algorithm and protocol; then the totals.
 
     analysis/nccl_corpus.py [--data DIR] [--markdown] [--only SUBSTRING] [--holdout]
 
@@ -19,6 +20,7 @@ The binary is $COMMSIM_BIN, else build/src/runtime/commsim. Out-of-place rows ar
 in-place rows of nccl-tests repeat them)."""
 
 import argparse
+import csv
 import json
 import os
 import statistics
@@ -124,8 +126,7 @@ def judge(binary, data, setup_id, workdir, holdout_mode=False):
         # nothing: NCCL returns at once, so there is no collective to judge.
         pts = pts[(pts["collective"] == COLLECTIVES.get(coll, coll)) & (pts["bytes"] > 0)]
         rel = ((pts["predicted_us"] - pts["measured_median_us"]) / pts["measured_median_us"]).dropna()
-        picks = [x for x in verdict.get("nccl_choices", {}).get("rows", []) if x.get("nccl_pick")]
-        same = sum(1 for x in picks if x["nccl_pick"] == x.get("model_pick"))
+        picks, same = pick_named(binary, pts, preset, nodes, gpn, COLLECTIVES.get(coll, coll), verdict)
         small = rel[pts.loc[rel.index, "bytes"] < 65536].abs()
         large = rel[pts.loc[rel.index, "bytes"] >= 65536].abs()
         held = holdout(binary, out, workdir, COLLECTIVES.get(coll, coll)) if holdout_mode else None
@@ -133,8 +134,47 @@ def judge(binary, data, setup_id, workdir, holdout_mode=False):
                      "below": statistics.median(small) if len(small) else None,
                      "from": statistics.median(large) if len(large) else None,
                      "signed": statistics.median(rel) if len(rel) else None,
-                     "picks": len(picks), "same": same})
+                     "picks": picks, "same": same})
     return preset, nodes, gpn, meta, rows
+
+
+# commsim's forced NCCL algorithms by NCCL's names, as the per-call lines and nccl_algo spell them.
+NCCL_NAMES = {"nccl-ring": "Ring", "nccl-tree": "Tree", "nccl-nvls": "NVLS", "nccl-nvlstree": "NVLSTree",
+              "nccl-collnet-direct": "CollNetDirect", "nccl-collnet-chain": "CollNetChain", "nccl-pat": "PAT"}
+
+
+def model_picks(binary, preset, nodes, gpn, collective, sizes):
+    """NCCL's model's pick per size, as `commsim predict --algorithms nccl` names it in its note
+    ("NCCL's model picks nccl-nvls/Simple"), in NCCL's spelling: {bytes: "NVLS/Simple"}."""
+    r = run([binary, "predict", "--topology", preset, "--collectives", collective, "--algorithms", "nccl",
+             "--sizes", ",".join(str(b) for b in sizes), "--nodes", str(nodes), "--gpus-per-node", str(gpn),
+             "--format", "csv"])
+    picks = {}
+    if r.returncode != 0:
+        return picks
+    lines = r.stdout.splitlines()
+    head = next((i for i, l in enumerate(lines) if l.startswith("collective,")), None)
+    if head is None:
+        return picks
+    for row in csv.DictReader(lines[head:]):
+        note = row.get("note", "")
+        if note.startswith("NCCL's model picks "):
+            algo, _, proto = note.split()[-1].partition("/")
+            picks[int(row["bytes"])] = NCCL_NAMES.get(algo, algo) + "/" + proto
+    return picks
+
+
+def pick_named(binary, pts, preset, nodes, gpn, collective, verdict):
+    """Sizes where the log names what NCCL ran (per-call `Algo X proto Y` lines, imported into
+    nccl_algo / nccl_proto), and how many of them NCCL's model picks the same for: (picks, same).
+    Where a setup measured forced variants instead, report's NCCL-choice rows say it."""
+    logged = pts[(pts["algorithm"] == "nccl") & (pts["nccl_algo"] != "")]
+    if len(logged):
+        model = model_picks(binary, preset, nodes, gpn, collective, sorted(set(int(b) for b in logged["bytes"])))
+        ran = [(int(b), f"{a}/{p}") for b, a, p in zip(logged["bytes"], logged["nccl_algo"], logged["nccl_proto"])]
+        return len(ran), sum(1 for b, pick in ran if model.get(b) == pick)
+    rows = [x for x in verdict.get("nccl_choices", {}).get("rows", []) if x.get("nccl_pick")]
+    return len(rows), sum(1 for x in rows if x["nccl_pick"] == x.get("model_pick"))
 
 
 def holdout(binary, h5, workdir, collective):

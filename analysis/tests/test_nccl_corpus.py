@@ -29,3 +29,26 @@ def test_holdout_on_two_setups():
                   r"([\d.]+)% from 64 KiB", r.stdout)
     assert m, r.stdout
     assert float(m.group(1)) < 10 and float(m.group(2)) < 10
+
+
+def test_pick_named_from_the_per_call_lines(tmp_path):
+    """A setup whose log prints NCCL's per-call `Algo X proto Y` lines (tests/collectives/data/
+    nccl-2.28.9-tuning-table.log, one 8-GPU H100 node): the "NCCL's pick named" column compares each
+    size's logged pick with NCCL's model's (Ring/LL to 512 KiB, NVLS/Simple from 4 MiB: 7 of 7), and
+    a pick the model does not make (Tree/LL at 1 KiB) is counted as missed."""
+    fixture = os.path.join(os.path.dirname(ANALYSIS), "tests", "collectives", "data", "nccl-2.28.9-tuning-table.log")
+    env = dict(os.environ, COMMSIM_BIN=find_binary())
+    with open(fixture) as f:
+        log = f.read()
+    for name, text in (("nvidia_dgxc_h100_1n_a", log),
+                       ("nvidia_dgxc_h100_1n_b", log.replace("AllReduce: 1024 Bytes -> Algo RING", "AllReduce: 1024 Bytes -> Algo TREE"))):
+        (tmp_path / "raw").mkdir(exist_ok=True)
+        (tmp_path / "raw" / (name + ".txt")).write_text(text)
+        (tmp_path / (name + ".csv")).write_text("# source: tests/collectives/data/nccl-2.28.9-tuning-table.log\n"
+                                                "collective,bytes\nall_reduce,1024\n")
+    r = subprocess.run([sys.executable, os.path.join(ANALYSIS, "nccl_corpus.py"), "--data", str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[0]: line.split()[-1] for line in r.stdout.splitlines() if line.startswith(" nvidia_dgxc")}
+    assert rows == {"nvidia_dgxc_h100_1n_a": "7/7", "nvidia_dgxc_h100_1n_b": "6/7"}, r.stdout
+    assert "NCCL's logged pick named by the model: 13 of 14 sizes" in r.stdout

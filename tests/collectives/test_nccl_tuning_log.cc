@@ -77,6 +77,33 @@ TEST(NcclTuningLog, OldNumericFormat) {
   EXPECT_FALSE(parse_nccl_tuning_line("h:1:1 [0] NCCL INFO 4096 Bytes -> Algo 1 proto 3 time 1.0"));
 }
 
+// 2.24+ spells the algorithms as ncclAlgoToString does (collectives.cc:58-69 at v2.28.9-1); they
+// are written as the TUNING table names them.
+TEST(NcclTuningLog, UnderscoredAlgorithmNames) {
+  for (const auto& [printed, name] : {std::pair<const char*, const char*>{"NVLS_TREE", "NVLSTree"},
+                                      {"COLLNET_DIRECT", "CollNetDirect"},
+                                      {"COLLNET_CHAIN", "CollNetChain"}}) {
+    auto t = parse_nccl_tuning_line(std::string("h:1:1 [0] NCCL INFO AllReduce: 8388608 Bytes -> Algo ") + printed +
+                                    " proto SIMPLE channel{Lo..Hi}={0..15}");
+    ASSERT_TRUE(t) << printed;
+    EXPECT_EQ(t->algorithm, name);
+    EXPECT_EQ(t->protocol, "Simple");
+  }
+}
+
+// 2.23 (enqueue.cc:1855 at v2.23.4-1): the function, then NCCL's indices and the estimated time.
+TEST(NcclTuningLog, NumericFormatWithTheFunction) {
+  auto t = parse_nccl_tuning_line("h:1:1 [0] NCCL INFO AllGather: 262144 Bytes -> Algo 1 proto 1 time 54.707825");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->function, "AllGather");
+  EXPECT_EQ(t->bytes, 262144u);
+  EXPECT_EQ(t->algorithm, "Ring");
+  EXPECT_EQ(t->protocol, "LL128");
+  EXPECT_EQ(t->channels, 0);
+  EXPECT_FALSE(parse_nccl_tuning_line("h:1:1 [0] NCCL INFO AllGather: 262144 Bytes -> Algo 1 proto 1 time x"));
+  EXPECT_FALSE(parse_nccl_tuning_line("h:1:1 [0] NCCL INFO AllGather: 262144 Bytes -> Algo 1 proto 1"));
+}
+
 TEST(NcclTuningLog, SymmetricKernel) {
   auto t = parse_nccl_tuning_line(
       "h:1:1 [0] NCCL INFO AllGather [Symmetric]: 65536 Bytes -> Kernel AllGather_LL nchannels 8 nthreads 512 nWorks "

@@ -2,7 +2,8 @@
 # `commsim import` end to end, as a user runs it: two published nccl-tests logs (one with `#  Rank`
 # lines and five collectives; one of the old format under mpirun's tags, without them) into one
 # results file, then `commsim report` on it, with the predictions made at import and again on
-# another topology. Also: a log with a bad row writes no file and names the line.
+# another topology. Also: a log with a bad row writes no file and names the line; calibrate on an
+# import alone, and on one whose log holds NCCL's TUNING table.
 # Usage: import_nccl_tests.sh COMMSIM_BINARY DATA_DIR WORK_DIR
 set -euo pipefail
 bin=$1
@@ -62,4 +63,28 @@ expect "predictions recomputed on topology 'fitted'" fitted_report.txt
 "$bin" import "$data/raw/oci_tut_a100_1n.txt" --out notopo.h5 >/dev/null
 if "$bin" calibrate notopo.h5 --out nofit.yaml >/dev/null 2>nofit.err; then fail "fitted without a topology"; fi
 expect "pass --topology NAME" nofit.err
+# NCCL's TUNING table (tests/collectives/data/nccl-2.28.9-tuning-table.log, printed with
+# NCCL_DEBUG_SUBSYS=TUNING): kept by import, written by calibrate as nccl.tuning_table (the two
+# fitted terms on top), and the written topology predicts AllReduce Ring/LL with the log's
+# 12.0 us / 70.0 GB/s.
+"$bin" import "$data/../../collectives/data/nccl-2.28.9-tuning-table.log" --topology dgx-h100 --out tuned.h5 >tuned_import.txt
+expect "14 rows, 8 ranks on 1 node, NCCL 2.28.9, NCCL's TUNING table kept" tuned_import.txt
+"$bin" calibrate tuned.h5 --topology dgx-h100 --out tuned.yaml >tuned_calibrate.txt
+expect "NCCL's TUNING table of tuned.h5, NCCL 2.28.9 (8 ranks on 1 node): written as nccl.tuning_table" tuned_calibrate.txt
+expect "tuning_table:" tuned.yaml
+expect "Ring: { LL: 12 us / 70 GB/s, LL128: 40.6 us / 189.3 GB/s, Simple: 56 us / 205.7 GB/s }" tuned.yaml
+expect "NVLS: { LL: off, LL128: off, Simple: 25 us / 272 GB/s }" tuned.yaml
+# predict on the written topology: 12 us + 1 MiB / (70 GB/s x bandwidth_scale) + latency_offset.
+"$bin" predict --topology tuned.yaml --collectives allreduce --algorithms nccl-ring --protocols LL --sizes 1MiB \
+  --nodes 1 --gpus-per-node 8 --format csv >tuned_predict.csv
+predicted=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "predicted_us") c = i } NR == 2 { print $c }' tuned_predict.csv)
+scale=$(awk '$1 == "bandwidth_scale:" { print $2 }' tuned.yaml)
+offset=$(awk '$1 == "latency_offset:" { print ($3 == "us" ? $2 : $2 * 1e6) }' tuned.yaml)
+awk -v p="$predicted" -v s="${scale:-1}" -v o="${offset:-0}" 'BEGIN {
+  want = 12.0 + 1048576 / (70.0 * 1e3 * s) + o
+  if (p - want > 1e-3 || want - p > 1e-3) { printf "predicted %s us, the log gives %.4f us\n", p, want; exit 1 }
+}' || fail "predict did not use the log's Ring/LL numbers"
+
+# The sweep's log has no table: fitted.yaml has none.
+if grep -qF "tuning_table:" fitted.yaml; then fail "fitted.yaml has a tuning_table"; fi
 echo "import end to end: ok"

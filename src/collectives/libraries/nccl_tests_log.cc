@@ -12,6 +12,7 @@
 #include <set>
 
 #include "model/error.h"
+#include "model/nccl/ids.h"
 
 namespace commsim {
 namespace {
@@ -194,6 +195,7 @@ class TextReader {
   std::string where(int line) const { return name_ + ":" + std::to_string(line) + ": "; }
   void fail(int line, const std::string& what) { log_.error = where(line) + what; }
   void nccl_message(std::string_view message);
+  void table_line(std::string_view text);
   void comment(std::string_view content, int number);
   void other(std::string_view text);
   bool row_text(std::string_view text, int number, bool spliced);
@@ -208,6 +210,8 @@ class TextReader {
   int pending_line_ = 0;
   std::vector<NcclTuningLine> tuning_;  // per-call lines since the last row
   bool in_table_ = false;               // inside NCCL's first TUNING table
+  bool table_done_ = false;             // the first TUNING table is complete
+  std::set<std::string> table_algorithms_;  // the algorithms its blocks named
   bool table_open_ = false;             // a header or a row seen since the last footer
   int table_line_ = 0;
   std::map<std::string, std::string> env_;
@@ -254,17 +258,35 @@ void TextReader::nccl_message(std::string_view message) {
     log_.nccl_ranks = std::stoi(m[1].str());
     log_.nccl_nodes = std::stoi(m[2].str());
   }
-  // The TUNING table: its lines are the only INFO lines with '|'; the first table only (each
-  // communicator prints one).
   std::size_t info = message.find("NCCL INFO ");
-  std::string_view text = info == std::string_view::npos ? "" : trim(message.substr(info + 10));
-  if (text.find('|') == std::string_view::npos) {
-    in_table_ = false;
-  } else {
-    if (text.rfind("Algorithm", 0) == 0) in_table_ = log_.nccl_tuning_table.empty();
-    if (in_table_) log_.nccl_tuning_table.emplace_back(text);
-  }
+  if (info != std::string_view::npos) table_line(trim(message.substr(info + 10)));
   scan_settings(message, env_);
+}
+
+// The TUNING table (model/nccl/logged_table.h): "Algorithm |", "Protocol |", "Max NThreads |"
+// and one "<Function> |" line per block of three algorithms, the blocks in a row. Only the first
+// table is kept (each communicator prints one): it ends at the first result row, or at an
+// Algorithm line naming an algorithm the table already has (the next communicator's). Other INFO
+// lines may come between its lines (other ranks print too); "threadThresholds a/b/c | ..." is not
+// one of its lines.
+void TextReader::table_line(std::string_view text) {
+  if (table_done_ || text.find('|') == std::string_view::npos) return;
+  const std::string_view head = trim(text.substr(0, text.find('|')));
+  if (head == "Algorithm") {
+    std::vector<std::string> names = split_ws(text.substr(text.find('|')));
+    std::erase(names, "|");
+    for (std::string& n : names) {
+      if (!n.empty() && n.back() == '|') n.pop_back();
+      if (table_algorithms_.count(n)) table_done_ = true;
+    }
+    if (table_done_) return;
+    table_algorithms_.insert(names.begin(), names.end());
+    in_table_ = true;
+  } else if (!in_table_ || (head != "Protocol" && head != "Max NThreads" &&
+                            std::ranges::find(nccl::kFunctionNames, head) == nccl::kFunctionNames.end())) {
+    return;
+  }
+  log_.nccl_tuning_table.emplace_back(text);
 }
 
 void TextReader::other(std::string_view text) {
@@ -432,6 +454,7 @@ bool TextReader::finish_row() {
   log_.rows.push_back(std::move(row));
   pending_.clear();
   tuning_.clear();
+  table_done_ = table_done_ || !log_.nccl_tuning_table.empty();
   if (!table_open_) table_line_ = pending_line_;
   table_open_ = true;
   return true;

@@ -14,7 +14,8 @@
 //    `0: ` (--label);
 //  - NCCL's own lines (`host:pid:tid [dev] NCCL INFO ...`), also where NCCL printed them in the
 //    middle of a row (the row goes on after them); among them the per-call TUNING lines
-//    (nccl_tuning_log.h), which give the algorithm and protocol of each row's calls;
+//    (nccl_tuning_log.h), which give the algorithm and protocol of each row's calls (the lines of
+//    the row's size printed since the previous row), and NCCL's TUNING table;
 //  - the metadata: `# nccl-tests version`, the parameter line (`# nThread 1 nGpus 8 ... iters: 20`),
 //    the `#  Rank  N Group  G Pid P on HOST device D [BUS] NAME` lines (ranks, hosts, GPUs),
 //    `NCCL version 2.x.y`, `# Collective test starting: all_reduce_perf`, the command line when it
@@ -93,9 +94,10 @@ struct NcclTestsLog {
   // From NCCL's own line "comm 0x... rank 0 nRanks 16 nNodes 2 localRanks 8 ..." (NCCL_DEBUG=INFO,
   // NCCL 2.12 and later); 0 when not logged.
   int nccl_ranks = 0, nccl_nodes = 0;
-  // NCCL's TUNING table (NCCL_DEBUG_SUBSYS=TUNING, printed once per communicator at init: a
-  // "Algorithm | Tree | Ring ..." line, a protocol line, then one line per collective), the first
-  // one logged, each line as printed after "NCCL INFO"; empty when not logged.
+  // NCCL's TUNING table (NCCL_DEBUG_SUBSYS=TUNING, printed by rank 0 of each communicator at init:
+  // per block of three algorithms an "Algorithm |" line, a "Protocol |" line, a "Max NThreads |"
+  // line and one line per function; model/nccl/logged_table.h reads it), the first table logged,
+  // every block, each line as printed after "NCCL INFO"; empty when not logged.
   std::vector<std::string> nccl_tuning_table;
   std::vector<NcclTestsSummary> summaries;
   std::vector<NcclTestsRow> rows;

@@ -15,10 +15,15 @@ constexpr std::string_view kInfo = "NCCL INFO ";
 constexpr std::string_view kAlgorithms[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr std::string_view kProtocols[] = {"LL", "LL128", "Simple"};
 
+// Equal in any letter case and without underscores: the per-call lines of 2.24+ spell NCCL's
+// algorithms NVLS_TREE, COLLNET_DIRECT, COLLNET_CHAIN (collectives.cc, ncclAlgoToString).
 bool iequal(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
+  std::string x, y;
+  for (char c : a)
+    if (c != '_') x += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : b)
+    if (c != '_') y += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return x == y;
 }
 
 template <typename T>
@@ -117,14 +122,15 @@ std::optional<NcclTuningLine> parse_nccl_tuning_line(std::string_view line) {
   if (token(msg, pos) != "proto") return std::nullopt;
   const std::string_view proto = token(msg, pos);
   if (!is_word(algo) || !is_word(proto)) return std::nullopt;
-  if (t.function.empty()) {
-    // Old format: NCCL's indices.
+  if (t.function.empty() || to_number<int>(algo)) {
+    // NCCL's indices (2.20-2.23), then " time <us>".
     const auto a = to_number<int>(algo), p = to_number<int>(proto);
     if (!a || !p || *a < 0 || *a >= static_cast<int>(std::size(kAlgorithms)) || *p < 0 ||
         *p >= static_cast<int>(std::size(kProtocols)))
       return std::nullopt;
     t.algorithm = std::string(kAlgorithms[*a]);
     t.protocol = std::string(kProtocols[*p]);
+    if (token(msg, pos) != "time" || !to_number<double>(token(msg, pos))) return std::nullopt;
     return t;
   }
   t.algorithm = canonical_nccl_algorithm(algo);

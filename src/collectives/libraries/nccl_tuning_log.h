@@ -4,18 +4,22 @@
 //
 // The lines it reads, as NCCL prints them on rank 0 (prefix "host:pid:tid [cudaDev] NCCL INFO ",
 // src/debug.cc; an optional timestamp before it is ignored):
-//  - NCCL 2.19 and later, src/enqueue.cc (scheduleCollTasksToPlan), one line per collective call:
+//  - NCCL 2.24 and later, src/enqueue.cc:741 at v2.28.9-1 (:678 at v2.24.3-1), one line per call:
 //      "%s: %ld Bytes -> Algo %s proto %s channel{Lo..Hi}={%d..%d}"
-//    e.g. "AllReduce: 4194304 Bytes -> Algo Ring proto Simple channel{Lo..Hi}={0..3}"; some builds
-//    append " comm 0x..."; the algorithm and protocol names are NCCL's (Tree, Ring, CollNetDirect,
-//    CollNetChain, NVLS, NVLSTree, PAT; LL, LL128, Simple), in any letter case;
+//    e.g. "AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..3}"; some builds
+//    append " comm 0x..."; the names are ncclAlgoToString / ncclProtoToString's (TREE, RING,
+//    COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT; LL, LL128, SIMPLE), read in any letter
+//    case with or without the underscores and written as the TUNING table's (NVLSTree, Simple);
 //  - NCCL 2.27 and later, src/scheduler/symmetric_sched.cc, a call run by a symmetric kernel:
 //      "%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d nthreads %d nWorks %d"
 //    (algorithm "Symmetric", the kernel's name as the protocol);
-//  - NCCL 2.18 and earlier, src/enqueue.cc (getAlgoInfo), without the collective's name:
-//      "%ld Bytes -> Algo %d proto %d time %f"
+//  - NCCL 2.23, src/enqueue.cc:1855 at v2.23.4-1:
+//      "%s: %ld Bytes -> Algo %d proto %d time %f"
+//  - NCCL 2.20 to 2.22, src/enqueue.cc:1498 at v2.20.5-1 (:1613 at v2.22.3-1), without the
+//    function: "%ld Bytes -> Algo %d proto %d time %f"
 //    with NCCL's indices (algorithm 0 Tree, 1 Ring, 2 CollNetDirect, 3 CollNetChain, 4 NVLS,
-//    5 NVLSTree, 6 PAT; protocol 0 LL, 1 LL128, 2 Simple) and no channel count.
+//    5 NVLSTree, 6 PAT; protocol 0 LL, 1 LL128, 2 Simple) and no channel count. Up to 2.19 NCCL
+//    logs no per-call choice at INFO level.
 // Every other line (other INFO subsystems, WARN lines, a line cut short) is not a tuning line.
 #include <cstdint>
 #include <optional>

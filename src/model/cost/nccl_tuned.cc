@@ -10,6 +10,7 @@
 #include "model/cost/closed_forms.h"
 #include "model/error.h"
 #include "model/nccl/from_topology.h"
+#include "model/nccl/logged_table.h"
 #include "model/nccl/tuning.h"
 
 namespace commsim::closed_forms {
@@ -69,7 +70,10 @@ std::string why_disabled(const nccl::System& s, Collective c, nccl::Algorithm a)
 Cost tuned_collective(const Topology& t, const CostQuery& q, Seconds call_s) {
   const nccl::Version& version = version_of(t, q);
   const nccl::System system = nccl::nccl_system(t, q.nodes, q.ranks_per_node, version);
-  const nccl::TuningTable table = nccl::tune_model(system, version);
+  nccl::TuningTable table = nccl::tune_model(system, version);
+  // NCCL's own table from a log of this machine (nccl.tuning_table) replaces the model's entries.
+  nccl::apply_tuning_table(table, t.nccl.machine.tuning_table, q.nodes, q.nodes * q.ranks_per_node,
+                           t.nccl.machine.bandwidth_scale);
   nccl::Call call;
   call.function = nccl_function(q.collective);
   call.nBytes = static_cast<std::size_t>(q.bytes);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <string>
 
+#include "model/nccl/logged_table.h"
 #include "model/nccl/system.h"
 #include "model/nccl/versions.h"
 #include "model/topology/yaml_fields.h"
@@ -162,14 +163,77 @@ void read_nccl_machine(const MapReader& nccl, NcclMachine& m) {
   }
 }
 
+// nccl.tuning_table: NCCL's TUNING table from a log (model/nccl/logged_table.h), one map per
+// function, one flow map per algorithm: { LL: 7.2 us / 141 GB/s, LL128: off, ... }.
+void read_tuning_table(const Ctx& ctx, const YAML::Node& node, NcclTuningTable& out) {
+  const std::string path = "nccl.tuning_table";
+  MapReader t(ctx, node, path,
+              {"ranks", "nodes", "source", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"});
+  out.ranks =
+      static_cast<int>(read_int(ctx, t.require("ranks", "the ranks NCCL tuned for"), path + ".ranks", 1, 1 << 24));
+  out.nodes =
+      static_cast<int>(read_int(ctx, t.require("nodes", "the nodes NCCL tuned for"), path + ".nodes", 1, 1 << 24));
+  if (auto s = t.optional("source")) out.source = scalar(ctx, *s, path + ".source");
+  for (int f = 0; f < nccl::kNumFunctions; ++f) {
+    const std::string fname(nccl::kFunctionNames[f]);
+    auto fnode = t.optional(fname.c_str());
+    if (!fnode) continue;
+    const std::string fpath = child_path(path, fname);
+    MapReader algos(ctx, *fnode, fpath, {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"});
+    for (int a = 0; a < nccl::kNumAlgorithms; ++a) {
+      const std::string aname(nccl::kAlgorithmNames[a]);
+      auto anode = algos.optional(aname.c_str());
+      if (!anode) continue;
+      const std::string apath = child_path(fpath, aname);
+      MapReader protos(ctx, *anode, apath, {"LL", "LL128", "Simple"});
+      for (int p = 0; p < nccl::kNumProtocols; ++p) {
+        const std::string pname(nccl::kProtocolNames[p]);
+        auto v = protos.optional(pname.c_str());
+        if (!v) continue;
+        NcclTuningEntry e{f, a, p, 0, 0};
+        const std::string field = child_path(apath, pname);
+        try {
+          nccl::parse_tuning_entry(scalar(ctx, *v, field), e.latency_us, e.bandwidth_GBps);
+        } catch (const Error& err) {
+          fail(ctx, v->Mark(), field, err.what());
+        }
+        out.entries.push_back(e);
+      }
+    }
+  }
+  if (out.entries.empty()) fail(ctx, node.Mark(), path, "no entry: give at least one function's algorithms");
+}
+
 }  // namespace
 
 void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& out) {
   MapReader nccl(ctx, node, "nccl",
-                 {"base_latency", "intra_hop_latency", "inter_hop_latency", "bandwidth_fraction", "bus_bandwidth",
-                  "version", "compute_capability", "nvlinks_per_gpu", "nvlink_bandwidth", "nvls", "nvlink_domain",
-                  "collnet", "cpu", "pcie", "nic_speed", "net_latency", "launch_overhead", "graph_launch_overhead",
-                  "gpus_per_thread", "cuda_graphs", "bandwidth_scale", "latency_offset", "graphs", "algo", "proto"});
+                 {"base_latency",
+                  "intra_hop_latency",
+                  "inter_hop_latency",
+                  "bandwidth_fraction",
+                  "bus_bandwidth",
+                  "version",
+                  "compute_capability",
+                  "nvlinks_per_gpu",
+                  "nvlink_bandwidth",
+                  "nvls",
+                  "nvlink_domain",
+                  "collnet",
+                  "cpu",
+                  "pcie",
+                  "nic_speed",
+                  "net_latency",
+                  "launch_overhead",
+                  "graph_launch_overhead",
+                  "gpus_per_thread",
+                  "cuda_graphs",
+                  "bandwidth_scale",
+                  "latency_offset",
+                  "graphs",
+                  "algo",
+                  "proto",
+                  "tuning_table"});
   // The latency tables come together; without them the section states only what NCCL's tuning
   // model reads, and the closed forms treat the topology as one without NCCL constants.
   const bool tables = nccl.has("base_latency") || nccl.has("intra_hop_latency") || nccl.has("inter_hop_latency");
@@ -192,6 +256,7 @@ void read_nccl_section(const Ctx& ctx, const YAML::Node& node, NcclConstants& ou
   }
   if (auto bw = nccl.optional("bus_bandwidth")) read_nccl_bandwidths(nccl, *bw, out.bus_bw_Bps);
   read_nccl_machine(nccl, out.machine);
+  if (auto v = nccl.optional("tuning_table")) read_tuning_table(ctx, *v, out.machine.tuning_table);
   out.present = tables;
 }
 

@@ -127,6 +127,23 @@ struct NcclGraphOverride {
   bool given() const { return channels > 0; }
 };
 
+// NCCL's TUNING table as NCCL printed it on a machine (NCCL_DEBUG_SUBSYS=TUNING; the
+// `nccl.tuning_table` section, written by `commsim calibrate` from an imported log, read by
+// model/nccl/logged_table.h): NCCL's own base latency and algorithm bandwidth per function x
+// algorithm x protocol, for the ranks and nodes it was logged on.
+struct NcclTuningEntry {
+  int function = 0, algorithm = 0, protocol = 0;  // NCCL's indices (model/nccl/ids.h)
+  double latency_us = 0;                          // comm->latencies, us
+  double bandwidth_GBps = 0;                      // comm->bandwidths, GB/s (1e9 B/s); 0: NCCL disabled it
+};
+struct NcclTuningTable {
+  // The communicator NCCL tuned for: the table applies to calls of exactly it.
+  int ranks = 0, nodes = 0;
+  std::string source;                    // where it was logged ("run.h5, NCCL 2.28.9"), for the written comment
+  std::vector<NcclTuningEntry> entries;  // the entries logged; the others stay NCCL's model's
+  bool given() const { return !entries.empty(); }
+};
+
 // What NCCL's own tuning model (src/model/nccl, see from_topology.h) reads about the cluster beyond
 // the tiers: the machine fields of the `nccl:` section. Every field is optional; the defaults
 // (stated per field, applied by nccl_system()) describe a uniform node from gpus_per_node,
@@ -161,6 +178,7 @@ struct NcclMachine {
   // a call's latency never goes below 0).
   double bandwidth_scale = 1;
   Seconds latency_offset_s = 0;
+  NcclTuningTable tuning_table;  // nccl.tuning_table: NCCL's own numbers from its log
 };
 
 // The rows of NcclConstants' tables, in NCCL's order (NCCL_ALGO_TREE = 0, NCCL_ALGO_RING = 1;

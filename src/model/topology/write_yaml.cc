@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/nccl/logged_table.h"
 #include "model/topology/topology.h"
 
 namespace commsim {
@@ -101,7 +102,7 @@ bool nccl_machine_given(const NcclMachine& m) {
          m.launch_s != d.launch_s || m.graph_launch_s != d.graph_launch_s || m.gpus_per_thread != d.gpus_per_thread ||
          m.cuda_graphs != d.cuda_graphs || m.bandwidth_scale != d.bandwidth_scale ||
          m.latency_offset_s != d.latency_offset_s || m.ring.given() || m.tree.given() || m.nvls_graph.given() ||
-         !m.algo.empty() || !m.proto.empty();
+         !m.algo.empty() || !m.proto.empty() || m.tuning_table.given();
 }
 
 // The machine fields of `nccl:` that differ from their defaults, as read_nccl.cc reads them.
@@ -153,6 +154,7 @@ void write_nccl_machine(YamlOut& y, const NcclMachine& m) {
   }
   if (!m.algo.empty()) y.line(2, "algo", yaml_quote(m.algo), "nccl.algo");
   if (!m.proto.empty()) y.line(2, "proto", yaml_quote(m.proto), "nccl.proto");
+  y.raw(nccl::tuning_table_yaml(m.tuning_table));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "collectives/elements/dtype.h"
 #include "collectives/generators.h"
 #include "model/error.h"
+#include "model/nccl/logged_table.h"
 #include "model/placement.h"
 #include "model/price.h"
 #include "runtime/sweep/sweep.h"
@@ -247,6 +248,23 @@ CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs) {
     }
     append_run_points(f, path);
     f.run_files.push_back(path);
+    for (const RunContext& run : c.runs) {
+      if (run.nccl_tuning_table.empty()) continue;
+      // A run forced with NCCL_ALGO / NCCL_PROTO logged zeros for what the setting left out.
+      const bool forced = std::ranges::any_of(run.environment, [](const std::string& e) {
+        return e.rfind("NCCL_ALGO=", 0) == 0 || e.rfind("NCCL_PROTO=", 0) == 0;
+      });
+      NcclTuningTable t = nccl::parse_tuning_table(run.nccl_tuning_table, run.ranks, run.nodes, forced);
+      t.source = path + (run.nccl_version.empty() ? "" : ", NCCL " + run.nccl_version);
+      const auto same = [&](const NcclTuningTable& k) {
+        return k.ranks == t.ranks && k.nodes == t.nodes && k.entries.size() == t.entries.size() &&
+               std::ranges::equal(k.entries, t.entries, [](const NcclTuningEntry& a, const NcclTuningEntry& b) {
+                 return a.function == b.function && a.algorithm == b.algorithm && a.protocol == b.protocol &&
+                        a.latency_us == b.latency_us && a.bandwidth_GBps == b.bandwidth_GBps;
+               });
+      };
+      if (std::ranges::none_of(f.nccl_tuning_tables, same)) f.nccl_tuning_tables.push_back(std::move(t));
+    }
   }
   const bool nccl_only = !f.points.empty() && std::ranges::all_of(f.points, [](const Point& p) {
     return is_nccl_algorithm(p.algorithm);

@@ -24,6 +24,9 @@ struct CalibrateFiles {
   // sees them; it is judged on them.
   std::size_t holdout_from = SIZE_MAX;
   std::vector<std::string> holdout_files;
+  // NCCL's TUNING tables the runs kept (`commsim import` of a log that prints one), each once, in
+  // file and run order (model/nccl/logged_table.h).
+  std::vector<NcclTuningTable> nccl_tuning_tables;
 };
 
 // Reads every input: a file with a /probe group is a probe file, any other a run file. Throws

@@ -78,6 +78,15 @@ int calibrate_nccl_only(const Options& o, const CalibrateFiles& files) {
   std::cout << "commsim calibrate: no probe file: fitting NCCL's model alone (nccl.bandwidth_scale, "
                "nccl.latency_offset) to the NCCL runs, on topology '"
             << base.name << "'\n";
+  // NCCL's own TUNING table, where a run kept one, is taken as logged (not fitted); the two terms
+  // are fitted on top of it. The topology holds one table: the first.
+  for (const NcclTuningTable& t : files.nccl_tuning_tables) {
+    const bool used = &t == &files.nccl_tuning_tables.front();
+    if (used) base.nccl.machine.tuning_table = t;
+    std::cout << "  NCCL's TUNING table of " << t.source << " (" << t.ranks << " ranks on " << t.nodes << " node"
+              << (t.nodes == 1 ? "" : "s")
+              << "): " << (used ? "written as nccl.tuning_table" : "not used (one table per topology)") << "\n";
+  }
   std::vector<NcclSample> samples = nccl_samples(files);
   if (!o.collectives.empty()) {
     const std::vector<Collective> only = parse_collectives(o.collectives);
@@ -141,7 +150,9 @@ int cmd_calibrate(int argc, char** argv) {
                   "protocols (--protocols LL,LL128,Simple), NCCL's base latency, hop latency and bus bandwidth per "
                   "algorithm x protocol (the nccl: section); given only files of NCCL runs and no probe (nccl-tests "
                   "output imported with `commsim import`), NCCL's model alone: the share of its per-channel "
-                  "bandwidth the machine reaches and a latency offset per call. A refit to runs keeps each term in "
+                  "bandwidth the machine reaches and a latency offset per call, on top of NCCL's own TUNING "
+                  "table where the imported log printed one (NCCL_DEBUG_SUBSYS=TUNING; written as "
+                  "nccl.tuning_table, not fitted). A refit to runs keeps each term in "
                   "its physical range (bandwidths 0.25x to 1.5x the probe's, latencies and overheads up to 10x, curve "
                   "factors 0.5x to 2x), refuses terms the points do not pin down (fewer than 3 points a term, or "
                   "collinear with others), and is kept only when it beats the probe-only topology on data it did not "

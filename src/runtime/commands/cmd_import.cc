@@ -17,6 +17,7 @@
 #include "collectives/elements/dtype.h"
 #include "collectives/libraries/nccl_tests_log.h"
 #include "model/error.h"
+#include "model/nccl/logged_table.h"
 #include "model/topology/topology.h"
 #include "runtime/command.h"
 #include "runtime/commands/cli.h"
@@ -151,7 +152,8 @@ int cmd_import(int argc, char** argv) {
       "with mpirun or srun prefixes and NCCL's own lines mixed in; or their -J JSON file) into a results "
       "file, as measured rows of the `nccl` baseline that `report` and `calibrate` read like those of `run`. "
       "Ranks, nodes, GPUs, the NCCL version, NCCL_ALGO / NCCL_PROTO and the algorithm NCCL logged per size "
-      "are read from the log where it prints them. Each log gives two runs in the file: its out-of-place "
+      "are read from the log where it prints them, and NCCL's TUNING table (NCCL_DEBUG_SUBSYS=TUNING) is kept for "
+      "`calibrate`. Each log gives two runs in the file: its out-of-place "
       "rows, then its in-place rows. Times are nccl-tests' averages over its iterations, stored as median "
       "and mean. A bad line stops the import with its line number; a log cut short is imported up to there.",
       "commsim import all_reduce.log --out run.h5 --topology dgx-h100 --report\n"
@@ -215,8 +217,17 @@ int cmd_import(int argc, char** argv) {
       run_topology->nccl.machine.cuda_graphs = log.cuda_graphs;
       run_topology->text = topology_yaml(*run_topology, {"imported with " + name}, {}, nullptr, true);
     }
-    const RunContext ctx =
+    RunContext ctx =
         context_of(log, name, ranks, nodes, o, run_topology ? &*run_topology : nullptr, local.commsim_version);
+    // NCCL's TUNING table is kept with the runs (calibrate writes it into the topology), once read.
+    if (!log.nccl_tuning_table.empty()) {
+      try {
+        nccl::parse_tuning_table(log.nccl_tuning_table, ranks, nodes, false);
+        ctx.nccl_tuning_table = log.nccl_tuning_table;
+      } catch (const Error& e) {
+        std::fprintf(stderr, "warning: %s: %s; the table is not kept\n", name.c_str(), e.what());
+      }
+    }
     std::set<std::string> skipped;
     std::size_t imported = 0;
     for (bool in_place : {false, true}) {
@@ -231,9 +242,10 @@ int cmd_import(int argc, char** argv) {
     for (const std::string& c : skipped)
       std::fprintf(stderr, "warning: %s: the rows of %s are not imported (commsim has no such collective)\n",
                    name.c_str(), c.c_str());
-    std::printf("%s: %zu rows, %d ranks on %d node%s%s%s\n", name.c_str(), imported, ranks, nodes,
+    std::printf("%s: %zu rows, %d ranks on %d node%s%s%s%s\n", name.c_str(), imported, ranks, nodes,
                 nodes == 1 ? "" : "s", log.nccl_version.empty() ? "" : (", NCCL " + log.nccl_version).c_str(),
-                log.forced_algo.empty() ? "" : (", NCCL_ALGO=" + log.forced_algo).c_str());
+                log.forced_algo.empty() ? "" : (", NCCL_ALGO=" + log.forced_algo).c_str(),
+                ctx.nccl_tuning_table.empty() ? "" : ", NCCL's TUNING table kept");
   }
   ResultsFile file = ResultsFile::create_empty(out, force, local.command_line);
   for (const auto& [ctx, points] : runs) file.add_run(ctx, points, RunStatus::Complete);

@@ -158,6 +158,7 @@ void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {
   h5::write_string_list(g, "cpus", c.cpus);
   h5::write_string_list(g, "gpu_names", c.gpu_names);
   h5::write_string_list(g, "environment", c.environment);
+  if (!c.nccl_tuning_table.empty()) h5::write_string_list(g, "nccl_tuning_table", c.nccl_tuning_table);
 }
 
 std::string attr_or_empty(hid_t g, const char* name) {
@@ -196,6 +197,7 @@ RunContext read_context(hid_t g) {
   if (h5::exists(g, "cpus")) c.cpus = h5::read_string_list(g, "cpus");  // files before commsim recorded it
   c.gpu_names = h5::read_string_list(g, "gpu_names");
   c.environment = h5::read_string_list(g, "environment");
+  if (h5::exists(g, "nccl_tuning_table")) c.nccl_tuning_table = h5::read_string_list(g, "nccl_tuning_table");
   return c;
 }
 

@@ -45,6 +45,9 @@ struct RunContext {
   // (plus CUDA_VISIBLE_DEVICES), sorted by key.
   std::vector<std::string> environment;
   SlurmContext slurm;
+  // NCCL's TUNING table as NCCL printed it (NCCL_DEBUG_SUBSYS=TUNING), one line each as after
+  // "NCCL INFO " (model/nccl/logged_table.h); kept by `commsim import` where the log holds one.
+  std::vector<std::string> nccl_tuning_table;
 
   std::string topology_name;  // the topology's `name`
   std::string topology_path;  // the file it was read from
