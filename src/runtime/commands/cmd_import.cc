@@ -81,11 +81,13 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
   const std::optional<Protocol> forced_protocol = parse_protocol(proto);
   // A forced NCCL_ALGO names the forced variant the model prices (nccl-ring, nccl-nvls, ...).
   Algorithm algorithm = Algorithm::Nccl;
-  static constexpr std::pair<std::string_view, Algorithm> kForced[] = {
-      {"Ring", Algorithm::NcclRing},          {"Tree", Algorithm::NcclTree},
-      {"NVLS", Algorithm::NcclNvls},          {"NVLSTree", Algorithm::NcclNvlsTree},
-      {"CollNetDirect", Algorithm::NcclCollnetDirect}, {"CollNetChain", Algorithm::NcclCollnetChain},
-      {"PAT", Algorithm::NcclPat}};
+  static constexpr std::pair<std::string_view, Algorithm> kForced[] = {{"Ring", Algorithm::NcclRing},
+                                                                       {"Tree", Algorithm::NcclTree},
+                                                                       {"NVLS", Algorithm::NcclNvls},
+                                                                       {"NVLSTree", Algorithm::NcclNvlsTree},
+                                                                       {"CollNetDirect", Algorithm::NcclCollnetDirect},
+                                                                       {"CollNetChain", Algorithm::NcclCollnetChain},
+                                                                       {"PAT", Algorithm::NcclPat}};
   for (const auto& [name, a] : kForced)
     if (canonical_nccl_algorithm(algo) == name) algorithm = a;
   std::vector<Point> points;
@@ -115,6 +117,8 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
     p.count = row.count;
     p.root = row.root < 0 ? 0 : row.root;
     p.iters = log.iters;
+    p.in_place = in_place ? 1 : 0;
+    p.timing = std::string(to_string(Timing::NcclTests));  // its iterations back to back, averaged over ranks
     p.measured_median_us = p.measured_mean_us = t.time_us;
     p.wrong = t.wrong;
     p.status = t.wrong > 0 ? "wrong" : "ok";

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectives/elements/reduce.h"
 #include "collectives/host/aligned_buffer.h"
 #include "collectives/host/host_executor.h"
 #include "collectives/host/mpi_baselines.h"
 #include "collectives/host/mpi_transport.h"
-#include "collectives/elements/reduce.h"
 #include "model/error.h"
 #include "runtime/job/mpi_carrier.h"
 #ifdef COMMSIM_HAVE_UCX
@@ -69,10 +69,15 @@ class HostBackend final : public Backend {
     mpi_note_ = mpi_carrier(ctx.placement ? ctx.placement->nnodes : 1);
   }
 
-  std::string_view name() const override { return "host"; }
-  std::string_view transport() const override { return transport_->name(); }
+  std::string_view name() const override {
+    return "host";
+  }
+  std::string_view transport() const override {
+    return transport_->name();
+  }
 
   std::string unsupported(const PointSetup& s) const override {
+    if (s.in_place) return "in-place runs are not implemented on the host backend";
     if (s.algorithm == Algorithm::Mpi)
       return mpi_baseline_unsupported(s.collective, s.count, s.dtype, s.op, ctx_.nranks);
     if (!is_hand_written(s.algorithm)) return std::string(to_string(s.algorithm)) + " needs the cuda backend";
