@@ -31,6 +31,8 @@ out=${OUT:-$PWD/out/nccl-tests-compare}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$carry"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 OMPI_MCA_btl=^openib
+# The presets of this checkout (the binary was built elsewhere).
+export COMMSIM_CONFIG_DIR=${COMMSIM_CONFIG_DIR:-$PWD/configs}
 iters=${ITERS:-100}
 warmup=${WARMUP:-10}
 
@@ -57,7 +59,7 @@ fi
 
 sizes=(-b 8 -e 256M -f 2)
 "$build/all_reduce_perf" "${sizes[@]}" -g 1 -n "$iters" -w "$warmup" >"$out/nccl-tests.log" 2>&1
-mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -np 1 "$carry/commsim" run --backend cuda \
+mpirun --oversubscribe -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x COMMSIM_CONFIG_DIR -np 1 "$carry/commsim" run --backend cuda \
   --topology h200-node --algorithms nccl --timing nccl-tests "${sizes[@]}" -n "$iters" -w "$warmup" \
   --out "$out/commsim.h5" --force >"$out/commsim.log" 2>"$out/commsim.err"
 

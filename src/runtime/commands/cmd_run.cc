@@ -79,7 +79,7 @@ std::vector<std::pair<Collective, std::vector<Algorithm> > > choose_pairs(const 
 // The options as typed.
 struct RunOptions {
   std::string topology = "local-cpu", backend = "host", dtype = "float32", op = "sum";
-  std::string transport, pipeline_chunk, piece_size, timing;
+  std::string transport, pipeline_chunk, piece_size, timing, placement;
   int root = 0, iters = 20, warmup = 5, passes = 1, inject_error = -1, inject_hang = -1;
   bool check = false, no_check = false, share_gpu = false, graph = false;
   NcclTestsOptions nccl_tests;
@@ -120,6 +120,10 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "run one more iteration per point and count the elements that differ from the exact expected result "
       "(the default, as in nccl-tests)");
   add("no-check", po::bool_switch(&o.no_check), "do not check the results (#wrong then reads N/A)");
+  add("placement", po::value(&o.placement)->value_name("WHERE"),
+      "out-of-place (the output in its own buffer), in-place (the output over the input, as MPI_IN_PLACE) or "
+      "both, each a row with in_place set, as nccl-tests measures both; in place runs on the host backend's mpi "
+      "baseline. Default: both on the host backend when an nccl-tests option is given, else out-of-place");
   add("timing", po::value(&o.timing)->value_name("MODE"),
       "how a point is timed: per-iteration (each iteration after a barrier, its time the slowest rank's; the "
       "point's time is the median over iterations) or nccl-tests (--iters iterations launched back to back, "
@@ -207,6 +211,7 @@ std::vector<Bytes> apply_nccl_tests(RunOptions& o, const CommandLine& cli, Sweep
   settings.blocking = s.blocking;
   if (!cli.given("algorithms")) o.sweep.algorithms = o.backend == "cuda" ? "nccl" : "mpi";
   if (o.timing.empty()) o.timing = "nccl-tests";
+  if (o.placement.empty() && o.backend == "host") o.placement = "both";
   const bool sizes_given = !(nt.b.empty() && nt.e.empty() && nt.i.empty() && nt.f.empty());
   if (sizes_given && cli.given("sizes")) throw Error("-b/-e/-i/-f and --sizes both give the sizes: give one of them");
   return cli.given("sizes") ? parse_sizes(o.sweep.sizes) : s.sizes;
@@ -220,6 +225,9 @@ RunJob resolve(RunOptions o, const CommandLine& cli, int nranks) {
   if (o.nccl_tests.any()) nccl_tests_sizes = apply_nccl_tests(o, cli, job.settings);
   if (o.check && o.no_check) throw Error("--check and --no-check (or -c 0) contradict each other");
   if (o.timing.empty()) o.timing = "per-iteration";
+  if (o.placement.empty()) o.placement = "out-of-place";
+  if (o.placement != "out-of-place" && o.placement != "in-place" && o.placement != "both")
+    throw Error("--placement: unknown placement '" + o.placement + "'; valid: out-of-place, in-place, both");
   if (o.timing != "per-iteration" && o.timing != "nccl-tests")
     throw Error("--timing: unknown mode '" + o.timing + "'; valid: per-iteration, nccl-tests");
   if (o.timing != "nccl-tests" && !o.nccl_tests.a.empty())
@@ -262,6 +270,9 @@ RunJob resolve(RunOptions o, const CommandLine& cli, int nranks) {
   settings.dtypes = dtypes;
   settings.ops = ops;
   settings.timing = o.timing == "nccl-tests" ? Timing::NcclTests : Timing::PerIteration;
+  settings.placements = o.placement == "both"       ? std::vector<bool>{false, true}
+                        : o.placement == "in-place" ? std::vector<bool>{true}
+                                                    : std::vector<bool>{false};
   settings.root = o.root;
   settings.iters = o.iters;
   settings.warmup = o.warmup;
