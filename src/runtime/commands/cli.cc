@@ -136,7 +136,8 @@ void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with
       "recursive-doubling, recursive-halving, rabenseifner, bruck, binomial, pairwise, direct, hierarchical")(
       "sizes", po::value(&o.sizes)->default_value(o.sizes)->value_name("SIZES"),
       "message sizes in bytes as nccl-tests counts them, with units: a range MIN:MAX (factor 2), "
-      "MIN:MAX:xF (factor F), or a list (1KiB,1MiB); units B, KiB, MiB, GiB (1024) or KB, MB, GB (1000)");
+      "MIN:MAX:xF (factor F), or a list (1KiB,1MiB); units B, KiB, MiB, GiB (1024) or KB, MB, GB (1000): 8GB is 8e9 "
+      "bytes (run's nccl-tests option -e 8G is 8 GiB)");
   if (with_nodes)
     desc.add_options()("nodes", po::value(&o.nodes)->default_value(o.nodes)->value_name("LIST"),
                        "node counts: a list (1,2,4) or a range 1:1024 (powers of two) or 1:64:x4");
@@ -273,7 +274,7 @@ std::vector<int> parse_nodes(std::string_view text) {
 // ---- nccl-tests' options
 
 bool NcclTestsOptions::any() const {
-  for (const std::string* v : {&b, &e, &i, &f, &n, &w, &c, &d, &o, &r, &a, &z, &G, &N})
+  for (const std::string* v : {&b, &e, &i, &f, &n, &w, &c, &d, &o, &r, &a, &z, &G, &N, &t, &g})
     if (!v->empty()) return true;
   return false;
 }
@@ -302,6 +303,8 @@ void add_nccl_tests_options(po::options_description& desc, NcclTestsOptions& o) 
       "nccl-tests: N > 0 captures each iteration in a CUDA graph, as --graph (nccl-tests captures "
       "all --iters in one graph and launches it N times)");
   add(",N", &o.N, "1", "nccl-tests: cycles over the sweep; commsim runs one (repeat with --passes)");
+  add(",t", &o.t, "1", "nccl-tests: threads per process; commsim runs one (start more ranks instead)");
+  add(",g", &o.g, "1", "nccl-tests: GPUs per thread; commsim runs one per rank (start one rank per GPU)");
 }
 
 namespace {
@@ -404,6 +407,10 @@ NcclTestsSettings resolve_nccl_tests(const NcclTestsOptions& o) {
     s.graph_launches = static_cast<int>(nccl_tests_int(o.G, "-G"));
     if (s.graph_launches < 0) throw Error("-G " + o.G + " must not be negative");
   }
+  if (!o.t.empty() && nccl_tests_int(o.t, "-t") != 1)
+    throw Error("-t " + o.t + ": commsim runs one thread per rank; start one rank per GPU (mpirun -np N)");
+  if (!o.g.empty() && nccl_tests_int(o.g, "-g") != 1)
+    throw Error("-g " + o.g + ": commsim runs one GPU per rank; start one rank per GPU (mpirun -np N)");
   if (!o.N.empty() && nccl_tests_int(o.N, "-N") != 1)
     throw Error("-N " + o.N + ": commsim runs the sweep once; measure each point several times with --passes N");
   return s;

@@ -98,9 +98,10 @@ OutputFormat parse_format(std::string_view text);
 
 // nccl-tests' short options, as typed ("" when not given): -b minbytes, -e maxbytes, -i stepbytes,
 // -f stepfactor, -n iters, -w warmup iters, -c check, -d datatype, -o op, -r root, -a average,
-// -z blocking, -G cuda graph launches, -N run cycles (NVIDIA/nccl-tests src/common.cu).
+// -z blocking, -G cuda graph launches, -N run cycles, -t threads and -g GPUs per thread (1: one GPU per
+// rank, as commsim runs) (NVIDIA/nccl-tests src/common.cu).
 struct NcclTestsOptions {
-  std::string b, e, i, f, n, w, c, d, o, r, a, z, G, N;
+  std::string b, e, i, f, n, w, c, d, o, r, a, z, G, N, t, g;
   bool any() const;  // an nccl-tests-style command line
 };
 void add_nccl_tests_options(po::options_description& desc, NcclTestsOptions& o);

@@ -143,9 +143,8 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
   add("graph", po::bool_switch(&o.graph), "cuda: capture each iteration in a CUDA graph (points up to 16MiB)");
   add_output_options(cli.options(), o.output, /*with_resume=*/true);
   po::options_description nccl_tests(
-      "nccl-tests' options (NVIDIA/nccl-tests; with any of them, the defaults are "
-      "nccl-tests': -b/-e 32M, -w 1, --algorithms the backend's library (mpi or nccl), "
-      "--timing nccl-tests)",
+      "nccl-tests' options (NVIDIA/nccl-tests). With any of them the defaults are nccl-tests': -b/-e 32M, -w 1,\n"
+      "--algorithms the backend's library (mpi or nccl), --timing nccl-tests, --placement both (host)",
       110, 44);
   add_nccl_tests_options(nccl_tests, o.nccl_tests);
   cli.options().add(nccl_tests);
@@ -313,7 +312,11 @@ int cmd_run(int argc, char** argv) {
       "on the real placement of ranks on hosts. Algorithms: the hand-written ones (see --algorithms) and the\n"
       "backend's library baseline ('mpi' on host: predicted as the algorithm the MPI library itself picks where\n"
       "that is known (Open MPI 4.1), named in the point's note). Per point: --warmup untimed iterations, then\n"
-      "--iters timed ones, each after a barrier; an iteration's time is the maximum over ranks. Every\n"
+      "--iters timed ones, each after a barrier; an iteration's time is the maximum over ranks (--timing\n"
+      "nccl-tests: launched back to back and averaged over ranks, as nccl-tests times them); then one more\n"
+      "iteration whose results are checked exactly (--no-check skips it). nccl-tests' own options work too:\n"
+      "`commsim run -b 8 -e 1G -f 2 -n 20 -w 5` reads as all_reduce_perf reads it, and the table ends with\n"
+      "its '# Out of bounds values' and '# Avg bus bandwidth' lines. Every\n"
       "finished point is appended to --out and flushed at once (with --passes N, a point finishes in the last\n"
       "pass; stopped earlier, the points keep the samples of the passes that ran, and their note says so).\n"
       "\n"
@@ -327,6 +330,7 @@ int cmd_run(int argc, char** argv) {
       "watchdog ended a hung point; 128+N when stopped by signal N (SIGTERM: 143).",
       "mpirun -np 8 commsim run --collectives all --algorithms ring,tree,recursive-doubling,rabenseifner,mpi \\\n"
       "    --sizes 8B:64MiB --iters 20 --warmup 5 --check --out run.h5\n"
+      "mpirun -np 8 commsim run --backend cuda -b 8 -e 8G -f 2 -g 1    # all_reduce_perf's command line\n"
       "srun -N 2 --ntasks-per-node 4 commsim run --topology my-cluster.yaml --resume run.h5");
   RunOptions options;
   add_run_options(cli, options);

@@ -54,7 +54,7 @@ void TableReporter::context(const RunContext& c) {
 
 void TableReporter::group_header(const Point& p) {
   std::string group = std::string(to_string(p.collective)) + "|" + p.backend + "|" + p.transport + "|" +
-                      std::to_string(p.nodes) + "|" + std::to_string(p.ranks) + "|" + p.dtype;
+                      std::to_string(p.nodes) + "|" + std::to_string(p.ranks) + "|" + p.dtype + "|" + p.timing;
   if (group == group_) return;
   group_ = group;
   out_ << "#\n# " << to_string(p.collective) << ": " << p.nodes << (p.nodes == 1 ? " node" : " nodes");
@@ -64,6 +64,7 @@ void TableReporter::group_header(const Point& p) {
     out_ << ", " << p.ranks << " ranks";
   out_ << ", backend " << p.backend;
   if (!p.transport.empty()) out_ << " over " << p.transport;
+  if (p.timing == "nccl-tests") out_ << ", timed as nccl-tests (iterations back to back)";
   out_ << '\n';
   if (columns_ == Columns::Predicted) {
     out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7)

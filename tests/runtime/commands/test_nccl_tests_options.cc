@@ -101,6 +101,11 @@ TEST(NcclTestsOptions, ErrorsNameTheOption) {
   EXPECT_NE(error_with([](NcclTestsOptions& o) { o.o = "prod"; }).find("sum, min and max"), std::string::npos);
   EXPECT_NE(error_with([](NcclTestsOptions& o) { o.N = "0"; }).find("--passes"), std::string::npos);
   EXPECT_NE(error_with([](NcclTestsOptions& o) { o.z = "2"; }).find("-z 2"), std::string::npos);
+  EXPECT_NE(error_with([](NcclTestsOptions& o) { o.g = "8"; }).find("one rank per GPU"), std::string::npos);
+  NcclTestsOptions one_gpu;
+  one_gpu.g = "1";
+  EXPECT_TRUE(one_gpu.any());
+  EXPECT_NO_THROW(resolve_nccl_tests(one_gpu));
 }
 
 // `report` compares like with like: points timed per iteration and as nccl-tests do not mix.
