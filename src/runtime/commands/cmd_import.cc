@@ -81,13 +81,11 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
   const std::optional<Protocol> forced_protocol = parse_protocol(proto);
   // A forced NCCL_ALGO names the forced variant the model prices (nccl-ring, nccl-nvls, ...).
   Algorithm algorithm = Algorithm::Nccl;
-  static constexpr std::pair<std::string_view, Algorithm> kForced[] = {{"Ring", Algorithm::NcclRing},
-                                                                       {"Tree", Algorithm::NcclTree},
-                                                                       {"NVLS", Algorithm::NcclNvls},
-                                                                       {"NVLSTree", Algorithm::NcclNvlsTree},
-                                                                       {"CollNetDirect", Algorithm::NcclCollnetDirect},
-                                                                       {"CollNetChain", Algorithm::NcclCollnetChain},
-                                                                       {"PAT", Algorithm::NcclPat}};
+  static constexpr std::pair<std::string_view, Algorithm> kForced[] = {
+      {"Ring", Algorithm::NcclRing},          {"Tree", Algorithm::NcclTree},
+      {"NVLS", Algorithm::NcclNvls},          {"NVLSTree", Algorithm::NcclNvlsTree},
+      {"CollNetDirect", Algorithm::NcclCollnetDirect}, {"CollNetChain", Algorithm::NcclCollnetChain},
+      {"PAT", Algorithm::NcclPat}};
   for (const auto& [name, a] : kForced)
     if (canonical_nccl_algorithm(algo) == name) algorithm = a;
   std::vector<Point> points;

@@ -17,8 +17,8 @@
 
 #include "model/collective.h"
 #include "model/units.h"
-#include "runtime/output/run_context.h"
 #include "runtime/sweep/point.h"
+#include "runtime/output/run_context.h"
 
 namespace commsim {
 
@@ -95,10 +95,10 @@ class ResultsFile {
   // Keys of all points in the file, every run, including those appended by this object.
   const std::set<PointKey>& existing_keys() const;
   bool contains(const PointKey& k) const;
-  int current_run() const;             // -1 before begin_run
-  std::size_t points_in_file() const;  // rows of /points
-  const std::string& path() const;     // the final name
-  std::string partial_path() const;    // path() + ".partial"
+  int current_run() const;                  // -1 before begin_run
+  std::size_t points_in_file() const;       // rows of /points
+  const std::string& path() const;          // the final name
+  std::string partial_path() const;         // path() + ".partial"
   bool is_open() const;
 
  private:
@@ -110,11 +110,11 @@ class ResultsFile {
 // Everything a results file holds.
 struct ResultsContents {
   int schema_version = 0;
-  std::string commsim_version;    // of the binary that created the file
-  std::string created;            // ISO 8601 UTC
-  std::string command_line;       // that created the file
-  std::vector<RunContext> runs;   // runs[i].index == i
-  std::vector<Point> points;      // in file order, samples_us filled when asked for
+  std::string commsim_version;  // of the binary that created the file
+  std::string created;          // ISO 8601 UTC
+  std::string command_line;     // that created the file
+  std::vector<RunContext> runs;  // runs[i].index == i
+  std::vector<Point> points;     // in file order, samples_us filled when asked for
   std::vector<int> run_of_point;  // parallel to points: index into runs
 };
 
