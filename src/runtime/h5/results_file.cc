@@ -342,9 +342,9 @@ std::optional<RunStatus> parse_run_status(std::string_view text) {
 PointKey key_of(const Point& p) {
   // Files written before the timing column were timed per iteration: their points are the same
   // points as those a resumed run plans with that timing.
-  return PointKey{p.collective, p.algorithm, p.backend,  p.transport,
-                  p.protocol,   p.dtype,     p.nodes,    p.ranks,
-                  p.bytes,      p.in_place,  p.timing.empty() ? "per-iteration" : p.timing, p.redop};
+  const std::string timing = p.timing.empty() ? "per-iteration" : p.timing;
+  return PointKey{p.collective, p.algorithm, p.backend, p.transport, p.protocol, p.dtype,
+                  p.nodes,      p.ranks,     p.bytes,   p.in_place,  timing,     p.redop};
 }
 
 std::string to_string(const PointKey& k) {
