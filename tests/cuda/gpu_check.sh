@@ -25,6 +25,8 @@
 #         7. nccl2       with two GPUs or more only: 2 ranks, NCCL's own choice beside every forced
 #                        algorithm x protocol, NCCL's TUNING log kept under $OUT/nccl-log
 #                        (COMMSIM_NCCL_LOG_DIR), then `commsim report` on it (NCCL's choice per size)
+#         8. nccltests   when .carry/nccl-tests was staged (tests/cuda/nccl_tests_compare.sh --stage):
+#                        nccl-tests' all_reduce_perf beside `commsim run --timing nccl-tests`, per size
 # NCCL_NVLS_ENABLE=0 stays set throughout (NVLink multicast must stay off on these machines).
 set -u
 
@@ -128,6 +130,13 @@ if (( $(nvidia-smi -L 2>/dev/null | wc -l) >= 2 )); then
   step report2 60 "$out/report_nccl.txt" "$carry/commsim" report "$out/sweep_nccl_2rank.h5"
 fi
 
+# nccl-tests itself beside `commsim run --timing nccl-tests`, when its sources were staged
+# (tests/cuda/nccl_tests_compare.sh --stage NCCL_TESTS_GIT_DIR).
+if [[ -d "$carry/nccl-tests" ]]; then
+  step nccltests 300 "$out/nccl_tests_compare.log" env OUT="$out/nccl-tests-compare" \
+    bash tests/cuda/nccl_tests_compare.sh "$carry"
+fi
+
 {
   echo
   echo "== GPU"
@@ -147,6 +156,10 @@ fi
   if [[ -f "$out/report_nccl.txt" ]]; then
     echo "== NCCL's choice, 2 ranks (report_nccl.txt; TUNING log in nccl-log/)"
     sed -n "/^## NCCL's choice/,/^## Worst/p" "$out/report_nccl.txt" | grep -v "^## Worst" | head -40
+  fi
+  if [[ -f "$out/nccl-tests-compare/compare.txt" ]]; then
+    echo "== nccl-tests vs commsim --timing nccl-tests, allreduce on one GPU (nccl-tests-compare/)"
+    cat "$out/nccl-tests-compare/compare.txt"
   fi
   echo "== steps"
   cat "$summary"

@@ -166,6 +166,32 @@ case "$case_name" in
     "$READER" hang.h5 --points 2 --status failed --has-status timeout || fail "hang.h5"
     ;;
 
+  nccltests)
+    # An nccl-tests command line with `commsim run` in front: its sizes (K, M = 2^10, 2^20), the library's
+    # own collective out of place and in place, timed as nccl-tests times it, every result checked, the
+    # table ending with nccl-tests' two closing lines.
+    mpirun_commsim -b 8 -e 1M -f 2 -n 5 -w 2 -c 1 --out nt.h5 >nt.txt 2>nt.err || { cat nt.err; fail "exit status (expected 0)"; }
+    rows=$(grep -cE "^ +[0-9]+ +[0-9]+ +float32 +sum +-1 +mpi " nt.txt)
+    [ "$rows" -eq 36 ] || { cat nt.txt; fail "$rows rows (expected 36: 8 B to 1 MiB by factors of 2, twice)"; }
+    [ "$(grep -cE " ok in-place$" nt.txt)" -eq 18 ] || { cat nt.txt; fail "expected 18 in-place rows"; }
+    grep -qE "^ +1048576 +262144 +float32 " nt.txt || { cat nt.txt; fail "no 1M (1048576 B) row"; }
+    [ "$(tail -n 2 nt.txt | head -n 1)" = "# Out of bounds values : 0 OK" ] || { cat nt.txt; fail "no out-of-bounds line"; }
+    tail -n 1 nt.txt | grep -Eq '^# Avg bus bandwidth    : [0-9.e+-]+ $' || { cat nt.txt; fail "no avg busbw line"; }
+    "$READER" nt.h5 --points 36 --status complete --all-ok --unique --samples 1 || fail "nt.h5 not as expected"
+    # In place, every collective of the MPI library, checked exactly, over ranks that do not divide the sizes.
+    mpirun_commsim --collectives all --algorithms mpi --placement in-place --sizes 0,4,12,1000,65540 --iters 2 \
+        --warmup 1 --root $((np - 1)) --out ip.h5 >ip.txt 2>ip.err || { cat ip.err ip.txt; fail "in-place run"; }
+    "$READER" ip.h5 --status complete --all-ok --unique || { cat ip.txt; fail "ip.h5 not as expected"; }
+    # -c 0 says the results were not checked; -d all -o all give every type and reduction.
+    mpirun_commsim -b 1K -e 2K -f 2 -c 0 -d all -o all >all.txt 2>all.err || { cat all.err; fail "-d all -o all"; }
+    [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +(sum|min|max) +-1 +mpi ' all.txt)" -eq 60 ] ||
+        { cat all.txt; fail "expected 60 rows (5 types x 3 reductions x 2 sizes x 2 placements)"; }
+    grep -qx "# Out of bounds values : N/A (not checked)" all.txt || { cat all.txt; fail "-c 0 not said"; }
+    # Saying the same thing twice is an error before anything runs.
+    mpirun_commsim -n 5 --iters 5 >dup.txt 2>dup.err && fail "-n with --iters accepted"
+    grep -q -- "-n and --iters say the same thing" dup.err || { cat dup.err; fail "no message for -n with --iters"; }
+    ;;
+
   *) fail "unknown case" ;;
 esac
 echo "PASS ($case_name, $np ranks)"

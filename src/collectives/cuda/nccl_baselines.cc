@@ -3,6 +3,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "collectives/cuda/cuda_check.h"
 #include "collectives/host/mpi_check.h"
 #include "model/error.h"
+#include "model/nccl/ids.h"
 
 namespace commsim::cuda {
 namespace {
@@ -80,15 +82,14 @@ NcclBaselines::~NcclBaselines() {
 
 NcclSetting NcclBaselines::setting_for(const NcclRequest& r) {
   NcclSetting s;
-  switch (r.algorithm) {
-    case Algorithm::Nccl: break;
-    case Algorithm::NcclRing: s.algo = "Ring"; break;
-    case Algorithm::NcclTree: s.algo = "Tree"; break;
-    default:
-      throw Error("algorithm " + std::string(to_string(r.algorithm)) +
-                  " is not an NCCL baseline (nccl, nccl-ring, "
-                  "nccl-tree)");
-  }
+  // kNcclForcedAlgorithms is in NCCL's order, the order of its NCCL_ALGO names.
+  const auto forced = std::find(kNcclForcedAlgorithms.begin(), kNcclForcedAlgorithms.end(), r.algorithm);
+  if (forced != kNcclForcedAlgorithms.end())
+    s.algo = std::string(nccl::kAlgorithmNames[static_cast<std::size_t>(forced - kNcclForcedAlgorithms.begin())]);
+  else if (r.algorithm != Algorithm::Nccl)
+    throw Error("algorithm " + std::string(to_string(r.algorithm)) +
+                " is not an NCCL baseline (nccl, or nccl-ring, nccl-tree, nccl-nvls, nccl-nvlstree, "
+                "nccl-collnet-direct, nccl-collnet-chain, nccl-pat)");
   if (r.protocol != Protocol::None) s.proto = std::string(to_string(r.protocol));
   return s;
 }

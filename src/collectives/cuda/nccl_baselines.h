@@ -30,7 +30,7 @@ namespace commsim::cuda {
 
 struct NcclRequest {
   Collective collective = Collective::AllReduce;
-  Algorithm algorithm = Algorithm::Nccl;  // Nccl, NcclRing or NcclTree
+  Algorithm algorithm = Algorithm::Nccl;  // Nccl, or one of kNcclForcedAlgorithms (NCCL_ALGO)
   Protocol protocol = Protocol::None;     // None = NCCL's choice
   DType dtype = DType::Float32;
   RedOp op = RedOp::Sum;

@@ -3,8 +3,8 @@
 #include <climits>
 #include <cstring>
 
-#include "collectives/host/mpi_check.h"
 #include "collectives/elements/reduce.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -114,6 +114,45 @@ void MpiBaseline::run(const void* input, void* output) {
       COMMSIM_MPI_CHECK(MPI_Sendrecv(in, n, type_, next, 0, output, n, type_, prev, 0, comm_, MPI_STATUS_IGNORE));
       break;
     }
+  }
+}
+
+void MpiBaseline::run_in_place(void* buffer) {
+  const int n = static_cast<int>(count_);
+  const int b = static_cast<int>(block_);
+  switch (collective_) {
+    case Collective::AllReduce: COMMSIM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer, n, type_, op_, comm_)); break;
+    case Collective::AllGather:
+      COMMSIM_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, b, type_, comm_));
+      break;
+    case Collective::ReduceScatter:
+      COMMSIM_MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, buffer, b, type_, op_, comm_));
+      break;
+    case Collective::Broadcast: COMMSIM_MPI_CHECK(MPI_Bcast(buffer, n, type_, root_, comm_)); break;
+    case Collective::Reduce:
+      // Only the root names MPI_IN_PLACE; the others send from the buffer.
+      COMMSIM_MPI_CHECK(MPI_Reduce(rank_ == root_ ? MPI_IN_PLACE : buffer, rank_ == root_ ? buffer : nullptr, n, type_,
+                                   op_, root_, comm_));
+      break;
+    case Collective::AllToAll:
+      COMMSIM_MPI_CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, b, type_, comm_));
+      break;
+    case Collective::SendRecv: {
+      const int next = (rank_ + 1) % size_;
+      const int prev = (rank_ + size_ - 1) % size_;
+      COMMSIM_MPI_CHECK(MPI_Sendrecv_replace(buffer, n, type_, next, 0, prev, 0, comm_, MPI_STATUS_IGNORE));
+      break;
+    }
+  }
+}
+
+void MpiBaseline::load_in_place(const void* input, void* buffer) const {
+  const std::uint64_t elem = dtype_size(dtype_);
+  const BufferCounts bc = buffer_counts(collective_, count_, size_);
+  if (collective_ == Collective::AllGather) {
+    std::memcpy(static_cast<char*>(buffer) + static_cast<std::uint64_t>(rank_) * block_ * elem, input, bc.input * elem);
+  } else if (collective_ != Collective::Broadcast || rank_ == root_) {
+    if (bc.input > 0) std::memcpy(buffer, input, bc.input * elem);
   }
 }
 

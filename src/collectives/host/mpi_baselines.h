@@ -34,6 +34,13 @@ class MpiBaseline {
   // elements. Broadcast: the root sends straight from its Input; its Output is not written (the
   // root's copy is not part of a broadcast), call finish_root_output() before checking it.
   void run(const void* input, void* output);
+  // In place (MPI_IN_PLACE; nccl-tests' in-place columns): `buffer` holds max(Input, Output)
+  // elements, laid out by load_in_place; afterwards it holds the Output in its first elements, except
+  // allgather and alltoall, whose Output is the whole buffer.
+  void run_in_place(void* buffer);
+  // Puts this rank's Input where run_in_place reads it: allgather at block `rank`, broadcast on the
+  // root only, every other collective at the start.
+  void load_in_place(const void* input, void* buffer) const;
   void finish_root_output(const void* input, void* output) const;
 
  private:

@@ -3,12 +3,11 @@
 // parser (so every `commsim <cmd> --help` reads the same), and the parsers of the lists users type
 // (--collectives, --algorithms, --protocols, --sizes, --nodes, --format). Every parse error is a
 // commsim::Error that names the bad value and lists the valid ones.
+#include <boost/program_options.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "model/collective.h"
 #include "model/units.h"
@@ -63,9 +62,9 @@ void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with
 // Where points go, as typed.
 struct OutputOptions {
   std::string format = "table";
-  std::string out;      // "" = no HDF5 file
+  std::string out;  // "" = no HDF5 file
   bool force = false;
-  std::string resume;   // only with_resume
+  std::string resume;                 // only with_resume
   const char* format_help = nullptr;  // the --format help line, when a command has formats of its own
 };
 // --format, --out, --force and (with_resume) --resume FILE.h5.
@@ -96,6 +95,37 @@ std::vector<Bytes> parse_sizes(std::string_view text);
 std::vector<int> parse_nodes(std::string_view text);
 // "table", "csv", "json".
 OutputFormat parse_format(std::string_view text);
+
+// nccl-tests' short options, as typed ("" when not given): -b minbytes, -e maxbytes, -i stepbytes,
+// -f stepfactor, -n iters, -w warmup iters, -c check, -d datatype, -o op, -r root, -a average,
+// -z blocking, -G cuda graph launches, -N run cycles, -t threads and -g GPUs per thread (1: one GPU per
+// rank, as commsim runs) (NVIDIA/nccl-tests src/common.cu).
+struct NcclTestsOptions {
+  std::string b, e, i, f, n, w, c, d, o, r, a, z, G, N, t, g;
+  bool any() const;  // an nccl-tests-style command line
+};
+void add_nccl_tests_options(po::options_description& desc, NcclTestsOptions& o);
+
+// The same options read as nccl-tests reads them, its defaults where one was not given (-b and -e
+// 32M, -i 1M, -f 1, -n 20, -w 1, -c 1, -d float, -o sum, -r 0, -a 1, -z 0, -G 0, -N 1). Throws Error
+// naming the option for a value nccl-tests would refuse or commsim cannot run.
+struct NcclTestsSettings {
+  std::vector<Bytes> sizes;  // -b to -e, times -f when it is above 1, else plus -i
+  int iters = 20, warmup = 1;
+  bool check = true;
+  std::string dtype = "float32", op = "sum";  // commsim's names ("all" kept)
+  int root = 0;
+  int average = 1;  // 0 rank 0, 1 mean, 2 min, 3 max over ranks
+  bool blocking = false;
+  int graph_launches = 0;
+};
+NcclTestsSettings resolve_nccl_tests(const NcclTestsOptions& o);
+
+// A size as nccl-tests' parsesize reads it: a number (fractions allowed) and an optional K, M or G
+// (either case) for 2^10, 2^20, 2^30: "8", "1M", "0.5G", "8G" = 8 GiB. Throws Error naming `option`.
+Bytes parse_nccl_tests_size(std::string_view text, std::string_view option);
+// nccl-tests' sizes: min, then times `factor` while factor > 1, else plus `step`, while <= max.
+std::vector<Bytes> nccl_tests_sizes(Bytes min, Bytes max, Bytes step, std::uint64_t factor);
 
 // "a, b, c" of names.
 std::string join_names(const std::vector<Algorithm>& algs);

@@ -3,8 +3,8 @@
 // analysis/ read like those of `commsim run`. The log is read by collectives/libraries/
 // nccl_tests_log.h; this file turns its rows into points.
 //
-// Each log becomes two runs: its out-of-place rows, then its in-place rows (a row of the points
-// table has no field for the buffer placement; every row's note starts with which it is). A row's
+// Each log becomes two runs: its out-of-place rows, then its in-place rows (in_place says which, and
+// every row's note starts with it; timing is nccl-tests'). A row's
 // time is nccl-tests' average over its iterations, stored as the median and the mean; there are
 // no per-iteration samples.
 #include <algorithm>
@@ -116,6 +116,8 @@ std::vector<Point> points_of(const NcclTestsLog& log, const std::string& path, b
     p.count = row.count;
     p.root = row.root < 0 ? 0 : row.root;
     p.iters = log.iters;
+    p.in_place = in_place ? 1 : 0;
+    p.timing = std::string(to_string(Timing::NcclTests));  // its iterations back to back, averaged over ranks
     p.measured_median_us = p.measured_mean_us = t.time_us;
     p.wrong = t.wrong;
     p.status = t.wrong > 0 ? "wrong" : "ok";

@@ -18,6 +18,7 @@ int cmd_report(int argc, char** argv) {
   std::size_t outliers = 10;
   bool points_too = false;
   std::string topology_name;
+  std::string timing;
   CommandLine cli(
       "report",
       "How far the model is from the measurement: relative error per point; median and geometric-mean "
@@ -41,7 +42,10 @@ int cmd_report(int argc, char** argv) {
       ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)")  //
       ("topology", po::value(&topology_name),
        "predict every point again on this topology (preset name or YAML file) instead of the prediction stored "
-       "with it; ranks are placed evenly on each point's nodes");
+       "with it; ranks are placed evenly on each point's nodes")  //
+      ("timing", po::value(&timing)->value_name("MODE"),
+       "report only the points timed this way: per-iteration or nccl-tests (points timed differently do not "
+       "compare; files that hold both need it)");
   cli.positional("files", "FILE.h5...");
   if (!cli.parse(argc, argv)) return 0;
   if (files.empty()) throw Error("give at least one results file: commsim report run.h5");
@@ -50,7 +54,8 @@ int cmd_report(int argc, char** argv) {
   if (std::find(tables.begin(), tables.end(), table) == tables.end())
     throw Error("--table '" + table + "': use groups, points, winners, crossovers, nccl, outliers or failed");
 
-  const MeasuredPoints m = read_measured(files, topology_name);
+  MeasuredPoints m = read_measured(files, topology_name);
+  select_timing(m.points, timing);
   const std::vector<Point>& points = m.points;
   Report r = build_report(points, outliers);
   r.files = files;

@@ -12,6 +12,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <optional>
+#include <sstream>
 
 #include "collectives/elements/dtype.h"
 #include "model/error.h"
@@ -49,7 +51,8 @@ std::vector<std::pair<Collective, std::vector<Algorithm> > > choose_pairs(const 
   // The baselines of the backend: the MPI library's on host memory, NCCL's on the GPU.
   std::vector<Algorithm> allowed(kHandWrittenAlgorithms.begin(), kHandWrittenAlgorithms.end());
   if (backend == "cuda") {
-    for (Algorithm a : {Algorithm::Nccl, Algorithm::NcclRing, Algorithm::NcclTree}) allowed.push_back(a);
+    allowed.push_back(Algorithm::Nccl);
+    allowed.insert(allowed.end(), kNcclForcedAlgorithms.begin(), kNcclForcedAlgorithms.end());
   } else {
     allowed.push_back(Algorithm::Mpi);
   }
@@ -76,9 +79,10 @@ std::vector<std::pair<Collective, std::vector<Algorithm> > > choose_pairs(const 
 // The options as typed.
 struct RunOptions {
   std::string topology = "local-cpu", backend = "host", dtype = "float32", op = "sum";
-  std::string transport, pipeline_chunk, piece_size;
+  std::string transport, pipeline_chunk, piece_size, timing, placement;
   int root = 0, iters = 20, warmup = 5, passes = 1, inject_error = -1, inject_hang = -1;
-  bool check = false, share_gpu = false, graph = false;
+  bool check = false, no_check = false, share_gpu = false, graph = false;
+  NcclTestsOptions nccl_tests;
   double timeout_s = 300;
   SweepOptions sweep{"allreduce", "all", "8B:64MiB"};
   OutputOptions output;
@@ -92,16 +96,18 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "topology the predictions use: a preset name (configs/topologies/NAME.yaml) or a YAML file");
   add("backend", po::value(&o.backend)->default_value(o.backend)->value_name("NAME"),
       "where the collectives run: host (host memory; baseline algorithm 'mpi') or cuda (GPU memory; "
-      "baselines 'nccl', 'nccl-ring', 'nccl-tree'), as built");
+      "baselines 'nccl' and NCCL with its algorithm forced through NCCL_ALGO: 'nccl-ring', 'nccl-tree', 'nccl-nvls', "
+      "'nccl-nvlstree', 'nccl-collnet-direct', 'nccl-collnet-chain', 'nccl-pat'), as built");
   add("transport", po::value(&o.transport)->value_name("NAME"),
       "how hand-written schedules move bytes: host: mpi (default) or ucx (when built with UCX); cuda: ipc "
       "inside a node or nccl "
       "(default: ipc when all ranks share a node, else nccl)");
   add_sweep_options(cli.options(), o.sweep, /*with_nodes=*/false);
-  add("dtype", po::value(&o.dtype)->default_value(o.dtype)->value_name("TYPE"),
-      "element type: float32, float64, int32, bfloat16, float16 (the inputs are small integers, so every "
-      "result is checked exactly, in 16-bit types too)");
-  add("op", po::value(&o.op)->default_value(o.op)->value_name("OP"), "reduction: sum, min, max");
+  add("dtype", po::value(&o.dtype)->default_value(o.dtype)->value_name("TYPES"),
+      "element types, comma-separated, or all: float32, float64, int32, bfloat16, float16 (the inputs are small "
+      "integers, so every result is checked exactly, in 16-bit types too)");
+  add("op", po::value(&o.op)->default_value(o.op)->value_name("OPS"),
+      "reductions, comma-separated, or all: sum, min, max");
   add("root", po::value(&o.root)->default_value(o.root)->value_name("RANK"), "root of broadcast and reduce");
   add("iters", po::value(&o.iters)->default_value(o.iters)->value_name("N"), "timed iterations per point");
   add("warmup", po::value(&o.warmup)->default_value(o.warmup)->value_name("N"),
@@ -111,7 +117,19 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "all of a point's samples: a slow spell of a shared machine then touches every point a little "
       "instead of a few points wholly (results are written after the last pass)");
   add("check", po::bool_switch(&o.check),
-      "run one more iteration per point and count the elements that differ from the exact expected result");
+      "run one more iteration per point and count the elements that differ from the exact expected result "
+      "(the default, as in nccl-tests)");
+  add("no-check", po::bool_switch(&o.no_check), "do not check the results (#wrong then reads N/A)");
+  add("placement", po::value(&o.placement)->value_name("WHERE"),
+      "out-of-place (the output in its own buffer), in-place (the output over the input, as MPI_IN_PLACE) or "
+      "both, each a row with in_place set, as nccl-tests measures both; in place runs on the host backend's mpi "
+      "baseline. Default: both on the host backend when an nccl-tests option is given, else out-of-place");
+  add("timing", po::value(&o.timing)->value_name("MODE"),
+      "how a point is timed: per-iteration (each iteration after a barrier, its time the slowest rank's; the "
+      "point's time is the median over iterations) or nccl-tests (--iters iterations launched back to back, "
+      "their wall time over their count, averaged over ranks as -a says: nccl-tests' own definition). Default: "
+      "nccl-tests when an nccl-tests option (-b -e -f -i -n -w -c -d -o -r -a -z -G -N) is given, else "
+      "per-iteration");
   add("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s)->value_name("SECONDS"),
       "abort the job when a point takes longer than this, naming the ranks that did not arrive; 0: never");
   add("pipeline-chunk", po::value(&o.pipeline_chunk)->value_name("BYTES"),
@@ -124,25 +142,102 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "cuda: let several ranks share a GPU (hand-written kernels only; for testing on one GPU)");
   add("graph", po::bool_switch(&o.graph), "cuda: capture each iteration in a CUDA graph (points up to 16MiB)");
   add_output_options(cli.options(), o.output, /*with_resume=*/true);
+  po::options_description nccl_tests(
+      "nccl-tests' options (NVIDIA/nccl-tests). With any of them the defaults are nccl-tests': -b/-e 32M, -w 1,\n"
+      "--algorithms the backend's library (mpi or nccl), --timing nccl-tests, --placement both (host)",
+      110, 44);
+  add_nccl_tests_options(nccl_tests, o.nccl_tests);
+  cli.options().add(nccl_tests);
   add("inject-error", po::value(&o.inject_error)->value_name("RANK"),
       "for testing only: RANK flips one element of its output before the --check count");
   add("inject-hang", po::value(&o.inject_hang)->value_name("RANK"),
       "for testing only: RANK never arrives at the second point, so the --timeout watchdog ends the job");
 }
 
+// "float32,int32" or "all" (every type commsim runs).
+std::vector<DType> parse_dtypes(const std::string& text) {
+  const std::vector<DType> all = {DType::Float32, DType::Float64, DType::Int32, DType::BFloat16, DType::Float16};
+  if (text == "all") return all;
+  std::vector<DType> out;
+  std::stringstream list(text);
+  for (std::string name; std::getline(list, name, ',');) {
+    auto dt = parse_dtype(name);
+    if (!dt)
+      throw Error("--dtype: unknown type '" + name + "'; valid: float32, float64, int32, bfloat16, float16, all");
+    if (std::find(out.begin(), out.end(), *dt) == out.end()) out.push_back(*dt);
+  }
+  if (out.empty()) throw Error("--dtype: give a type");
+  return out;
+}
+
+// "sum,max" or "all" (nccl-tests' order: sum, max, min).
+std::vector<RedOp> parse_ops(const std::string& text) {
+  if (text == "all") return {RedOp::Sum, RedOp::Max, RedOp::Min};
+  std::vector<RedOp> out;
+  std::stringstream list(text);
+  for (std::string name; std::getline(list, name, ',');) {
+    auto op = parse_redop(name);
+    if (!op)
+      throw Error("--op: unknown operation '" + name + "'; valid: sum, min, max, all" +
+                  (name == "prod" || name == "avg" ? " (commsim's kernels and exact checks have no " + name + ")"
+                                                   : std::string()));
+    if (std::find(out.begin(), out.end(), *op) == out.end()) out.push_back(*op);
+  }
+  if (out.empty()) throw Error("--op: give an operation");
+  return out;
+}
+
+// An nccl-tests command line: its options read as nccl-tests reads them, each written into the
+// long option it stands for (naming both is an error), and nccl-tests' defaults for the rest: its
+// sizes, warm-up, the library's own collective, its timing. Returns the sizes.
+std::vector<Bytes> apply_nccl_tests(RunOptions& o, const CommandLine& cli, SweepSettings& settings) {
+  const NcclTestsOptions& nt = o.nccl_tests;
+  const NcclTestsSettings s = resolve_nccl_tests(nt);
+  auto take = [&cli](const std::string& short_value, const char* short_name, const char* long_name) {
+    if (short_value.empty()) return false;
+    if (cli.given(long_name))
+      throw Error(std::string(short_name) + " and --" + long_name + " say the same thing: give one of them");
+    return true;
+  };
+  if (take(nt.n, "-n", "iters")) o.iters = s.iters;
+  if (take(nt.w, "-w", "warmup") || !cli.given("warmup")) o.warmup = s.warmup;
+  if (take(nt.c, "-c", "check") || take(nt.c, "-c", "no-check")) o.no_check = !s.check;
+  if (take(nt.d, "-d", "dtype")) o.dtype = s.dtype;
+  if (take(nt.o, "-o", "op")) o.op = s.op;
+  if (take(nt.r, "-r", "root")) o.root = s.root;
+  if (s.graph_launches > 0) o.graph = true;
+  settings.rank_combine = static_cast<RankCombine>(s.average);
+  settings.blocking = s.blocking;
+  if (!cli.given("algorithms")) o.sweep.algorithms = o.backend == "cuda" ? "nccl" : "mpi";
+  if (o.timing.empty()) o.timing = "nccl-tests";
+  if (o.placement.empty() && o.backend == "host") o.placement = "both";
+  const bool sizes_given = !(nt.b.empty() && nt.e.empty() && nt.i.empty() && nt.f.empty());
+  if (sizes_given && cli.given("sizes")) throw Error("-b/-e/-i/-f and --sizes both give the sizes: give one of them");
+  return cli.given("sizes") ? parse_sizes(o.sweep.sizes) : s.sizes;
+}
+
 // The options checked and turned into the job (the same on every rank). Throws Error naming the
 // option that is wrong.
-RunJob resolve(RunOptions o, int nranks) {
+RunJob resolve(RunOptions o, const CommandLine& cli, int nranks) {
   RunJob job;
+  std::optional<std::vector<Bytes> > nccl_tests_sizes;
+  if (o.nccl_tests.any()) nccl_tests_sizes = apply_nccl_tests(o, cli, job.settings);
+  if (o.check && o.no_check) throw Error("--check and --no-check (or -c 0) contradict each other");
+  if (o.timing.empty()) o.timing = "per-iteration";
+  if (o.placement.empty()) o.placement = "out-of-place";
+  if (o.placement != "out-of-place" && o.placement != "in-place" && o.placement != "both")
+    throw Error("--placement: unknown placement '" + o.placement + "'; valid: out-of-place, in-place, both");
+  if (o.timing != "per-iteration" && o.timing != "nccl-tests")
+    throw Error("--timing: unknown mode '" + o.timing + "'; valid: per-iteration, nccl-tests");
+  if (o.timing != "nccl-tests" && !o.nccl_tests.a.empty())
+    throw Error("-a combines the ranks' times of --timing nccl-tests; per-iteration timing takes the slowest rank's");
   if (o.backend != "host" && o.backend != "cuda")
     throw Error("--backend: unknown backend '" + o.backend + "'; valid: host" +
                 std::string(built_backends().find("cuda") != std::string::npos ? ", cuda" : ""));
   job.backend = o.backend;
   job.format = parse_format(o.output.format);
-  auto dt = parse_dtype(o.dtype);
-  if (!dt) throw Error("--dtype: unknown type '" + o.dtype + "'; valid: float32, float64, int32, bfloat16, float16");
-  auto op = parse_redop(o.op);
-  if (!op) throw Error("--op: unknown operation '" + o.op + "'; valid: sum, min, max");
+  const std::vector<DType> dtypes = parse_dtypes(o.dtype);
+  const std::vector<RedOp> ops = parse_ops(o.op);
   if (o.iters < 1) throw Error("--iters must be at least 1");
   if (o.warmup < 0) throw Error("--warmup must not be negative");
   if (o.passes < 1) throw Error("--passes must be at least 1");
@@ -171,13 +266,17 @@ RunJob resolve(RunOptions o, int nranks) {
   job.out = out.resume.empty() ? out.out : out.resume;
   job.resume = !out.resume.empty();
   job.force = out.force;
-  settings.dtype = *dt;
-  settings.op = *op;
+  settings.dtypes = dtypes;
+  settings.ops = ops;
+  settings.timing = o.timing == "nccl-tests" ? Timing::NcclTests : Timing::PerIteration;
+  settings.placements = o.placement == "both"       ? std::vector<bool>{false, true}
+                        : o.placement == "in-place" ? std::vector<bool>{true}
+                                                    : std::vector<bool>{false};
   settings.root = o.root;
   settings.iters = o.iters;
   settings.warmup = o.warmup;
   settings.passes = o.passes;
-  settings.check = o.check;
+  settings.check = !o.no_check;
   settings.inject_error_rank = o.inject_error;
   settings.inject_hang_rank = o.inject_hang;
   settings.channels = o.sweep.channels;
@@ -189,7 +288,7 @@ RunJob resolve(RunOptions o, int nranks) {
   // keeps the received piece in cache for it (see tests/bench/bench_host.sh); the model prices it.
   if (!o.piece_size.empty()) job.piece_bytes = parse_bytes(o.piece_size);
   job.pairs = choose_pairs(o.sweep, o.backend, &job.skipped_pairs);
-  job.sizes = parse_sizes(o.sweep.sizes);
+  job.sizes = nccl_tests_sizes ? *nccl_tests_sizes : parse_sizes(o.sweep.sizes);
   job.topology = load_topology(resolve_topology_path(o.topology));
   // What the model prices: the host executor's pieces; GPU schedules combine whole transfers.
   job.topology.piece_bytes = o.backend == "host" ? job.piece_bytes : 0;
@@ -202,7 +301,7 @@ RunJob resolve(RunOptions o, int nranks) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  block_stop_signals();  // before MPI starts its threads: the signals must reach this thread
+  block_stop_signals();                  // before MPI starts its threads: the signals must reach this thread
   MpiSession mpi(MpiThreads::Multiple);  // the watchdog thread may call MPI
   const int rank = mpi.rank();
   const int nranks = mpi.size();
@@ -213,7 +312,11 @@ int cmd_run(int argc, char** argv) {
       "on the real placement of ranks on hosts. Algorithms: the hand-written ones (see --algorithms) and the\n"
       "backend's library baseline ('mpi' on host: predicted as the algorithm the MPI library itself picks where\n"
       "that is known (Open MPI 4.1), named in the point's note). Per point: --warmup untimed iterations, then\n"
-      "--iters timed ones, each after a barrier; an iteration's time is the maximum over ranks. Every\n"
+      "--iters timed ones, each after a barrier; an iteration's time is the maximum over ranks (--timing\n"
+      "nccl-tests: launched back to back and averaged over ranks, as nccl-tests times them); then one more\n"
+      "iteration whose results are checked exactly (--no-check skips it). nccl-tests' own options work too:\n"
+      "`commsim run -b 8 -e 1G -f 2 -n 20 -w 5` reads as all_reduce_perf reads it, and the table ends with\n"
+      "its '# Out of bounds values' and '# Avg bus bandwidth' lines. Every\n"
       "finished point is appended to --out and flushed at once (with --passes N, a point finishes in the last\n"
       "pass; stopped earlier, the points keep the samples of the passes that ran, and their note says so).\n"
       "\n"
@@ -227,6 +330,7 @@ int cmd_run(int argc, char** argv) {
       "watchdog ended a hung point; 128+N when stopped by signal N (SIGTERM: 143).",
       "mpirun -np 8 commsim run --collectives all --algorithms ring,tree,recursive-doubling,rabenseifner,mpi \\\n"
       "    --sizes 8B:64MiB --iters 20 --warmup 5 --check --out run.h5\n"
+      "mpirun -np 8 commsim run --backend cuda -b 8 -e 8G -f 2 -g 1    # all_reduce_perf's command line\n"
       "srun -N 2 --ntasks-per-node 4 commsim run --topology my-cluster.yaml --resume run.h5");
   RunOptions options;
   add_run_options(cli, options);
@@ -242,7 +346,7 @@ int cmd_run(int argc, char** argv) {
           help_only = true;
           return;
         }
-        job = resolve(options, nranks);
+        job = resolve(options, cli, nranks);
       }))
     return kRunExitUsage;
   if (help_only) return 0;

@@ -18,7 +18,8 @@
 //   json     position among the keys of a point's JSON object
 //   missing  which values mean "none" (CSV leaves them empty; JSON writes null for Negative only)
 //   unit     the unit, as the schema doc writes it; "" for none
-//   since    0: in every file; 1: added with pipeline_chunk_bytes; 2: added with what NCCL ran.
+//   since    0: in every file; 1: added with pipeline_chunk_bytes; 2: added with what NCCL ran;
+//            3: added with in_place and timing.
 //            Files written before a later column was added lack it; they read as 0 / empty.
 #include <fmt/format.h>
 
@@ -89,7 +90,9 @@ enum class Missing {
   X(pipeline_chunk_bytes, U64, 0, 0, 21, 12, Never, "B", 1)  /* 0: not pipelined, or not recorded */\
   X(nccl_algo, CutText, 16, "", 28, 28, Never, "", 2)      /* what NCCL ran, from its TUNING log */ \
   X(nccl_proto, CutText, 32, "", 29, 29, Never, "", 2)                                                \
-  X(nccl_channels, I32, 0, 0, 30, 30, NonPositive, "", 2)
+  X(nccl_channels, I32, 0, 0, 30, 30, NonPositive, "", 2)                                           \
+  X(in_place, I32, 0, 0, 31, 31, Never, "", 3)             /* 1: output buffer = input buffer */    \
+  X(timing, Text, 16, "", 32, 32, Never, "", 3)            /* "per-iteration", "nccl-tests" */
 // clang-format on
 
 // The C++ type of a column's value in `Point` (and, for numbers, in the HDF5 row).

@@ -61,6 +61,7 @@ struct RowTypes {
 };
 
 constexpr const char* kChunkField = "pipeline_chunk_bytes";
+constexpr const char* kTimingField = "timing";
 constexpr const char* kNcclAlgoField = "nccl_algo";
 
 // The HDF5 type of a numeric column.
@@ -76,14 +77,14 @@ hid_t native_type(ColumnKind k) {
 // The row's types. Files written before commsim recorded the pipeline chunk lack that field, and
 // files written before it recorded what NCCL ran lack nccl_algo, nccl_proto and nccl_channels:
 // read and extend them without (with_chunk / with_nccl false), the fields left empty.
-RowTypes row_types(bool with_chunk = true, bool with_nccl = true) {
+RowTypes row_types(bool with_chunk = true, bool with_nccl = true, bool with_timing = true) {
   RowTypes t;
   t.memory = h5::Datatype(H5Tcreate(H5T_COMPOUND, sizeof(Row)), "H5Tcreate(points row)");
   hid_t m = t.memory.get();
   std::vector<h5::Datatype> strings;  // kept open until the compound is complete
   h5::Datatype note = h5::vlen_string_type();
   auto insert = [&](const char* name, std::size_t offset, ColumnKind kind, std::size_t length, int since) {
-    if ((since == 1 && !with_chunk) || (since == 2 && !with_nccl)) return;
+    if ((since == 1 && !with_chunk) || (since == 2 && !with_nccl) || (since == 3 && !with_timing)) return;
     hid_t type = native_type(kind);
     if (kind == ColumnKind::Note) {
       type = note.get();
@@ -281,7 +282,8 @@ struct RowsRead {
 RowTypes row_types_of(const h5::Dataset& points) {
   h5::Datatype file_type(H5Dget_type(points.get()), "H5Dget_type(points)");
   return row_types(H5Tget_member_index(file_type.get(), kChunkField) >= 0,
-                   H5Tget_member_index(file_type.get(), kNcclAlgoField) >= 0);
+                   H5Tget_member_index(file_type.get(), kNcclAlgoField) >= 0,
+                   H5Tget_member_index(file_type.get(), kTimingField) >= 0);
 }
 
 RowsRead read_all_rows(const h5::Dataset& points, const RowTypes& types) {
@@ -340,13 +342,18 @@ std::optional<RunStatus> parse_run_status(std::string_view text) {
 }
 
 PointKey key_of(const Point& p) {
-  return PointKey{p.collective, p.algorithm, p.backend, p.transport, p.protocol, p.dtype, p.nodes, p.ranks, p.bytes};
+  // Files written before the timing column were timed per iteration: their points are the same
+  // points as those a resumed run plans with that timing.
+  const std::string timing = p.timing.empty() ? "per-iteration" : p.timing;
+  return PointKey{p.collective, p.algorithm, p.backend, p.transport, p.protocol, p.dtype,
+                  p.nodes,      p.ranks,     p.bytes,   p.in_place,  timing,     p.redop};
 }
 
 std::string to_string(const PointKey& k) {
   return std::string(to_string(k.collective)) + "/" + std::string(to_string(k.algorithm)) + "/" + k.backend + "/" +
          k.transport + "/" + std::string(to_string(k.protocol)) + "/" + k.dtype + "/nodes=" + std::to_string(k.nodes) +
-         "/ranks=" + std::to_string(k.ranks) + "/bytes=" + std::to_string(k.bytes);
+         "/ranks=" + std::to_string(k.ranks) + "/bytes=" + std::to_string(k.bytes) + (k.in_place ? "/in-place" : "") +
+         (k.timing.empty() ? "" : "/" + k.timing) + (k.redop.empty() ? "" : "/" + k.redop);
 }
 
 struct ResultsFile::Impl {

@@ -39,6 +39,9 @@ struct PointKey {
   int nodes = 0;
   int ranks = 0;
   Bytes bytes = 0;
+  int in_place = 0;
+  std::string timing;  // "" in files written before the column
+  std::string redop;
   auto operator<=>(const PointKey&) const = default;
 };
 PointKey key_of(const Point& p);

@@ -70,6 +70,11 @@ class TableReporter : public Reporter {
   std::ostream& out_;
   Columns columns_;
   std::string group_;  // the (collective, nodes, ranks, backend, dtype) of the rows being printed
+  // For nccl-tests' closing lines (Measured): wrong elements over checked rows, and busbw of the measured rows.
+  long long wrong_total_ = 0;
+  bool unchecked_ = false;
+  double busbw_sum_gbps_ = 0;
+  int busbw_rows_ = 0;
 };
 
 class CsvReporter : public Reporter {

@@ -17,6 +17,10 @@ std::string num(double v, int width, int precision) {
   return fmt::format("{:>{}.{}f}", v, width, precision);
 }
 
+bool has_root(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce;
+}
+
 std::string text(std::string_view s, int width) {
   return fmt::format("{:>{}}", s, width);
 }
@@ -50,7 +54,7 @@ void TableReporter::context(const RunContext& c) {
 
 void TableReporter::group_header(const Point& p) {
   std::string group = std::string(to_string(p.collective)) + "|" + p.backend + "|" + p.transport + "|" +
-                      std::to_string(p.nodes) + "|" + std::to_string(p.ranks) + "|" + p.dtype;
+                      std::to_string(p.nodes) + "|" + std::to_string(p.ranks) + "|" + p.dtype + "|" + p.timing;
   if (group == group_) return;
   group_ = group;
   out_ << "#\n# " << to_string(p.collective) << ": " << p.nodes << (p.nodes == 1 ? " node" : " nodes");
@@ -60,6 +64,7 @@ void TableReporter::group_header(const Point& p) {
     out_ << ", " << p.ranks << " ranks";
   out_ << ", backend " << p.backend;
   if (!p.transport.empty()) out_ << " over " << p.transport;
+  if (p.timing == "nccl-tests") out_ << ", timed as nccl-tests (iterations back to back)";
   out_ << '\n';
   if (columns_ == Columns::Predicted) {
     out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7)
@@ -68,12 +73,12 @@ void TableReporter::group_header(const Point& p) {
     out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 20)
          << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << "  (predicted)\n";
   } else {
-    out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7)
+    out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7) << text("root", 6)
          << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
          << text("#wrong", 8) << text("predicted", 11) << text("rel.err", 9) << "  winner  status\n";
-    out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 20)
-         << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << text("", 8) << text("(us)", 11)
-         << text("(%)", 9) << "  (predicted)\n";
+    out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 6)
+         << text("", 20) << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << text("", 8)
+         << text("(us)", 11) << text("(%)", 9) << "  (predicted)\n";
   }
 }
 
@@ -85,6 +90,8 @@ void TableReporter::point(const Point& p) {
   line += text(std::to_string(p.count), 14);
   line += text(p.dtype, 10);
   line += text(p.redop, 7);
+  // nccl-tests prints -1 for the collectives without a root.
+  if (columns_ == Columns::Measured) line += text(std::to_string(has_root(p.collective) ? p.root : -1), 6);
   line += text(to_string(p.algorithm), 20);
   line += text(proto.empty() ? "-" : proto, 7);
   if (columns_ == Columns::Predicted) {
@@ -96,7 +103,18 @@ void TableReporter::point(const Point& p) {
             text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) + num(p.predicted_us, 11, 2) +
             (std::isfinite(p.rel_error) ? text(fmt::format("{:+.1f}", p.rel_error * 100.0), 9) : text("N/A", 9)) +
             "  " + (p.predicted_winner.empty() ? "-" : p.predicted_winner) + "  " + p.status;
+    if (p.in_place) line += " in-place";
     if (!p.note.empty() && p.status != "ok") line += " (" + p.note + ")";
+    if (p.measured()) {
+      if (p.wrong < 0)
+        unchecked_ = true;
+      else
+        wrong_total_ += p.wrong;
+      if (std::isfinite(p.busbw_gbps)) {
+        busbw_sum_gbps_ += p.busbw_gbps;
+        ++busbw_rows_;
+      }
+    }
   }
   out_ << line << '\n';
   out_.flush();
@@ -108,6 +126,15 @@ void TableReporter::note(std::string_view text_line) {
 }
 
 void TableReporter::finalize() {
+  // nccl-tests' closing lines (src/util.cu, writeResultFooter), which scripts grep for: the wrong
+  // elements of every checked row, and the mean busbw of the measured rows.
+  if (columns_ == Columns::Measured && busbw_rows_ > 0) {
+    const std::string errors = unchecked_ && wrong_total_ == 0
+                                   ? std::string("N/A (not checked)")
+                                   : fmt::format("{} {}", wrong_total_, wrong_total_ ? "FAILED" : "OK");
+    out_ << fmt::format("# {:<20} : {}\n", "Out of bounds values", errors);
+    out_ << fmt::format("# {:<20} : {:g} \n", "Avg bus bandwidth", busbw_sum_gbps_ / busbw_rows_);
+  }
   out_.flush();
 }
 

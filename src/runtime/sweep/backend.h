@@ -56,6 +56,8 @@ struct PointSetup {
   int inject_error_rank = -1;
   // Library baselines with a forced protocol (cuda: NCCL_PROTO); None = the library's choice.
   Protocol protocol = Protocol::None;
+  // The output buffer is the input buffer (MPI_IN_PLACE; nccl-tests' in-place columns).
+  bool in_place = false;
 };
 
 class Backend {
@@ -80,6 +82,11 @@ class Backend {
   // this rank's part is complete (host: MPI_Wtime around the work; GPU: device events around the
   // launch, synchronised before returning). The sweep puts a barrier before each call.
   virtual double run_once() = 0;
+  // Runs `n` iterations launched back to back (with `blocking`, each finished before the next is
+  // launched) and returns this rank's wall time from the first launch until all have finished,
+  // seconds: nccl-tests' timed loop. The default calls run_once n times (right where run_once
+  // returns when the work is done, as host MPI calls do).
+  virtual double run_back_to_back(int n, bool blocking);
   // Clears this rank's Output, runs one iteration, and returns the number of wrong elements of
   // this rank's Output (count_wrong, reduce.h), after PointSetup::inject_error_rank's flip.
   virtual std::uint64_t check() = 0;

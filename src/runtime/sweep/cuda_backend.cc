@@ -8,6 +8,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -16,8 +18,8 @@
 
 #include "collectives/cuda/cuda_check.h"
 #include "collectives/cuda/cuda_executor.h"
-#include "collectives/host/mpi_check.h"
 #include "collectives/elements/reduce.h"
+#include "collectives/host/mpi_check.h"
 #include "model/error.h"
 #include "runtime/job/watchdog.h"
 
@@ -112,6 +114,7 @@ class CudaBackend final : public Backend {
   }
 
   std::string unsupported(const PointSetup& s) const override {
+    if (s.in_place) return "in-place runs are not implemented on the cuda backend";
     if (is_hand_written(s.algorithm)) return {};
     if (s.algorithm == Algorithm::Mpi) return "mpi runs on the host backend (--backend host)";
 #ifndef COMMSIM_HAVE_NCCL
@@ -120,7 +123,7 @@ class CudaBackend final : public Backend {
     if (ranks_per_gpu_ > 1) return "NCCL refuses two ranks on one GPU (--share-gpu runs hand-written kernels only)";
     if (s.algorithm == Algorithm::NcclTree && s.collective != Collective::AllReduce)
       return "NCCL has a Tree algorithm for allreduce only";
-    return {};
+    return forced_nccl_unavailable(s.algorithm);
 #endif
   }
 
@@ -174,6 +177,17 @@ class CudaBackend final : public Backend {
       CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
       CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
     }
+  }
+
+  // nccl-tests' timed loop: every iteration enqueued, then one wait; the host's clock around both.
+  double run_back_to_back(int n, bool blocking) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      launch();
+      if (blocking) sync("an iteration");
+    }
+    sync("the timed iterations");
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
   double run_once() override {
@@ -267,6 +281,21 @@ class CudaBackend final : public Backend {
     return s;
   }
 #endif
+
+  // Why NCCL cannot run a forced algorithm here, as far as the settings of this process tell; "" when
+  // it may (NCCL itself fails a collective it has no algorithm for).
+  std::string forced_nccl_unavailable(Algorithm a) const {
+    auto env_is = [](const char* name, const char* value) {
+      const char* v = std::getenv(name);
+      return v != nullptr && std::string_view(v) == value;
+    };
+    if ((a == Algorithm::NcclNvls || a == Algorithm::NcclNvlsTree) && env_is("NCCL_NVLS_ENABLE", "0"))
+      return "NVLink SHARP is switched off (NCCL_NVLS_ENABLE=0)";
+    if ((a == Algorithm::NcclCollnetDirect || a == Algorithm::NcclCollnetChain) && !env_is("NCCL_COLLNET_ENABLE", "1"))
+      return "CollNet needs NCCL_COLLNET_ENABLE=1 and a SHARP network plugin";
+    if (a == Algorithm::NcclPat && ctx_.local_ranks > 1) return "NCCL runs PAT with one GPU per node only";
+    return {};
+  }
 
   std::pair<std::uint64_t, std::uint64_t> buffer_counts(const PointSetup& s) const {
     const BufferCounts bc = commsim::buffer_counts(s.collective, s.count, ctx_.nranks);

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectives/elements/reduce.h"
 #include "collectives/host/aligned_buffer.h"
 #include "collectives/host/host_executor.h"
 #include "collectives/host/mpi_baselines.h"
 #include "collectives/host/mpi_transport.h"
-#include "collectives/elements/reduce.h"
 #include "model/error.h"
 #include "runtime/job/mpi_carrier.h"
 #ifdef COMMSIM_HAVE_UCX
@@ -69,10 +69,16 @@ class HostBackend final : public Backend {
     mpi_note_ = mpi_carrier(ctx.placement ? ctx.placement->nnodes : 1);
   }
 
-  std::string_view name() const override { return "host"; }
-  std::string_view transport() const override { return transport_->name(); }
+  std::string_view name() const override {
+    return "host";
+  }
+  std::string_view transport() const override {
+    return transport_->name();
+  }
 
   std::string unsupported(const PointSetup& s) const override {
+    if (s.in_place && s.algorithm != Algorithm::Mpi)
+      return "hand-written schedules run out of place (in place: the mpi baseline)";
     if (s.algorithm == Algorithm::Mpi)
       return mpi_baseline_unsupported(s.collective, s.count, s.dtype, s.op, ctx_.nranks);
     if (!is_hand_written(s.algorithm)) return std::string(to_string(s.algorithm)) + " needs the cuda backend";
@@ -85,8 +91,10 @@ class HostBackend final : public Backend {
       return (s.schedule->input_count + s.schedule->output_count) * elem +
              HostExecutor::extra_bytes_for(*s.schedule, ctx_.rank);
     const BufferCounts bc = buffer_counts(s.collective, s.count, ctx_.nranks);
+    // In place, the output buffer holds the input too (and the input is kept to reload it).
+    const std::uint64_t output = s.in_place ? std::max(bc.input, bc.output) : bc.output;
     // The library's reducing collectives keep a temporary buffer of about the message size.
-    return (bc.input + bc.output + (reduces(s.collective) ? bc.input : 0)) * elem;
+    return (bc.input + output + (reduces(s.collective) ? bc.input : 0)) * elem;
   }
 
   std::uint64_t bytes_available() const override {
@@ -106,7 +114,7 @@ class HostBackend final : public Backend {
       out_count_ = bc.output;
     }
     input_ = AlignedBuffer(in_count_ * elem);
-    output_ = AlignedBuffer(out_count_ * elem);
+    output_ = AlignedBuffer((s.in_place ? std::max(in_count_, out_count_) : out_count_) * elem);
     fill_input(input_.data(), in_count_, s.dtype, s.collective, ctx_.rank, ctx_.nranks);
     if (s.schedule) {
       HostExecutorOptions opt;
@@ -114,6 +122,7 @@ class HostBackend final : public Backend {
       executor_ = std::make_unique<HostExecutor>(*s.schedule, s.dtype, s.op, *transport_, opt);
     } else {
       baseline_ = std::make_unique<MpiBaseline>(s.collective, s.count, s.dtype, s.op, s.root, MPI_COMM_WORLD);
+      if (s.in_place) baseline_->load_in_place(input_.data(), output_.data());
     }
   }
 
@@ -127,8 +136,9 @@ class HostBackend final : public Backend {
     const std::uint64_t elem = dtype_size(setup_.dtype);
     // All-ones bytes are NaN in every float type: an element the algorithm fails to write is wrong.
     if (output_.bytes()) std::memset(output_.data(), 0xff, output_.bytes());
+    if (setup_.in_place) baseline_->load_in_place(input_.data(), output_.data());
     run();
-    if (baseline_) baseline_->finish_root_output(input_.data(), output_.data());
+    if (baseline_ && !setup_.in_place) baseline_->finish_root_output(input_.data(), output_.data());
     if (setup_.inject_error_rank == ctx_.rank && out_count_ > 0) {
       // Flip the lowest bit of the middle element: a different value in every dtype.
       output_.data()[(out_count_ / 2) * elem] ^= std::byte{1};
@@ -154,6 +164,8 @@ class HostBackend final : public Backend {
   void run() {
     if (executor_)
       executor_->run(input_.data(), output_.data());
+    else if (setup_.in_place)
+      baseline_->run_in_place(output_.data());  // the timed iterations reduce what the last one left
     else
       baseline_->run(input_.data(), output_.data());
   }

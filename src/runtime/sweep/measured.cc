@@ -52,4 +52,28 @@ MeasuredPoints read_measured(const std::vector<std::string>& files, const std::s
   return m;
 }
 
+std::string timing_of(const Point& p) {
+  if (!p.measured()) return {};
+  return p.timing.empty() ? "per-iteration" : p.timing;
+}
+
+void select_timing(std::vector<Point>& points, const std::string& timing) {
+  if (!timing.empty() && timing != "per-iteration" && timing != "nccl-tests")
+    throw Error("--timing: unknown mode '" + timing + "'; valid: per-iteration, nccl-tests");
+  std::map<std::string, int> seen;
+  std::vector<Point> kept;
+  for (Point& p : points) {
+    const std::string t = timing_of(p);
+    if (!timing.empty() && !t.empty() && t != timing) continue;
+    if (!t.empty()) ++seen[t];
+    kept.push_back(std::move(p));
+  }
+  points = std::move(kept);
+  if (seen.size() < 2) return;
+  std::string counts;
+  for (const auto& [t, n] : seen) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + t;
+  throw Error("the files hold points timed in different ways (" + counts +
+              "), whose times do not compare: report one kind with --timing per-iteration or --timing nccl-tests");
+}
+
 }  // namespace commsim

@@ -18,6 +18,14 @@ struct MeasuredPoints {
 // every point is predicted again on it, the pipelined algorithms with the chunk they ran with, the
 // MPI baseline for the library of the point's run, the host piece of the point's run. Throws Error
 // when a file or the topology cannot be read.
+// How a point was timed (Point::timing), "per-iteration" for measured points of files written
+// before the column; "" for points not measured.
+std::string timing_of(const Point& p);
+// `report` compares like with like: keeps the points timed as `timing` ("" keeps all) and the points
+// not measured, and throws Error when the measured points kept were timed in more than one way
+// (naming how many of each and --timing).
+void select_timing(std::vector<Point>& points, const std::string& timing);
+
 MeasuredPoints read_measured(const std::vector<std::string>& files, const std::string& topology_name = "");
 
 }  // namespace commsim

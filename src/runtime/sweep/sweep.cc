@@ -25,7 +25,12 @@
 namespace commsim {
 
 std::string point_label(const Point& p) {
-  return std::string(to_string(p.collective)) + " " + std::string(to_string(p.algorithm)) + " " + format_bytes(p.bytes);
+  return std::string(to_string(p.collective)) + " " + std::string(to_string(p.algorithm)) + " " +
+         format_bytes(p.bytes) + (p.in_place ? " in-place" : "");
+}
+
+std::string_view to_string(Timing t) {
+  return t == Timing::NcclTests ? "nccl-tests" : "per-iteration";
 }
 
 std::uint64_t element_count(Collective c, Bytes bytes, std::uint32_t elem_size, int nranks) {
@@ -194,27 +199,43 @@ std::size_t bytes_of(const Schedule& s) {
 
 // One point of the plan: its row (the key, the prediction), its schedule built and priced once,
 // and whether and with how much memory the backend can run it.
-PlannedPoint plan_point(Collective c, Algorithm a, Protocol protocol, std::uint64_t count,
-                        const SweepSettings& settings, const Topology& base_topology, const Placement& placement,
-                        const Backend& backend, std::optional<Seconds>& priced_s) {
+struct PointKind {
+  Collective collective;
+  Algorithm algorithm;
+  Protocol protocol;
+  DType dtype;
+  RedOp op;
+  bool in_place;
+};
+PlannedPoint plan_point(const PointKind& k, std::uint64_t count, const SweepSettings& settings,
+                        const Topology& base_topology, const Placement& placement, const Backend& backend,
+                        std::optional<Seconds>& priced_s) {
+  const Collective c = k.collective;
+  const Algorithm a = k.algorithm;
+  const Protocol protocol = k.protocol;
   PlannedPoint pp;
+  pp.dtype = k.dtype;
+  pp.op = k.op;
+  pp.in_place = k.in_place;
   Point& row = pp.row;
   row.collective = c;
   row.algorithm = a;
   row.backend = std::string(backend.name());
   row.transport = a == Algorithm::Mpi ? std::string("mpi") : std::string(backend.transport());
   row.protocol = protocol;
-  row.dtype = std::string(to_string(settings.dtype));
-  row.redop = reduces(c) ? std::string(to_string(settings.op)) : std::string("none");
+  row.dtype = std::string(to_string(k.dtype));
+  row.redop = reduces(c) ? std::string(to_string(k.op)) : std::string("none");
+  row.in_place = k.in_place ? 1 : 0;
+  row.timing = std::string(to_string(settings.timing));
   row.nodes = placement.nnodes;
   row.ranks = placement.nranks;
-  row.bytes = count * dtype_size(settings.dtype);
+  row.bytes = count * dtype_size(k.dtype);
   row.count = count;
   row.root = settings.root;
   row.iters = settings.iters;
   row.status = "skipped";
 
-  PointSetup setup{c, a, count, settings.dtype, settings.op, settings.root, nullptr, -1, protocol};
+  PointSetup setup{c, a, count, k.dtype, k.op, settings.root, nullptr, -1, protocol, k.in_place};
   try {
     if (auto built = predict_row(row, base_topology, placement, settings.pipeline_chunk_bytes, settings.mpi_library,
                                  settings.channels)) {
@@ -244,37 +265,41 @@ std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
                                      const Topology& base_topology, const Placement& placement,
                                      const Backend& backend) {
-  const std::uint32_t elem = dtype_size(settings.dtype);
   std::vector<PlannedPoint> plan;
   std::size_t schedule_bytes = 0;
-  for (const auto& [c, algs] : pairs) {
-    std::set<std::uint64_t> seen_counts;
-    for (Bytes requested : sizes) {
-      const std::uint64_t count = element_count(c, requested, elem, placement.nranks);
-      if (!seen_counts.insert(count).second) continue;
-      // The model's winner among the hand-written algorithms at this size: the fastest of the
-      // schedules just priced, the first of equals in the order asked.
-      const std::size_t first = plan.size();
-      std::optional<PricedChoice> winner;
-      for (Algorithm a : algs) {
-        for (Protocol protocol : is_nccl_algorithm(a) ? settings.protocols : std::vector<Protocol>{Protocol::None}) {
-          std::optional<Seconds> priced_s;
-          plan.push_back(plan_point(c, a, protocol, count, settings, base_topology, placement, backend, priced_s));
-          if (priced_s && (!winner || *priced_s < winner->time_s)) winner = PricedChoice{a, *priced_s};
-          if (auto& s = plan.back().schedule) {
-            const std::size_t n = bytes_of(*s);
-            if (schedule_bytes + n > kPlanScheduleBudgetBytes)
-              s.reset();
-            else
-              schedule_bytes += n;
+  for (const auto& [c, algs] : pairs)
+    for (DType dtype : settings.dtypes)
+      for (RedOp op : reduces(c) ? settings.ops : std::vector<RedOp>{settings.ops.front()}) {
+        const std::uint32_t elem = dtype_size(dtype);
+        std::set<std::uint64_t> seen_counts;
+        for (Bytes requested : sizes) {
+          const std::uint64_t count = element_count(c, requested, elem, placement.nranks);
+          if (!seen_counts.insert(count).second) continue;
+          // The model's winner among the hand-written algorithms at this size: the fastest of the
+          // schedules just priced, the first of equals in the order asked.
+          const std::size_t first = plan.size();
+          std::optional<PricedChoice> winner;
+          for (Algorithm a : algs) {
+            for (Protocol protocol : is_nccl_algorithm(a) ? settings.protocols : std::vector<Protocol>{Protocol::None})
+              for (bool in_place : settings.placements) {
+                std::optional<Seconds> priced_s;
+                plan.push_back(plan_point({c, a, protocol, dtype, op, in_place}, count, settings, base_topology,
+                                          placement, backend, priced_s));
+                if (priced_s && (!winner || *priced_s < winner->time_s)) winner = PricedChoice{a, *priced_s};
+                if (auto& s = plan.back().schedule) {
+                  const std::size_t n = bytes_of(*s);
+                  if (schedule_bytes + n > kPlanScheduleBudgetBytes)
+                    s.reset();
+                  else
+                    schedule_bytes += n;
+                }
+              }
           }
+          if (winner)
+            for (std::size_t i = first; i < plan.size(); ++i)
+              plan[i].row.predicted_winner = std::string(to_string(winner->algorithm));
         }
       }
-      if (winner)
-        for (std::size_t i = first; i < plan.size(); ++i)
-          plan[i].row.predicted_winner = std::string(to_string(winner->algorithm));
-    }
-  }
   return plan;
 }
 
@@ -322,6 +347,18 @@ bool barrier_and_agree_stop(MPI_Comm comm) {
 
 enum class PointEnd { Done, Abandoned };
 
+// nccl-tests' Allreduce(args, &deltaSec, average) (src/common.cu): this rank's time combined with the
+// others' as -a asks; the result is rank 0's.
+double combine_over_ranks(double local_s, RankCombine how, MPI_Comm comm) {
+  int nranks = 1;
+  COMMSIM_MPI_CHECK(MPI_Comm_size(comm, &nranks));
+  if (how == RankCombine::Rank0) return local_s;
+  const MPI_Op op = how == RankCombine::Min ? MPI_MIN : how == RankCombine::Max ? MPI_MAX : MPI_SUM;
+  double out = 0;
+  COMMSIM_MPI_CHECK(MPI_Reduce(&local_s, &out, 1, MPI_DOUBLE, op, 0, comm));
+  return how == RankCombine::Mean ? out / nranks : out;
+}
+
 // One pass over one point on every rank: prepare, `warmup` untimed iterations, `iters` timed ones,
 // and with `check` one more whose wrong elements are counted. Rank 0 appends the pass's samples
 // (the maximum over ranks of each iteration) to row.samples_us; a failure to prepare sets status
@@ -330,9 +367,9 @@ enum class PointEnd { Done, Abandoned };
 PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, const SweepSettings& settings,
                   Backend& backend, Watchdog& watchdog, MPI_Comm comm, int rank, Point& row) {
   std::shared_ptr<const Schedule> schedule = pp.schedule;
-  PointSetup setup{row.collective, row.algorithm, row.count, settings.dtype,
-                   settings.op,    settings.root, nullptr,   settings.inject_error_rank,
-                   row.protocol};
+  PointSetup setup{row.collective, row.algorithm, row.count, pp.dtype,
+                   pp.op,          settings.root, nullptr,   settings.inject_error_rank,
+                   row.protocol,   pp.in_place};
   watchdog.begin_point(index, point_label(row));
 
   // A failure to prepare on one rank (e.g. out of memory) must not leave the others waiting.
@@ -365,16 +402,28 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
     }
     backend.run_once();
   }
-  std::vector<double> local_s(static_cast<std::size_t>(iters)), max_s(local_s.size());
-  for (int i = 0; i < iters; ++i) {
+  std::vector<double> max_s;
+  if (settings.timing == Timing::NcclTests) {
     if (barrier_and_agree_stop(comm)) {
       backend.release();
       watchdog.end_point(index);
       return PointEnd::Abandoned;
     }
-    local_s[static_cast<std::size_t>(i)] = backend.run_once();
+    max_s.push_back(
+        combine_over_ranks(backend.run_back_to_back(iters, settings.blocking) / iters, settings.rank_combine, comm));
+  } else {
+    std::vector<double> local_s(static_cast<std::size_t>(iters));
+    max_s.resize(local_s.size());
+    for (int i = 0; i < iters; ++i) {
+      if (barrier_and_agree_stop(comm)) {
+        backend.release();
+        watchdog.end_point(index);
+        return PointEnd::Abandoned;
+      }
+      local_s[static_cast<std::size_t>(i)] = backend.run_once();
+    }
+    COMMSIM_MPI_CHECK(MPI_Reduce(local_s.data(), max_s.data(), iters, MPI_DOUBLE, MPI_MAX, 0, comm));
   }
-  COMMSIM_MPI_CHECK(MPI_Reduce(local_s.data(), max_s.data(), iters, MPI_DOUBLE, MPI_MAX, 0, comm));
 
   long long wrong = -1;
   if (check) {
@@ -401,7 +450,8 @@ PointEnd run_pass(const PlannedPoint& pp, int index, int iters, bool check, cons
 // Rank 0: the statistics of a point's samples, gathered over the passes that ran.
 void finish_row(Point& row) {
   const SampleStats st = summarize(row.samples_us);
-  row.iters = static_cast<int>(row.samples_us.size());
+  // Per-iteration timing has a sample per iteration; nccl-tests timing one per pass, iters as planned.
+  if (row.timing != to_string(Timing::NcclTests)) row.iters = static_cast<int>(row.samples_us.size());
   row.measured_min_us = st.min;
   row.measured_median_us = st.median;
   row.measured_mean_us = st.mean;

@@ -35,9 +35,31 @@
 
 namespace commsim {
 
+// How a point's time is measured (Point::timing).
+enum class Timing {
+  // Each timed iteration after a barrier; its time is the maximum over ranks; the statistics are over
+  // the iterations (the median is the point's time).
+  PerIteration,
+  // nccl-tests' definition (src/common.cu, BenchTime): after a barrier each rank launches the timed
+  // iterations back to back and divides their wall time by their count; the ranks' values are then
+  // combined per RankCombine. One sample per pass.
+  NcclTests,
+};
+std::string_view to_string(Timing t);  // "per-iteration", "nccl-tests"
+// nccl-tests' -a: how the ranks' times combine under Timing::NcclTests.
+enum class RankCombine { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
+
 struct SweepSettings {
-  DType dtype = DType::Float32;
-  RedOp op = RedOp::Sum;
+  // The sweep's element types and reductions, in the order they run (nccl-tests: for each type, for
+  // each op, every size); collectives that do not reduce run once per type.
+  std::vector<DType> dtypes{DType::Float32};
+  std::vector<RedOp> ops{RedOp::Sum};
+  // Out of place (false) and/or in place (true), per size in this order, as nccl-tests measures both.
+  std::vector<bool> placements{false};
+  Timing timing = Timing::PerIteration;
+  RankCombine rank_combine = RankCombine::Mean;
+  // nccl-tests' -z: with Timing::NcclTests, wait for each iteration to finish before launching the next.
+  bool blocking = false;
   int root = 0;
   int iters = 20;  // timed iterations per point, over all passes
   int warmup = 5;  // untimed iterations per point and pass
@@ -65,6 +87,9 @@ struct SweepSettings {
 struct PlannedPoint {
   Point row;  // key and prediction; a point that cannot run has status "skipped" and a note
   bool runnable = true;
+  DType dtype = DType::Float32;  // row.dtype, row.redop and row.in_place as the backend takes them
+  RedOp op = RedOp::Sum;
+  bool in_place = false;
   // Hand-written algorithms: the schedule, built and priced once when planned and run as it is; the
   // request it was built from (a plan over its memory budget keeps only the request, plan_sweep).
   ScheduleRequest request;
@@ -112,13 +137,13 @@ void repredict(std::vector<Point>& points, const Topology& topology,
                const std::vector<const Topology*>& run_topology = {}, const std::vector<MpiLibrary>& mpi_library = {},
                const std::vector<std::optional<std::uint64_t>>& run_piece = {});
 
-// The points of every (collective, algorithms) pair x sizes, in that order (sizes that give the
-// same element count are kept once). Predictions: a hand-written algorithm's schedule built and
-// priced once on the topology with the real placement (build_and_price), kept for the run; `mpi`: as predict_row, for
-// settings.mpi_library (the choice named in the note); NCCL baselines: the model's
-// NCCL closed form when the topology has NCCL constants. predicted_winner: the
-// model's fastest among the hand-written algorithms asked for that collective. A point the
-// backend cannot run, or whose schedule cannot be built, is planned as skipped with the reason.
+// The points of every (collective, algorithms) pair x dtype x op x sizes x algorithm x protocol x
+// placement, in that order (sizes that give the same element count are kept once). Predictions: a hand-written
+// algorithm's schedule built and priced once on the topology with the real placement (build_and_price), kept for the
+// run; `mpi`: as predict_row, for settings.mpi_library (the choice named in the note); NCCL baselines: the model's NCCL
+// closed form when the topology has NCCL constants. predicted_winner: the model's fastest among the hand-written
+// algorithms asked for that collective. A point the backend cannot run, or whose schedule cannot be built, is planned
+// as skipped with the reason.
 std::vector<PlannedPoint> plan_sweep(const std::vector<std::pair<Collective, std::vector<Algorithm>>>& pairs,
                                      const std::vector<Bytes>& sizes, const SweepSettings& settings,
                                      const Topology& topology, const Placement& placement, const Backend& backend);

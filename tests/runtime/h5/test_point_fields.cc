@@ -105,7 +105,8 @@ TEST(PointFields, CsvColumnsKeepTheirOrder) {
   EXPECT_EQ(extra,
             (std::vector<std::string_view>{"transport", "redop", "count", "root", "pipeline_chunk_bytes", "iters",
                                            "measured_min_us", "measured_mean_us", "measured_max_us", "predicted_winner",
-                                           "note", "nccl_algo", "nccl_proto", "nccl_channels"}));
+                                           "note", "nccl_algo", "nccl_proto", "nccl_channels", "in_place",
+                                           "timing"}));
 }
 
 }  // namespace

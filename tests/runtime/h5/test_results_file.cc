@@ -59,6 +59,8 @@ void expect_same_point(const Point& a, const Point& b) {
   EXPECT_EQ(a.nccl_algo, b.nccl_algo);
   EXPECT_EQ(a.nccl_proto, b.nccl_proto);
   EXPECT_EQ(a.nccl_channels, b.nccl_channels);
+  EXPECT_EQ(a.in_place, b.in_place);
+  EXPECT_EQ(a.timing, b.timing);
   EXPECT_EQ(a.samples_us, b.samples_us);
 }
 
@@ -372,6 +374,40 @@ TEST(ResultsFile, FilesWithoutNcclChoiceAreReadAndResumed) {
   EXPECT_EQ(r.points[2].nccl_algo, "");
   EXPECT_EQ(r.points[2].nccl_channels, 0);
   EXPECT_EQ(r.points[2].bytes, 4096u);
+}
+
+// How a point was timed and where its output went survive the file; a file written before those
+// columns reads as out of place and unnamed timing, and its points keep their keys for --resume.
+TEST(ResultsFile, TimingAndInPlaceRoundTrip) {
+  TempDir dir;
+  const std::string path = dir.file("timing.h5");
+  std::vector<Point> points = {test::measured_point(1024), test::measured_point(64)};
+  points[0].timing = "nccl-tests";
+  points[0].in_place = 1;
+  points[1].timing = "per-iteration";
+  {
+    ResultsFile f = ResultsFile::create(path, false, test::sample_context());
+    for (const Point& p : points) f.append(p);
+    f.finish(RunStatus::Complete);
+  }
+  ResultsContents r = read_results(path);
+  ASSERT_EQ(r.points.size(), 2u);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same_point(r.points[i], points[i]);
+  }
+  Point out_of_place = points[0];
+  out_of_place.in_place = 0;
+  EXPECT_FALSE(key_of(points[0]) == key_of(out_of_place));  // both are stored by one run
+
+  for (const char* field : {"in_place", "timing"}) drop_points_field(path, field);
+  ASSERT_FALSE(points_have_field(path, "timing"));
+  r = read_results(path);
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].timing, "");
+  EXPECT_EQ(r.points[0].in_place, 0);
+  // An old point is the per-iteration point of a resumed run.
+  EXPECT_EQ(key_of(r.points[1]), key_of(points[1]));
 }
 
 // A name longer than the table's field is cut to fit, not refused: the row is still written.

@@ -204,13 +204,44 @@ TEST(TableReporter, MeasuredTableShowsWrongPredictionAndError) {
       row = words(l);
       break;
     }
-  ASSERT_GE(row.size(), 14u) << s;
-  EXPECT_NEAR(std::stod(row[6]), p.measured_median_us, 0.01);
-  EXPECT_EQ(row[9], "0");
-  EXPECT_NEAR(std::stod(row[10]), p.predicted_us, 0.01);
-  EXPECT_NEAR(std::stod(row[11]), p.rel_error * 100, 0.06);
-  EXPECT_EQ(row[12], "tree");
-  EXPECT_EQ(row[13], "ok");
+  ASSERT_GE(row.size(), 15u) << s;
+  EXPECT_EQ(row[4], "-1") << "nccl-tests' root column: -1 for a collective without a root";
+  EXPECT_NEAR(std::stod(row[7]), p.measured_median_us, 0.01);
+  EXPECT_EQ(row[10], "0");
+  EXPECT_NEAR(std::stod(row[11]), p.predicted_us, 0.01);
+  EXPECT_NEAR(std::stod(row[12]), p.rel_error * 100, 0.06);
+  EXPECT_EQ(row[13], "tree");
+  EXPECT_EQ(row[14], "ok");
+}
+
+// nccl-tests' closing lines (src/util.cu writeResultFooter), byte for byte: the wrong elements of
+// every checked row and the mean busbw of the measured rows.
+TEST(TableReporter, EndsWithNcclTestsClosingLines) {
+  auto table_of = [](std::vector<Point> points) {
+    std::ostringstream out;
+    TableReporter r(out, TableReporter::Columns::Measured);
+    for (const Point& p : points) r.point(p);
+    r.finalize();
+    return lines_of(out.str());
+  };
+  Point a = test::measured_point(1024), b = test::measured_point(2048);
+  a.wrong = b.wrong = 0;
+  a.busbw_gbps = 1.5;
+  b.busbw_gbps = 2.25;
+  std::vector<std::string> lines = table_of({a, b});
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[lines.size() - 2], "# Out of bounds values : 0 OK");
+  EXPECT_EQ(lines[lines.size() - 1], "# Avg bus bandwidth    : 1.875 ");
+  b.wrong = 3;
+  lines = table_of({a, b});
+  EXPECT_EQ(lines[lines.size() - 2], "# Out of bounds values : 3 FAILED");
+  a.wrong = b.wrong = -1;
+  lines = table_of({a, b});
+  EXPECT_EQ(lines[lines.size() - 2], "# Out of bounds values : N/A (not checked)");
+  // A table with no measured row (every point skipped) has no closing lines.
+  Point skipped;
+  skipped.status = "skipped";
+  for (const std::string& l : table_of({skipped})) EXPECT_EQ(l.find("Avg bus bandwidth"), std::string::npos);
 }
 
 TEST(Hdf5Reporter, RowsReadBack) {
