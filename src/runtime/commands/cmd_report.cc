@@ -64,6 +64,7 @@ int cmd_report(int argc, char** argv) {
   std::vector<std::vector<Point>> runs(files.size());
   for (std::size_t i = 0; i < points.size(); ++i) runs[m.file_of_point[i]].push_back(points[i]);
   r.repeat = machine_against_itself(runs);
+  if (files.size() > 1) r.per_file = error_per_file(runs);
   switch (fmt) {
     case OutputFormat::Table: print_report_table(std::cout, r, points_too, points); break;
     case OutputFormat::Json: print_report_json(std::cout, r, points_too, points); break;

@@ -140,6 +140,13 @@ void print_verdict(std::ostream& out, const Report& r) {
   out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared
       << " points: " << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs)
       << " from 64 KiB\n";
+  if (r.per_file.size() == r.files.size() && r.per_file.size() > 1) {
+    out << "  per file:";
+    for (std::size_t i = 0; i < r.files.size(); ++i)
+      out << (i ? "," : "") << " " << r.files[i] << " " << pct(r.per_file[i].median_abs) << " (" << r.per_file[i].n
+          << " points)";
+    out << "\n";
+  }
   print_noise_verdict(out, r);
   for (const std::string& name : r.uncalibrated) out << "  note: " << uncalibrated_note(name) << "\n";
   if (r.one_rank > 0)

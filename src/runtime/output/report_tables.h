@@ -168,7 +168,11 @@ struct Report {
   // same sweep), and the topologies without a calibrated: section that predicted the points.
   Repeatability repeat;
   std::vector<std::string> uncalibrated;
+  std::vector<ErrorStats> per_file;  // with two or more files: each file's comparable points (files order)
 };
+
+// The error statistics of each file's comparable points; `runs[i]` holds the points of file i.
+std::vector<ErrorStats> error_per_file(const std::vector<std::vector<Point>>& runs);
 
 // Builds every table. `outliers` caps the outlier list.
 Report build_report(const std::vector<Point>& points, std::size_t outliers = 10);

@@ -4,7 +4,9 @@
 // each point as it arrives, so a sweep streams its rows and a killed job keeps what was printed.
 //
 //   TableReporter  nccl-tests-like console table (size, count, type, redop, time, algbw, busbw,
-//                  #wrong) plus algorithm, prediction, relative error and the predicted winner
+//                  spread, #wrong) plus algorithm, prediction, relative error and the winner marks:
+//                  the model's pick and the measured fastest per size (run: the rows of one size
+//                  print together once all have run)
 //   CsvReporter    the CSV every command prints: kCsvColumns, then extra columns
 //   JsonReporter   one JSON document {"context": {...}, "points": [...]}, NaN as null
 //   Hdf5Reporter   rows into a ResultsFile (results_file.h)
@@ -13,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/output/run_context.h"
@@ -67,9 +70,13 @@ class TableReporter : public Reporter {
 
  private:
   void group_header(const Point& p);
+  void flush_size();
   std::ostream& out_;
   Columns columns_;
   std::string group_;  // the (collective, nodes, ranks, backend, dtype) of the rows being printed
+  // Measured: the rows of the size being printed (text up to the error column, and the point),
+  // held until the size is complete so that the measured fastest can be marked.
+  std::vector<std::pair<std::string, Point>> size_rows_;
 };
 
 class CsvReporter : public Reporter {

@@ -83,6 +83,17 @@ std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std:
   return out;
 }
 
+std::vector<ErrorStats> error_per_file(const std::vector<std::vector<Point>>& runs) {
+  std::vector<ErrorStats> out;
+  for (const std::vector<Point>& run : runs) {
+    std::vector<double> errors;
+    for (const Point& p : run)
+      if (comparable(p)) errors.push_back(rel_error_of(p));
+    out.push_back(error_stats(errors));
+  }
+  return out;
+}
+
 namespace {
 
 bool tied(double a, double b) {
