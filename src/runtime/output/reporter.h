@@ -63,6 +63,7 @@ class TableReporter : public Reporter {
     Measured,   // run: measured time/algbw/busbw/#wrong, then predicted time, rel. error, winner
   };
   TableReporter(std::ostream& out, Columns columns);
+  ~TableReporter() override;  // prints the rows still held (finalize does too)
   void context(const RunContext& ctx) override;
   void point(const Point& p) override;
   void note(std::string_view text) override;

@@ -26,6 +26,10 @@ std::string text(std::string_view s, int width) {
 
 TableReporter::TableReporter(std::ostream& out, Columns columns) : out_(out), columns_(columns) {}
 
+TableReporter::~TableReporter() {
+  flush_size();
+}
+
 void TableReporter::context(const RunContext& c) {
   out_ << "# commsim " << c.commsim_version << ": " << c.command_line << '\n';
   if (!c.topology_name.empty()) {
