@@ -89,11 +89,12 @@ Repeatability machine_against_itself(const std::vector<std::vector<Point>>& runs
 
 std::string uncalibrated_note(const std::string& topology_name) {
   return "topology '" + topology_name +
-         "' is not calibrated for this machine (it has no calibrated: section): its predictions describe the "
-         "machine the preset was written for; on another machine they are typically " +
+         "' is not calibrated for this machine (no calibrated: section): it describes the machine its preset was "
+         "written for, and on another one its predictions are typically " +
          kUncalibratedTypicalError + " off at the median, against " + kCalibratedTypicalError +
-         " for a calibrated one (README, How accurate it is). Calibrate: mpirun -np 2 commsim probe --out "
-         "portrait.h5; commsim calibrate portrait.h5 --out mymachine.yaml; then --topology mymachine.yaml";
+         " once calibrated (README, How accurate it is). Calibrate: mpirun -np 2 commsim probe --out portrait.h5; "
+         "commsim calibrate portrait.h5 --out mymachine.yaml; run with --topology mymachine.yaml, then refit on "
+         "that run: commsim calibrate portrait.h5 run1.h5 --refine all --out refined.yaml";
 }
 
 }  // namespace commsim
