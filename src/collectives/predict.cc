@@ -1,12 +1,12 @@
 #include "collectives/predict.h"
 
-#include "model/cost/cost.h"
-#include "model/price.h"
-
 #include <algorithm>
 #include <exception>
 #include <tuple>
 #include <vector>
+
+#include "model/cost/cost.h"
+#include "model/price.h"
 
 namespace commsim {
 

@@ -29,7 +29,8 @@ int cmd_report(int argc, char** argv) {
       "differs from itself (median |run1 - run2| / run2 over the points both measured), the closest any model "
       "can be judged; it says when the topology that predicted the points is an uncalibrated preset. Each "
       "point's spread is its p95 / median (--points). One-rank points are listed, not counted; algorithms "
-      "that ran one schedule (ring and rabenseifner at 2 ranks) are one contender. With --topology, every point is first predicted again on that topology: "
+      "that ran one schedule (ring and rabenseifner at 2 ranks) are one contender. With --topology, every point is "
+      "first predicted again on that topology: "
       "how a calibrated topology does on measurements already taken.",
       "commsim report run.h5\n"
       "commsim report run1.h5 run2.h5   (two runs of one sweep: the machine against itself)\n"

@@ -43,7 +43,8 @@ std::vector<std::string> noisy_point_lines(const std::vector<Point>& points, std
     if (spread_of(p) > kNoisySpread) noisy.push_back(&p);
   }
   if (noisy.empty()) return {};
-  std::stable_sort(noisy.begin(), noisy.end(), [](const Point* a, const Point* b) { return spread_of(*a) > spread_of(*b); });
+  std::stable_sort(noisy.begin(), noisy.end(),
+                   [](const Point* a, const Point* b) { return spread_of(*a) > spread_of(*b); });
   std::vector<std::string> lines;
   lines.push_back(fmt::format("{} of {} measured points are noisy (p95 more than {:g}x the median):", noisy.size(),
                               measured, kNoisySpread));
@@ -76,8 +77,8 @@ Repeatability machine_against_itself(const std::vector<std::vector<Point>>& runs
     for (const auto& [key, pa] : a) {
       auto it = b.find(key);
       if (it == b.end()) continue;
-      const double d = std::fabs(pa->measured_median_us - it->second->measured_median_us) /
-                       it->second->measured_median_us;
+      const double d =
+          std::fabs(pa->measured_median_us - it->second->measured_median_us) / it->second->measured_median_us;
       diffs.push_back(d);
       r.max_abs = std::max(r.max_abs, d);
     }

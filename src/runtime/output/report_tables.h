@@ -62,9 +62,9 @@ struct WinnerCase {
   // Contenders: the hand-written algorithms measured at this point, those that ran one schedule
   // (the same messages in the same rounds: point_schedule_fingerprint in collectives/predict.h)
   // merged into one named "rabenseifner=ring". A point with fewer than two contenders is no case.
-  int candidates = 0;             // contenders
-  std::string predicted_winner;   // fastest by predicted time among them ("a | b" when the model ties them)
-  std::string measured_winner;    // fastest by measured median (a contender's fastest member)
+  int candidates = 0;            // contenders
+  std::string predicted_winner;  // fastest by predicted time among them ("a | b" when the model ties them)
+  std::string measured_winner;   // fastest by measured median (a contender's fastest member)
   bool agree = false;
   // Measured time of the predicted winner over the measured best, minus 1 (0 when they agree):
   // what choosing by the model costs.
@@ -91,7 +91,7 @@ inline constexpr std::size_t kMinTestSamples = 5;
 struct CrossoverRow {
   std::string collective, backend;
   int nodes = 1, ranks = 1;
-  std::string a, b;                  // algorithm names, a < b
+  std::string a, b;                     // algorithm names, a < b
   std::vector<double> sizes;            // bytes, ascending
   std::vector<double> predicted_ratio;  // predicted time of b / predicted time of a, per size
   std::vector<double> measured_ratio;   // the same measured (medians)
@@ -135,9 +135,9 @@ struct FailedPoint {
 
 struct Report {
   std::vector<std::string> files;
-  std::size_t points = 0;      // rows read
-  std::size_t measured = 0;    // rows with a measurement
-  std::size_t compared = 0;    // rows in the error tables
+  std::size_t points = 0;              // rows read
+  std::size_t measured = 0;            // rows with a measurement
+  std::size_t compared = 0;            // rows in the error tables
   ErrorStats below_64KiB, from_64KiB;  // all comparable points of each side of 64 KiB
   ErrorStats all;
   // The same split by what was predicted: hand-written schedules (priced as they ran) and library
@@ -150,20 +150,20 @@ struct Report {
   std::vector<ErrorGroup> groups;  // sorted by collective, algorithm, backend, band
   std::vector<WinnerCase> winners;
   std::size_t winner_agree = 0;
-  double winner_agreement = 0;        // winner_agree / winners.size(), 0 when none
-  std::size_t winner_within_5pct = 0;  // cases where the model's pick measured within 5% of the best
-  std::size_t winner_clear = 0;        // cases whose measured winner is clear (WinnerCase::clear)
-  std::size_t winner_clear_agree = 0;  // ... and the model picked it
-  std::size_t winner_pick_slower = 0;  // cases where the model's pick measured slower beyond the noise
+  double winner_agreement = 0;          // winner_agree / winners.size(), 0 when none
+  std::size_t winner_within_5pct = 0;   // cases where the model's pick measured within 5% of the best
+  std::size_t winner_clear = 0;         // cases whose measured winner is clear (WinnerCase::clear)
+  std::size_t winner_clear_agree = 0;   // ... and the model picked it
+  std::size_t winner_pick_slower = 0;   // cases where the model's pick measured slower beyond the noise
   std::size_t winner_one_schedule = 0;  // points whose algorithms all ran one schedule (no case)
   std::size_t one_rank = 0;             // measured one-rank points (not in any statistic)
   std::vector<CrossoverRow> crossovers;
   std::vector<NcclChoiceCase> nccl_choices;  // sorted by collective, backend, nodes, ranks, bytes
   std::size_t nccl_slower = 0;               // cases with NcclChoiceCase::slower
   std::size_t nccl_one_rank = 0;             // measured NCCL rows of one rank (no choice to make)
-  std::vector<Point> outliers;        // largest |rel_error| first
-  std::vector<FailedPoint> failed;    // status not ok/predicted, or a run that did not complete
-  std::vector<std::string> run_notes; // "file run 2: interrupted" etc.
+  std::vector<Point> outliers;               // largest |rel_error| first
+  std::vector<FailedPoint> failed;           // status not ok/predicted, or a run that did not complete
+  std::vector<std::string> run_notes;        // "file run 2: interrupted" etc.
   // Set by the command, not by build_report: the machine against itself (two or more files of the
   // same sweep), and the topologies without a calibrated: section that predicted the points.
   Repeatability repeat;

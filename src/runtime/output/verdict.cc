@@ -115,9 +115,9 @@ class ScheduleIdentity {
   std::optional<std::uint64_t> of(const Point& p) {
     auto [it, added] = cache_.try_emplace(&p);
     if (added && p.count > 0 && p.bytes % p.count == 0)
-      it->second = point_schedule_fingerprint(p.collective, p.algorithm, p.nodes, p.ranks, p.count,
-                                              static_cast<std::uint32_t>(p.bytes / p.count), p.root,
-                                              p.pipeline_chunk_bytes);
+      it->second =
+          point_schedule_fingerprint(p.collective, p.algorithm, p.nodes, p.ranks, p.count,
+                                     static_cast<std::uint32_t>(p.bytes / p.count), p.root, p.pipeline_chunk_bytes);
     return it->second;
   }
   std::map<const Point*, std::optional<std::uint64_t>> cache_;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
 #include "model/error.h"
 #include "model/topology/topology.h"
@@ -34,7 +34,8 @@ MeasuredPoints read_measured(const std::vector<std::string>& files, const std::s
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
   }
   auto note_uncalibrated = [&](const Topology& t) {
-    if (!t.calibrated.present && std::find(m.uncalibrated.begin(), m.uncalibrated.end(), t.name) == m.uncalibrated.end())
+    if (!t.calibrated.present &&
+        std::find(m.uncalibrated.begin(), m.uncalibrated.end(), t.name) == m.uncalibrated.end())
       m.uncalibrated.push_back(t.name);
   };
   if (topology_name.empty()) {
