@@ -338,6 +338,13 @@ def verdict_lines(r: dict, c: pd.DataFrame) -> list[str]:
                  f"measured points: {pct(s['below_64KiB']['median_abs_rel_error'])} below 64 KiB, "
                  f"{pct(s['from_64KiB']['median_abs_rel_error'])} from 64 KiB (worst point "
                  f"{pct(s['all']['max_abs_rel_error'])}).")
+    m = r.get("machine_against_itself", {})
+    if m.get("points"):
+        lines.append(f"- The machine differs from itself by {pct(m['median_abs_rel_diff'])} at the median over the "
+                     f"{m['points']} points measured in two of the files: no model can be judged more closely.")
+    for name in r.get("uncalibrated_topologies", []):
+        lines.append(f"- Topology '{name}' is not calibrated for this machine (no calibrated: section): "
+                     "`commsim probe`, then `commsim calibrate`.")
     lines.append(f"- {len(right)} of {len(groups)} (collective, algorithm, size band) groups are within "
                  f"{pct(WITHIN)} at the median; {len(wrong)} are not (listed worst first below).")
     if w["cases"]:
