@@ -143,8 +143,9 @@ void print_verdict(std::ostream& out, const Report& r) {
   if (r.per_file.size() == r.files.size() && r.per_file.size() > 1) {
     out << "  per file:";
     for (std::size_t i = 0; i < r.files.size(); ++i)
-      out << (i ? "," : "") << " " << r.files[i] << " " << pct(r.per_file[i].median_abs) << " (" << r.per_file[i].n
-          << " points)";
+      out << (i ? "," : "") << " " << r.files[i] << " "
+          << (r.per_file[i].n ? pct(r.per_file[i].median_abs) + " (" + std::to_string(r.per_file[i].n) + " points)"
+                              : std::string("no point to compare"));
     out << "\n";
   }
   print_noise_verdict(out, r);
@@ -316,6 +317,11 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
   out << "  \"machine_against_itself\": {\"files\": " << r.repeat.files << ", \"points\": " << r.repeat.pairs
       << ", \"median_abs_rel_diff\": " << (r.repeat.pairs ? json_number(r.repeat.median_abs) : "null")
       << ", \"max_abs_rel_diff\": " << (r.repeat.pairs ? json_number(r.repeat.max_abs) : "null") << "},\n";
+  out << "  \"per_file\": [";
+  for (std::size_t i = 0; i < r.per_file.size() && i < r.files.size(); ++i)
+    out << (i ? ", " : "") << "{\"file\": " << json_string(r.files[i]) << ", \"stats\": " << stats_json(r.per_file[i])
+        << "}";
+  out << "],\n";
   out << "  \"summary\": {\"all\": " << stats_json(r.all) << ",\n    \"below_64KiB\": " << stats_json(r.below_64KiB)
       << ",\n    \"from_64KiB\": " << stats_json(r.from_64KiB)
       << ",\n    \"schedules_below_64KiB\": " << stats_json(r.schedules_below_64KiB)
