@@ -59,13 +59,14 @@ def format_bytes(n: float) -> str:
 
 
 def comparable(df: pd.DataFrame) -> pd.DataFrame:
-    """Points in the error tables (as `commsim report` takes them): measured with status ok, positive
-    time, with a prediction; with their relative error `err` and size band."""
+    """Points in the error tables (as `commsim report` takes them): measured with status ok on two or
+    more ranks, positive time, with a prediction; with their relative error `err` and size band."""
     ok = (
         (df["status"] == "ok")
         & np.isfinite(df["measured_median_us"])
         & (df["measured_median_us"] > 0)
         & np.isfinite(df["predicted_us"])
+        & (df["ranks"] >= 2)  # a one-rank collective is a local copy: in no statistic, as in commsim report
     )
     c = df[ok].copy()
     c["err"] = (c["predicted_us"] - c["measured_median_us"]) / c["measured_median_us"]
@@ -212,29 +213,56 @@ def plot_error_heatmap(c: pd.DataFrame, out: str) -> str:
     return name
 
 
-def plot_crossover(c: pd.DataFrame, out: str) -> str:
+def crossovers_of_ratio(sizes: list[float], ratio: list[float]) -> list[float]:
+    """Where time(b) / time(a) crosses 1 between consecutive sizes: the size at which log(ratio),
+    interpolated linearly in log(size), is 0. The same computation as commsim's crossover_sizes
+    (src/runtime/output/verdict.cc), which gives the table's crossovers."""
+    out = []
+    for i in range(len(sizes) - 1):
+        d0, d1 = math.log(ratio[i]), math.log(ratio[i + 1])
+        if not d0 * d1 < 0:
+            continue
+        x0, x1 = math.log(sizes[i]), math.log(sizes[i + 1])
+        out.append(math.exp(x0 + (x1 - x0) * d0 / (d0 - d1)))
+    return out
+
+
+def ring_tree_series(r: dict) -> list[dict]:
+    """The ring/tree rows of `commsim report`'s crossovers: per (collective, backend, nodes, ranks) the
+    sizes where both ran different schedules, time(tree) / time(ring) predicted and measured, and the
+    crossovers recomputed from those ratios (the plot's markers; equal to the table's)."""
+    rows = []
+    for x in r["crossovers"]:
+        if (x["a"], x["b"]) != ("ring", "tree"):
+            continue
+        rows.append(dict(x, plot_predicted=crossovers_of_ratio(x["sizes"], x["predicted_ratio"]),
+                         plot_measured=crossovers_of_ratio(x["sizes"], x["measured_ratio"])))
+    return rows
+
+
+def plot_crossover(r: dict, out: str) -> str:
+    """time(tree) / time(ring) against size, from the same rows as the report's crossover table, with
+    the crossovers marked (dashed: predicted, dotted: measured)."""
     fig, ax = plt.subplots(figsize=(8, 5))
-    drew = False
     names = []
     sizes = []
-    for i, ((coll, backend, nodes, ranks), g) in enumerate(_groups_by_where(c)):
-        ring = g[g["algorithm"] == "ring"].drop_duplicates("bytes").set_index("bytes")
-        tree = g[g["algorithm"] == "tree"].drop_duplicates("bytes").set_index("bytes")
-        common = sorted(x for x in set(ring.index) & set(tree.index) if x > 0)
-        if len(common) < 2:
-            continue
+    rows = ring_tree_series(r)
+    for i, x in enumerate(rows):
         color = f"C{i % 10}"
-        meas = [tree.loc[x, "measured_median_us"] / ring.loc[x, "measured_median_us"] for x in common]
-        pred = [tree.loc[x, "predicted_us"] / ring.loc[x, "predicted_us"] for x in common]
-        names.append((f"{coll}, {where_text(backend, nodes, ranks)}", color))
-        ax.plot(common, meas, color=color, **MEASURED_STYLE)
-        ax.plot(common, pred, color=color, **PREDICTED_STYLE)
-        sizes += common
-        drew = True
+        names.append((f"{x['collective']}, {where_text(x['backend'], x['nodes'], x['ranks'])}", color))
+        ax.plot(x["sizes"], x["measured_ratio"], color=color, **MEASURED_STYLE)
+        ax.plot(x["sizes"], x["predicted_ratio"], color=color, **PREDICTED_STYLE)
+        for b in x["plot_predicted"]:
+            ax.axvline(b, color=color, ls="--", lw=0.9)
+        for b in x["plot_measured"]:
+            ax.axvline(b, color=color, ls=":", lw=1.2)
+        sizes += x["sizes"]
+    drew = bool(rows)
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_yscale("log")
     ax.set_ylabel("time(tree) / time(ring)\nbelow 1: tree faster, above 1: ring faster")
-    ax.set_title("ring vs tree: where the faster one changes" if drew else "ring vs tree: not both measured")
+    ax.set_title("ring vs tree: where the faster one changes (dashed: predicted, dotted: measured)" if drew
+                 else "ring vs tree: not both measured as different schedules")
     ax.grid(True, which="both", alpha=0.3)
     size_axis(ax, sizes)
     if drew:
@@ -310,6 +338,13 @@ def verdict_lines(r: dict, c: pd.DataFrame) -> list[str]:
                  f"measured points: {pct(s['below_64KiB']['median_abs_rel_error'])} below 64 KiB, "
                  f"{pct(s['from_64KiB']['median_abs_rel_error'])} from 64 KiB (worst point "
                  f"{pct(s['all']['max_abs_rel_error'])}).")
+    m = r.get("machine_against_itself", {})
+    if m.get("points"):
+        lines.append(f"- The machine differs from itself by {pct(m['median_abs_rel_diff'])} at the median over the "
+                     f"{m['points']} points measured in two of the files: no model can be judged more closely.")
+    for name in r.get("uncalibrated_topologies", []):
+        lines.append(f"- Topology '{name}' is not calibrated for this machine (no calibrated: section): "
+                     "`commsim probe`, then `commsim calibrate`.")
     lines.append(f"- {len(right)} of {len(groups)} (collective, algorithm, size band) groups are within "
                  f"{pct(WITHIN)} at the median; {len(wrong)} are not (listed worst first below).")
     if w["cases"]:
@@ -391,6 +426,8 @@ def write_markdown(r: dict, figures: dict, out: str, c: pd.DataFrame) -> None:
     if r["crossovers"]:
         lines += ["| collective | nodes | ranks | a | b | predicted crossover | measured crossover |", "|---|---:|---:|---|---|---|---|"]
         for x in r["crossovers"]:
+            if not x["predicted_bytes"] and not x["measured_bytes"]:
+                continue
             p = ", ".join(format_bytes(b) for b in x["predicted_bytes"]) or "none"
             m = ", ".join(format_bytes(b) for b in x["measured_bytes"]) or "none"
             lines.append(f"| {x['collective']} | {x['nodes']} | {x['ranks']} | {x['a']} | {x['b']} | {p} | {m} |")
@@ -436,7 +473,7 @@ def main(argv=None) -> int:
         "time": plot_time_vs_size(c, args.out),
         "busbw": plot_busbw(c, args.out),
         "heatmap": plot_error_heatmap(c, args.out),
-        "crossover": plot_crossover(c, args.out),
+        "crossover": plot_crossover(r, args.out),
         "scaling": plot_scaling(c, args.out),
     }
     write_markdown(r, figures, args.out, c)

@@ -86,6 +86,20 @@ done
 max_nodes=0
 for n in "${node_counts[@]}"; do [ "$n" -gt "$max_nodes" ] && max_nodes=$n; done
 
+# The topology the jobs predict on (commsim run's default: local-cpu): an uncalibrated one (no
+# `calibrated:` section) describes the machine its preset was written for, not these nodes.
+topology=local-cpu
+prev=
+for a in "${run_args[@]}"; do
+  case "$a" in --topology=*) topology=${a#--topology=} ;; esac
+  [ "$prev" = --topology ] && topology=$a
+  prev=$a
+done
+topology_file=$topology
+[ -f "$topology_file" ] || topology_file=$here/../configs/topologies/$topology.yaml
+uncalibrated=0
+if [ -f "$topology_file" ] && ! grep -q '^calibrated:' "$topology_file"; then uncalibrated=1; fi
+
 # --- Slurm and the partition ---------------------------------------------------------------------
 for t in sbatch scontrol sinfo; do
   command -v "$t" >/dev/null 2>&1 || die "'$t' not found: run this on a Slurm login node (or load the Slurm module)"
@@ -223,6 +237,11 @@ for i in "${!job_ids[@]}"; do
 done
 say "  merge     job $merge_id (after all of them) -> $results/merged.h5, $results/report.txt"
 say "logs: $results/logs/"
+if [ $uncalibrated = 1 ]; then
+  say "note: topology '$topology' is not calibrated for these nodes (no calibrated: section): the predictions are the"
+  say "  preset's, and report.txt says how far off that usually is. Calibrate on one allocation first:"
+  say "  srun -N 2 commsim probe --out portrait.h5; commsim calibrate portrait.h5 --out cluster.yaml; then -- --topology cluster.yaml"
+fi
 say "jobs: ${job_ids[*]} $merge_id"
 [ $dry_run = 1 ] && { say "dry run: nothing submitted"; exit 0; }
 say "watch: squeue -j $(printf '%s\n' "${job_ids[@]%%_*}" "$merge_id" | awk '!seen[$0]++' | paste -sd,)"

@@ -73,14 +73,67 @@ TEST(ReportTables, WinnersAmongHandWrittenAlgorithms) {
   EXPECT_EQ(r.winner_within_5pct, 2u);  // at 1 MiB the pick costs 200/190 - 1 = 5.3%
 }
 
-TEST(ReportTables, TiedPredictionsCountAsAgreement) {
-  // At two ranks several algorithms share one closed form: whichever measures fastest agrees.
-  std::vector<Point> pts = {make(Algorithm::Ring, 4096, 10.0, 5.0), make(Algorithm::Rabenseifner, 4096, 9.0, 5.0)};
+// A point of an allreduce of `bytes` as it ran (element count set, so its schedule can be rebuilt),
+// with ten samples from `first` up.
+Point ran(Algorithm a, Bytes bytes, int ranks, double first, double predicted_us) {
+  Point p = make(a, bytes, first + 4.5, predicted_us);
+  p.ranks = ranks;
+  p.count = bytes / 4;
+  for (int i = 0; i < 10; ++i) p.samples_us.push_back(first + i);
+  return p;
+}
+
+TEST(ReportTables, IdenticalSchedulesAreOneContender) {
+  // At two ranks ring and Rabenseifner allreduce are one schedule, and so is the tree while the
+  // data is one pipeline chunk: measured apart "clearly" (10..19 against 30..39 us), they are still
+  // a coin flip between names. No winner case, no crossover, even where the model prices them apart.
+  std::vector<Point> pts;
+  for (Bytes b : {Bytes{1024}, Bytes{4096}, Bytes{16384}}) {
+    pts.push_back(ran(Algorithm::Ring, b, 2, b == 4096 ? 30 : 10, 5.0));
+    pts.push_back(ran(Algorithm::Rabenseifner, b, 2, b == 4096 ? 10 : 30, 6.0));
+    pts.push_back(ran(Algorithm::Tree, b, 2, 50, 7.0));
+  }
+  Report r = build_report(pts);
+  EXPECT_TRUE(r.winners.empty());
+  EXPECT_EQ(r.winner_one_schedule, 3u);
+  EXPECT_EQ(r.winner_clear, 0u);
+  EXPECT_TRUE(r.crossovers.empty());
+  std::ostringstream table;
+  print_report_table(table, r, false, pts);
+  EXPECT_NE(table.str().find("3 point(s) where the algorithms measured ran one schedule"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("## Crossovers (sizes where the faster of two algorithms changes)\n  none"),
+            std::string::npos)
+      << table.str();
+
+  // Recursive doubling at two ranks is another schedule (all the data at once): one real contest
+  // per size, ring=rabenseifner=tree against it, its winner judged against that one rival only.
+  for (Bytes b : {Bytes{1024}, Bytes{4096}, Bytes{16384}})
+    pts.push_back(ran(Algorithm::RecursiveDoubling, b, 2, b == 16384 ? 5 : 60, 4.0));
+  r = build_report(pts);
+  ASSERT_EQ(r.winners.size(), 3u);
+  EXPECT_EQ(r.winners[0].candidates, 2);
+  EXPECT_EQ(r.winners[0].measured_winner, "rabenseifner=ring=tree");
+  EXPECT_EQ(r.winners[0].predicted_winner, "recursive-doubling");
+  EXPECT_TRUE(r.winners[0].clear);        // 10..19 against 60..69
+  EXPECT_EQ(r.winners[2].measured_winner, "recursive-doubling");
+  EXPECT_TRUE(r.winners[2].clear);  // 5..14 against the contender's fastest member, ring's 10..19
+  ASSERT_EQ(r.crossovers.size(), 3u);     // each of ring, rabenseifner, tree against recursive doubling
+  for (const CrossoverRow& c : r.crossovers) {
+    EXPECT_EQ(c.sizes.size(), 3u);
+    EXPECT_TRUE(c.a == "recursive-doubling" || c.b == "recursive-doubling") << c.a << " " << c.b;
+  }
+}
+
+TEST(ReportTables, TiedPredictionsOfDifferentSchedulesAreTwoContenders) {
+  // The model prices ring and recursive doubling the same here, but they are two schedules: a
+  // contest the model calls a tie ("a | b"), whichever measures fastest agrees.
+  std::vector<Point> pts = {ran(Algorithm::Ring, 4096, 2, 10, 5.0), ran(Algorithm::RecursiveDoubling, 4096, 2, 30, 5.0)};
   Report r = build_report(pts);
   ASSERT_EQ(r.winners.size(), 1u);
   EXPECT_TRUE(r.winners[0].agree);
-  EXPECT_EQ(r.winners[0].predicted_winner, "rabenseifner=ring");
-  EXPECT_TRUE(r.crossovers.empty());  // identical in the model: no crossover to compare
+  EXPECT_EQ(r.winners[0].predicted_winner, "recursive-doubling | ring");
+  EXPECT_TRUE(r.crossovers.empty());  // one size only
 }
 
 TEST(MannWhitney, OneSidedPValuesAsScipyGivesThem) {
@@ -262,12 +315,15 @@ TEST(ReportTables, NcclChoicePerSize) {
 
 TEST(ReportTables, NcclErrorApartFromTheOthers) {
   const Report r = build_report(nccl_points());
-  // NCCL: 64 KiB rows -20%, -20.8%, +12.5%, -20%, one rank -80%; 16 MiB -10%, -9.1%, -5.9%.
+  // NCCL: 64 KiB rows -20%, -20.8%, +12.5%, -20%; 16 MiB -10%, -9.1%, -5.9%. The one-rank row
+  // (-80%, a local copy) is listed but in no statistic.
   EXPECT_EQ(r.nccl_below_64KiB.n, 0u);
-  EXPECT_EQ(r.nccl_from_64KiB.n, 8u);
+  EXPECT_EQ(r.nccl_from_64KiB.n, 7u);
+  EXPECT_EQ(r.one_rank, 1u);
   EXPECT_EQ(r.mpi_from_64KiB.n, 1u);
   EXPECT_NEAR(r.mpi_from_64KiB.median_abs, 0.5, 1e-12);
-  EXPECT_EQ(r.library_from_64KiB.n, 9u);
+  EXPECT_EQ(r.library_from_64KiB.n, 8u);
+  for (const Point& p : r.outliers) EXPECT_GE(p.ranks, 2);
   EXPECT_EQ(r.schedules_from_64KiB.n, 0u);
 }
 
@@ -294,7 +350,15 @@ TEST(ReportTables, NcclChoiceInEveryFormat) {
   EXPECT_NE(t.find("it was the fastest forced variant in 1 of 2, NCCL's model picked it in 2 of 2"), std::string::npos)
       << t;
   EXPECT_NE(json.str().find("\"nccl_choices\": {\"cases\": 2, \"slower\": 1"), std::string::npos) << json.str();
-  EXPECT_NE(json.str().find("\"nccl_from_64KiB\": {\"n\": 8"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"nccl_from_64KiB\": {\"n\": 7"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"one_rank_points\": 1"), std::string::npos) << json.str();
+  EXPECT_NE(t.find("1 one-rank point(s) (a local copy: no algorithm at work) are listed but kept out of every "
+                   "statistic"),
+            std::string::npos)
+      << t;
+  std::ostringstream listed;
+  print_report_table(listed, r, true, pts);
+  EXPECT_NE(listed.str().find("one rank: not in the statistics"), std::string::npos) << listed.str();
   const std::string c = csv.str();
   EXPECT_EQ(c.substr(0, c.find('\n')),
             "collective,backend,nodes,ranks,bytes,nccl_pick,nccl_channels,model_pick,fastest_forced,forced,nccl_us,"

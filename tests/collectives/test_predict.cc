@@ -52,3 +52,37 @@ TEST(BuildAndPrice, AScheduleThatCannotBeBuiltThrows) {
 
 }  // namespace
 }  // namespace commsim
+
+namespace commsim {
+namespace {
+
+std::uint64_t fingerprint(Algorithm a, int ranks, std::uint64_t bytes) {
+  auto f = point_schedule_fingerprint(Collective::AllReduce, a, 1, ranks, bytes / 4, 4, 0, 0);
+  EXPECT_TRUE(f.has_value()) << to_string(a) << " ranks=" << ranks;
+  return f.value_or(0);
+}
+
+// At two ranks ring and Rabenseifner allreduce exchange the same two halves in the same two rounds:
+// one schedule. At eight ranks they differ (7 + 7 ring steps against 3 + 3 halving and doubling).
+TEST(ScheduleFingerprint, SameTrafficIsOneSchedule) {
+  for (std::uint64_t bytes : {std::uint64_t{1024}, std::uint64_t{4} << 20}) {
+    EXPECT_EQ(fingerprint(Algorithm::Ring, 2, bytes), fingerprint(Algorithm::Rabenseifner, 2, bytes)) << bytes;
+    EXPECT_NE(fingerprint(Algorithm::Ring, 8, bytes), fingerprint(Algorithm::Rabenseifner, 8, bytes)) << bytes;
+    EXPECT_NE(fingerprint(Algorithm::Ring, 2, bytes), fingerprint(Algorithm::Ring, 2, 2 * bytes)) << bytes;
+  }
+  // Recursive doubling at two ranks sends everything at once: another schedule than ring's halves.
+  EXPECT_NE(fingerprint(Algorithm::Ring, 2, 1024), fingerprint(Algorithm::RecursiveDoubling, 2, 1024));
+  // Nothing to rebuild: ranks not divisible by nodes, an algorithm without a generator.
+  EXPECT_FALSE(point_schedule_fingerprint(Collective::AllReduce, Algorithm::Ring, 2, 3, 256, 4, 0, 0));
+  EXPECT_FALSE(point_schedule_fingerprint(Collective::AllReduce, Algorithm::Mpi, 1, 2, 256, 4, 0, 0));
+}
+
+// The double tree at two ranks: each half reduced to one rank and sent back, ring's two rounds,
+// as long as the data is one pipeline chunk; with more chunks it is a pipeline of many messages.
+TEST(ScheduleFingerprint, TreeAtTwoRanksIsRingUntilItPipelines) {
+  EXPECT_EQ(fingerprint(Algorithm::Tree, 2, 1024), fingerprint(Algorithm::Ring, 2, 1024));
+  EXPECT_NE(fingerprint(Algorithm::Tree, 2, 4 << 20), fingerprint(Algorithm::Ring, 2, 4 << 20));
+}
+
+}  // namespace
+}  // namespace commsim

@@ -192,6 +192,38 @@ case "$case_name" in
     grep -q -- "-n and --iters say the same thing" dup.err || { cat dup.err; fail "no message for -n with --iters"; }
     ;;
 
+  verdict)
+    # First runs say what they are: the local-cpu preset has no calibrated: section, a topology
+    # that `calibrate` wrote has one. The table shows each row's spread; two runs of one sweep give
+    # the machine against itself in the report.
+    sweep=(--collectives allreduce --algorithms ring,rabenseifner,recursive-doubling --sizes 1KiB,64KiB --iters 10)
+    mpirun_commsim --topology local-cpu "${sweep[@]}" --out run1.h5 >run1.txt 2>run1.err ||
+        { cat run1.err; fail "run1: exit status (expected 0)"; }
+    grep -q "commsim run: note: topology 'local-cpu' is not calibrated for this machine" run1.err ||
+        { cat run1.err; fail "an uncalibrated preset run does not say so"; }
+    grep -q "p95/med" run1.txt || { cat run1.txt; fail "no spread column"; }
+    grep -Eq "^ +1024 .* [0-9.]+x .*(predicted|fastest)" run1.txt || { cat run1.txt; fail "no winner marks"; }
+    mpirun_commsim --topology local-cpu "${sweep[@]}" --out run2.h5 >run2.txt 2>run2.err ||
+        { cat run2.err; fail "run2: exit status (expected 0)"; }
+    "$COMMSIM" report run1.h5 run2.h5 >report.txt 2>report.err || { cat report.err; fail "report: exit status"; }
+    grep -Eq "the machine differs from itself by [0-9.]+% at the median .* the model's [0-9.]+% is (within|beyond)" \
+        report.txt || { cat report.txt; fail "report run1 run2: no machine-against-itself figure"; }
+    grep -q "note: topology 'local-cpu' is not calibrated" report.txt || { cat report.txt; fail "report: no note"; }
+    if [ "$np" -eq 2 ]; then
+      grep -q "rabenseifner=ring" report.txt || { cat report.txt; fail "ring = rabenseifner at 2 ranks not one contender"; }
+    fi
+    # A calibrated topology says nothing of the kind, in run and in report.
+    "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" probe --sizes 8B:64KiB:x8 --out portrait.h5 \
+        >probe.txt 2>&1 || { cat probe.txt; fail "probe: exit status"; }
+    "$COMMSIM" calibrate portrait.h5 --out mine.yaml >calibrate.txt 2>&1 || { cat calibrate.txt; fail "calibrate"; }
+    grep -q "^calibrated:" mine.yaml || fail "mine.yaml has no calibrated: section"
+    mpirun_commsim --topology mine.yaml "${sweep[@]}" --out run3.h5 >run3.txt 2>run3.err ||
+        { cat run3.err; fail "run3: exit status (expected 0)"; }
+    if grep -q "not calibrated" run3.err; then cat run3.err; fail "a calibrated topology called uncalibrated"; fi
+    "$COMMSIM" report run1.h5 --topology mine.yaml >report3.txt 2>&1 || { cat report3.txt; fail "report3"; }
+    if grep -q "not calibrated" report3.txt; then cat report3.txt; fail "report --topology mine.yaml: note"; fi
+    ;;
+
   *) fail "unknown case" ;;
 esac
 echo "PASS ($case_name, $np ranks)"

@@ -179,6 +179,11 @@ check "merged file: every point, 1/2/3 distinct hosts, both tiers priced" \
   --runs-of-nodes 1:1 --runs-of-nodes 2:1 --runs-of-nodes 3:1
 "$checker" "$work/srun/merged.h5" --nodes 1,2,3 --ranks-per-node 2 --points $points | sed 's/^/    /'
 check "report.txt says every job completed" grep -q 'all jobs completed' "$work/srun/report.txt"
+# local-cpu has no calibrated: section: the submission and the report say so.
+check "sweep.sh says the topology is not calibrated" grep -q "sweep.sh: note: topology 'local-cpu' is not calibrated" \
+  <(echo "$out")
+check "report.txt says the topology is not calibrated" grep -q "topology 'local-cpu' is not calibrated" \
+  "$work/srun/report.txt"
 
 # --- 2. a job array, mpirun -------------------------------------------------------------------------
 log "2. sweep.sh --array --launcher mpirun --nodes 3,1"

@@ -26,9 +26,15 @@ int cmd_report(int argc, char** argv) {
       "model's fastest hand-written algorithm was the measured fastest, and whether the per-iteration samples "
       "tell the two apart (one-sided Mann-Whitney U test, p < 0.05); predicted vs measured crossover "
       "sizes; the worst outliers; failed or missing points. Reads results files of `commsim run` "
-      "(several are combined). With --topology, every point is first predicted again on that topology: "
+      "(several are combined). Given two or more runs of the same sweep, it also says how far the machine "
+      "differs from itself (median |run1 - run2| / run2 over the points both measured), the closest any model "
+      "can be judged; it says when the topology that predicted the points is an uncalibrated preset. Each "
+      "point's spread is its p95 / median (--points). One-rank points are listed, not counted; algorithms "
+      "that ran one schedule (ring and rabenseifner at 2 ranks) are one contender. With --topology, every point is "
+      "first predicted again on that topology: "
       "how a calibrated topology does on measurements already taken.",
       "commsim report run.h5\n"
+      "commsim report run1.h5 run2.h5   (two runs of one sweep: the machine against itself)\n"
       "commsim report a.h5 b.h5 --format json > verdict.json\n"
       "commsim report run.h5 --format csv --table winners\n"
       "commsim report run.h5 --topology mycluster.yaml");
@@ -60,6 +66,11 @@ int cmd_report(int argc, char** argv) {
   Report r = build_report(points, outliers);
   r.files = files;
   r.run_notes = m.notes;
+  r.uncalibrated = m.uncalibrated;
+  std::vector<std::vector<Point>> runs(files.size());
+  for (std::size_t i = 0; i < points.size(); ++i) runs[m.file_of_point[i]].push_back(points[i]);
+  r.repeat = machine_against_itself(runs);
+  if (files.size() > 1) r.per_file = error_per_file(runs);
   switch (fmt) {
     case OutputFormat::Table: print_report_table(std::cout, r, points_too, points); break;
     case OutputFormat::Json: print_report_json(std::cout, r, points_too, points); break;

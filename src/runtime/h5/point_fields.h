@@ -82,7 +82,7 @@ enum class Missing {
   X(algbw_gbps, F64, 0, kNaN, 12, 22, Never, "GB/s", 0)    /* bytes / median time, 1e9 B/s */       \
   X(busbw_gbps, F64, 0, kNaN, 13, 23, Never, "GB/s", 0)    /* algbw * busbw factor */               \
   X(rel_error, F64, 0, kNaN, 14, 24, Never, "", 0)         /* (predicted - median) / median */      \
-  X(wrong, I64, 0, -1, 15, 25, Negative, "", 0)            /* summed over ranks; -1 unchecked */    \
+  X(wrong, I64, 0, -1, 15, 25, Negative, "", 0)            /* summed over ranks; -1 not checked */  \
   X(status, Text, 16, "predicted", 16, 26, Never, "", 0)   /* predicted ok wrong timeout error ...*/\
   X(note, Note, 0, "", 27, 27, Never, "", 0)               /* NCCL's pick, an error message */      \
   F(samples_offset, U64)                                                                              \

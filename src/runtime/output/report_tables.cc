@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "model/collective.h"
+#include "runtime/output/caveats.h"
 #include "runtime/output/reporter.h"
 #include "runtime/sweep/stats.h"
 
@@ -113,6 +114,25 @@ void print_nccl_choices(std::ostream& out, const Report& r) {
 
 }  // namespace
 
+namespace {
+
+// The model's error beside the machine's own: no model can be judged more closely than the
+// machine repeats itself.
+void print_noise_verdict(std::ostream& out, const Report& r) {
+  if (r.repeat.pairs == 0) {
+    out << "  how far the machine differs from itself is not known: run the same sweep again (--out run2.h5) and "
+           "give both files (commsim report run1.h5 run2.h5)\n";
+    return;
+  }
+  const bool within = r.all.median_abs <= r.repeat.median_abs;
+  out << "  the machine differs from itself by " << pct(r.repeat.median_abs) << " at the median (|run a - run b| / "
+      << "run b over the " << r.repeat.pairs << " points measured in two of the " << r.repeat.files
+      << " files; at most " << pct(r.repeat.max_abs) << "): the model's " << pct(r.all.median_abs)
+      << (within ? " is within the machine's own noise\n" : " is beyond the machine's own noise\n");
+}
+
+}  // namespace
+
 // The answer first: how far off, where worst, whether the picks were right, NCCL's slow picks.
 void print_verdict(std::ostream& out, const Report& r) {
   if (r.compared == 0) return;
@@ -120,6 +140,19 @@ void print_verdict(std::ostream& out, const Report& r) {
   out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared
       << " points: " << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs)
       << " from 64 KiB\n";
+  if (r.per_file.size() == r.files.size() && r.per_file.size() > 1) {
+    out << "  per file:";
+    for (std::size_t i = 0; i < r.files.size(); ++i)
+      out << (i ? "," : "") << " " << r.files[i] << " "
+          << (r.per_file[i].n ? pct(r.per_file[i].median_abs) + " (" + std::to_string(r.per_file[i].n) + " points)"
+                              : std::string("no point to compare"));
+    out << "\n";
+  }
+  print_noise_verdict(out, r);
+  for (const std::string& name : r.uncalibrated) out << "  note: " << uncalibrated_note(name) << "\n";
+  if (r.one_rank > 0)
+    out << "  " << r.one_rank << " one-rank point(s) (a local copy: no algorithm at work) are listed but kept out of "
+        << "every statistic\n";
   std::vector<const ErrorGroup*> worst;
   for (const ErrorGroup& g : r.groups)
     if (g.stats.n > 0 && g.stats.median_abs > kVerdictWithin) worst.push_back(&g);
@@ -148,6 +181,25 @@ void print_verdict(std::ostream& out, const Report& r) {
     out << "  NCCL's own choice was slower than a variant it could have been forced to in " << nccl_slow << " of "
         << r.nccl_choices.size() << " sizes (## NCCL's choice)\n";
 }
+
+namespace {
+
+// Every comparable point with its spread beside its median; one-rank points listed and marked.
+void print_point_errors(std::ostream& out, const std::vector<Point>& points) {
+  out << "\n## Relative error per point (spread: p95 / median of the samples)\n";
+  constexpr const char* kRow = "{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12} {:>7} {:>12} {:>9}{}\n";
+  out << fmt::format(kRow, "collective", "algorithm", "backend", "nodes", "ranks", "bytes", "measured_us", "spread",
+                     "predicted_us", "error", "");
+  for (const Point& p : points) {
+    const bool one_rank = one_rank_measured(p);
+    if (!comparable(p) && !one_rank) continue;
+    out << fmt::format(kRow, to_string(p.collective), to_string(p.algorithm), p.backend, p.nodes, p.ranks, p.bytes,
+                       us_text(p.measured_median_us), spread_text(spread_of(p)), us_text(p.predicted_us),
+                       one_rank ? "-" : pct(rel_error_of(p)), one_rank ? "  one rank: not in the statistics" : "");
+  }
+}
+
+}  // namespace
 
 void print_report_table(std::ostream& out, const Report& r, bool with_points, const std::vector<Point>& points) {
   out << "# commsim report: " << r.points << " points read, " << r.measured << " measured, " << r.compared
@@ -180,17 +232,7 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
     }
   }
 
-  if (with_points) {
-    out << "\n## Relative error per point\n";
-    out << fmt::format("{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12} {:>12} {:>9}\n", "collective", "algorithm",
-                       "backend", "nodes", "ranks", "bytes", "measured_us", "predicted_us", "error");
-    for (const Point& p : points) {
-      if (!comparable(p)) continue;
-      out << fmt::format("{:<14} {:<19} {:<6} {:>5} {:>5} {:>12} {:>12.2f} {:>12.2f} {:>9}\n", to_string(p.collective),
-                         to_string(p.algorithm), p.backend, p.nodes, p.ranks, p.bytes, p.measured_median_us,
-                         p.predicted_us, pct(rel_error_of(p)));
-    }
-  }
+  if (with_points) print_point_errors(out, points);
 
   out << "\n## Error per collective x algorithm x size band\n";
   constexpr const char* kGroupRow = "{:<14} {:<19} {:<6} {:<12} {:>6} {:>10} {:>10} {:>10}\n";
@@ -200,8 +242,11 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
                        pct(g.stats.median_abs), pct(g.stats.geomean_abs), pct(g.stats.max_abs));
 
   out << "\n## Winners (fastest hand-written algorithm: model vs measurement)\n";
+  if (r.winner_one_schedule > 0)
+    out << "  " << r.winner_one_schedule << " point(s) where the algorithms measured ran one schedule (the same "
+        << "messages in the same rounds, e.g. ring and rabenseifner at 2 ranks) are no contest and not counted\n";
   if (r.winners.empty()) {
-    out << "  no point has two or more hand-written algorithms measured\n";
+    out << "  no point has two or more different hand-written schedules measured\n";
   } else {
     out << fmt::format(
         "  model picked the measured winner in {} of {} cases ({}); its pick measured within 5% of the "
@@ -229,12 +274,15 @@ void print_report_table(std::ostream& out, const Report& r, bool with_points, co
   }
 
   out << "\n## Crossovers (sizes where the faster of two algorithms changes)\n";
-  if (r.crossovers.empty()) out << "  none predicted or measured\n";
+  std::size_t crossing = 0;
   for (const auto& c : r.crossovers) {
+    if (c.predicted_bytes.empty() && c.measured_bytes.empty()) continue;
+    ++crossing;
     out << "  " << c.collective << " " << c.backend << " nodes=" << c.nodes << " ranks=" << c.ranks << " " << c.a
         << " vs " << c.b << ": predicted " << size_list(c.predicted_bytes) << "; measured "
         << size_list(c.measured_bytes) << "\n";
   }
+  if (crossing == 0) out << "  none predicted or measured\n";
 
   if (!r.nccl_choices.empty())
     print_nccl_choices(out, r);
@@ -263,6 +311,17 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
   out << "  \"run_notes\": [";
   for (std::size_t i = 0; i < r.run_notes.size(); ++i) out << (i ? ", " : "") << json_string(r.run_notes[i]);
   out << "],\n";
+  out << "  \"uncalibrated_topologies\": [";
+  for (std::size_t i = 0; i < r.uncalibrated.size(); ++i) out << (i ? ", " : "") << json_string(r.uncalibrated[i]);
+  out << "],\n  \"one_rank_points\": " << r.one_rank << ",\n";
+  out << "  \"machine_against_itself\": {\"files\": " << r.repeat.files << ", \"points\": " << r.repeat.pairs
+      << ", \"median_abs_rel_diff\": " << (r.repeat.pairs ? json_number(r.repeat.median_abs) : "null")
+      << ", \"max_abs_rel_diff\": " << (r.repeat.pairs ? json_number(r.repeat.max_abs) : "null") << "},\n";
+  out << "  \"per_file\": [";
+  for (std::size_t i = 0; i < r.per_file.size() && i < r.files.size(); ++i)
+    out << (i ? ", " : "") << "{\"file\": " << json_string(r.files[i]) << ", \"stats\": " << stats_json(r.per_file[i])
+        << "}";
+  out << "],\n";
   out << "  \"summary\": {\"all\": " << stats_json(r.all) << ",\n    \"below_64KiB\": " << stats_json(r.below_64KiB)
       << ",\n    \"from_64KiB\": " << stats_json(r.from_64KiB)
       << ",\n    \"schedules_below_64KiB\": " << stats_json(r.schedules_below_64KiB)
@@ -287,7 +346,7 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
       << ", \"agreement\": " << json_number(r.winner_agreement) << ", \"within_5pct\": " << r.winner_within_5pct
       << ", \"alpha\": " << json_number(kWinnerAlpha) << ", \"clear\": " << r.winner_clear
       << ", \"clear_agree\": " << r.winner_clear_agree << ", \"pick_slower\": " << r.winner_pick_slower
-      << ", \"rows\": [";
+      << ", \"one_schedule\": " << r.winner_one_schedule << ", \"rows\": [";
   for (std::size_t i = 0; i < r.winners.size(); ++i) {
     const auto& w = r.winners[i];
     out << (i ? ",\n      " : "\n      ") << "{\"collective\": " << json_string(w.collective)
@@ -307,7 +366,9 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
         << ", \"backend\": " << json_string(c.backend) << ", \"nodes\": " << c.nodes << ", \"ranks\": " << c.ranks
         << ", \"a\": " << json_string(c.a) << ", \"b\": " << json_string(c.b)
         << ", \"predicted_bytes\": " << json_sizes(c.predicted_bytes)
-        << ", \"measured_bytes\": " << json_sizes(c.measured_bytes) << "}";
+        << ", \"measured_bytes\": " << json_sizes(c.measured_bytes) << ", \"sizes\": " << json_sizes(c.sizes)
+        << ", \"predicted_ratio\": " << json_sizes(c.predicted_ratio)
+        << ", \"measured_ratio\": " << json_sizes(c.measured_ratio) << "}";
   }
   out << "],\n  \"nccl_choices\": {\"cases\": " << r.nccl_choices.size() << ", \"slower\": " << r.nccl_slower
       << ", \"rows\": [";
@@ -339,7 +400,7 @@ void print_report_json(std::ostream& out, const Report& r, bool with_points, con
           << ", \"algorithm\": " << json_string(to_string(p.algorithm)) << ", \"backend\": " << json_string(p.backend)
           << ", \"nodes\": " << p.nodes << ", \"ranks\": " << p.ranks << ", \"bytes\": " << p.bytes
           << ", \"measured_median_us\": " << json_number(p.measured_median_us)
-          << ", \"predicted_us\": " << json_number(p.predicted_us)
+          << ", \"spread\": " << json_number(spread_of(p)) << ", \"predicted_us\": " << json_number(p.predicted_us)
           << ", \"rel_error\": " << json_number(rel_error_of(p)) << "}";
       first = false;
     }

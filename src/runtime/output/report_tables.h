@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/output/caveats.h"
 #include "runtime/sweep/point.h"
 
 namespace commsim {
@@ -32,9 +33,11 @@ inline constexpr double kGeomeanFloor = 1e-6;
 // Geometric mean of max(|e|, kGeomeanFloor); 0 for an empty list.
 double geomean_abs(const std::vector<double>& errors);
 
-// A point enters the error tables when it was measured (status "ok"), has a prediction, and a
-// positive measured time.
+// A point enters the error tables when it was measured (status "ok") on two or more ranks, has a
+// prediction, and a positive measured time. A one-rank collective is a local copy: its time says
+// nothing about an algorithm, so it is listed (one_rank_measured) but kept out of every statistic.
 bool comparable(const Point& p);
+bool one_rank_measured(const Point& p);
 // (predicted - measured median) / measured median, of a comparable point.
 double rel_error_of(const Point& p);
 
@@ -56,18 +59,19 @@ struct WinnerCase {
   std::string collective, backend;
   int nodes = 1, ranks = 1;
   Bytes bytes = 0;
-  int candidates = 0;             // hand-written algorithms measured at this point
-  std::string predicted_winner;   // fastest by predicted time among them
-  std::string measured_winner;    // fastest by measured median
+  // Contenders: the hand-written algorithms measured at this point, those that ran one schedule
+  // (the same messages in the same rounds: point_schedule_fingerprint in collectives/predict.h)
+  // merged into one named "rabenseifner=ring". A point with fewer than two contenders is no case.
+  int candidates = 0;            // contenders
+  std::string predicted_winner;  // fastest by predicted time among them ("a | b" when the model ties them)
+  std::string measured_winner;   // fastest by measured median (a contender's fastest member)
   bool agree = false;
   // Measured time of the predicted winner over the measured best, minus 1 (0 when they agree):
   // what choosing by the model costs.
   double loss = 0;
   // The measurement's own verdict, from the per-iteration samples (one-sided Mann-Whitney U tests,
   // mann_whitney_p_less). winner_p: the largest p-value of "the measured winner is faster than
-  // another algorithm" over the other algorithms, those the model prices the same as the winner
-  // (the same schedule) left out; 1 when a candidate has fewer than kMinTestSamples samples, 0 when
-  // every other candidate has the winner's schedule.
+  // another contender" over the other contenders; 1 when one has fewer than kMinTestSamples samples.
   // `clear`: winner_p < kWinnerAlpha, the measurement names one winner.
   double winner_p = 1;
   bool clear = false;
@@ -81,10 +85,16 @@ struct WinnerCase {
 inline constexpr double kWinnerAlpha = 0.05;
 inline constexpr std::size_t kMinTestSamples = 5;
 
+// Two algorithms at one (collective, backend, nodes, ranks) over the sizes where both were measured
+// and ran different schedules; a row for every such pair with two or more sizes, crossovers or
+// not (the plots of analysis/report.py draw these series and these crossovers).
 struct CrossoverRow {
   std::string collective, backend;
   int nodes = 1, ranks = 1;
-  std::string a, b;                  // algorithm names, a < b
+  std::string a, b;                     // algorithm names, a < b
+  std::vector<double> sizes;            // bytes, ascending
+  std::vector<double> predicted_ratio;  // predicted time of b / predicted time of a, per size
+  std::vector<double> measured_ratio;   // the same measured (medians)
   std::vector<double> predicted_bytes;  // sizes where the faster of a and b changes, by prediction
   std::vector<double> measured_bytes;   // the same by measurement
 };
@@ -125,9 +135,9 @@ struct FailedPoint {
 
 struct Report {
   std::vector<std::string> files;
-  std::size_t points = 0;      // rows read
-  std::size_t measured = 0;    // rows with a measurement
-  std::size_t compared = 0;    // rows in the error tables
+  std::size_t points = 0;              // rows read
+  std::size_t measured = 0;            // rows with a measurement
+  std::size_t compared = 0;            // rows in the error tables
   ErrorStats below_64KiB, from_64KiB;  // all comparable points of each side of 64 KiB
   ErrorStats all;
   // The same split by what was predicted: hand-written schedules (priced as they ran) and library
@@ -140,19 +150,29 @@ struct Report {
   std::vector<ErrorGroup> groups;  // sorted by collective, algorithm, backend, band
   std::vector<WinnerCase> winners;
   std::size_t winner_agree = 0;
-  double winner_agreement = 0;        // winner_agree / winners.size(), 0 when none
-  std::size_t winner_within_5pct = 0;  // cases where the model's pick measured within 5% of the best
-  std::size_t winner_clear = 0;        // cases whose measured winner is clear (WinnerCase::clear)
-  std::size_t winner_clear_agree = 0;  // ... and the model picked it
-  std::size_t winner_pick_slower = 0;  // cases where the model's pick measured slower beyond the noise
+  double winner_agreement = 0;          // winner_agree / winners.size(), 0 when none
+  std::size_t winner_within_5pct = 0;   // cases where the model's pick measured within 5% of the best
+  std::size_t winner_clear = 0;         // cases whose measured winner is clear (WinnerCase::clear)
+  std::size_t winner_clear_agree = 0;   // ... and the model picked it
+  std::size_t winner_pick_slower = 0;   // cases where the model's pick measured slower beyond the noise
+  std::size_t winner_one_schedule = 0;  // points whose algorithms all ran one schedule (no case)
+  std::size_t one_rank = 0;             // measured one-rank points (not in any statistic)
   std::vector<CrossoverRow> crossovers;
   std::vector<NcclChoiceCase> nccl_choices;  // sorted by collective, backend, nodes, ranks, bytes
   std::size_t nccl_slower = 0;               // cases with NcclChoiceCase::slower
   std::size_t nccl_one_rank = 0;             // measured NCCL rows of one rank (no choice to make)
-  std::vector<Point> outliers;        // largest |rel_error| first
-  std::vector<FailedPoint> failed;    // status not ok/predicted, or a run that did not complete
-  std::vector<std::string> run_notes; // "file run 2: interrupted" etc.
+  std::vector<Point> outliers;               // largest |rel_error| first
+  std::vector<FailedPoint> failed;           // status not ok/predicted, or a run that did not complete
+  std::vector<std::string> run_notes;        // "file run 2: interrupted" etc.
+  // Set by the command, not by build_report: the machine against itself (two or more files of the
+  // same sweep), and the topologies without a calibrated: section that predicted the points.
+  Repeatability repeat;
+  std::vector<std::string> uncalibrated;
+  std::vector<ErrorStats> per_file;  // with two or more files: each file's comparable points (files order)
 };
+
+// The error statistics of each file's comparable points; `runs[i]` holds the points of file i.
+std::vector<ErrorStats> error_per_file(const std::vector<std::vector<Point>>& runs);
 
 // Builds every table. `outliers` caps the outlier list.
 Report build_report(const std::vector<Point>& points, std::size_t outliers = 10);

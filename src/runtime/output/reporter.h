@@ -4,7 +4,9 @@
 // each point as it arrives, so a sweep streams its rows and a killed job keeps what was printed.
 //
 //   TableReporter  nccl-tests-like console table (size, count, type, redop, time, algbw, busbw,
-//                  #wrong) plus algorithm, prediction, relative error and the predicted winner
+//                  spread, #wrong) plus algorithm, prediction, relative error and the winner marks:
+//                  the model's pick and the measured fastest per size (run: the rows of one size
+//                  print together once all have run)
 //   CsvReporter    the CSV every command prints: kCsvColumns, then extra columns
 //   JsonReporter   one JSON document {"context": {...}, "points": [...]}, NaN as null
 //   Hdf5Reporter   rows into a ResultsFile (results_file.h)
@@ -13,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/output/run_context.h"
@@ -60,6 +63,7 @@ class TableReporter : public Reporter {
     Measured,   // run: measured time/algbw/busbw/#wrong, then predicted time, rel. error, winner
   };
   TableReporter(std::ostream& out, Columns columns);
+  ~TableReporter() override;  // prints the rows still held (finalize does too)
   void context(const RunContext& ctx) override;
   void point(const Point& p) override;
   void note(std::string_view text) override;
@@ -67,6 +71,7 @@ class TableReporter : public Reporter {
 
  private:
   void group_header(const Point& p);
+  void flush_size();
   std::ostream& out_;
   Columns columns_;
   std::string group_;  // the (collective, nodes, ranks, backend, dtype) of the rows being printed
@@ -75,6 +80,9 @@ class TableReporter : public Reporter {
   bool unchecked_ = false;
   double busbw_sum_gbps_ = 0;
   int busbw_rows_ = 0;
+  // Measured: the rows of the size being printed (text up to the error column, and the point),
+  // held until the size is complete so that the measured fastest can be marked.
+  std::vector<std::pair<std::string, Point>> size_rows_;
 };
 
 class CsvReporter : public Reporter {

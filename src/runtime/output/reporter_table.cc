@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "runtime/output/caveats.h"
 #include "runtime/output/reporter.h"
 
 namespace commsim {
@@ -28,6 +29,10 @@ std::string text(std::string_view s, int width) {
 }  // namespace
 
 TableReporter::TableReporter(std::ostream& out, Columns columns) : out_(out), columns_(columns) {}
+
+TableReporter::~TableReporter() {
+  flush_size();
+}
 
 void TableReporter::context(const RunContext& c) {
   out_ << "# commsim " << c.commsim_version << ": " << c.command_line << '\n';
@@ -56,6 +61,7 @@ void TableReporter::group_header(const Point& p) {
   std::string group = std::string(to_string(p.collective)) + "|" + p.backend + "|" + p.transport + "|" +
                       std::to_string(p.nodes) + "|" + std::to_string(p.ranks) + "|" + p.dtype + "|" + p.timing;
   if (group == group_) return;
+  flush_size();
   group_ = group;
   out_ << "#\n# " << to_string(p.collective) << ": " << p.nodes << (p.nodes == 1 ? " node" : " nodes");
   if (p.nodes > 0 && p.ranks % p.nodes == 0)
@@ -75,10 +81,11 @@ void TableReporter::group_header(const Point& p) {
   } else {
     out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7) << text("root", 6)
          << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
-         << text("#wrong", 8) << text("predicted", 11) << text("rel.err", 9) << "  winner  status\n";
+         << text("spread", 8) << text("#wrong", 8) << text("predicted", 11) << text("rel.err", 9)
+         << "  winner               status\n";
     out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 6)
-         << text("", 20) << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << text("", 8)
-         << text("(us)", 11) << text("(%)", 9) << "  (predicted)\n";
+         << text("", 20) << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9)
+         << text("p95/med", 8) << text("", 8) << text("(us)", 11) << text("(%)", 9) << "  (predicted|fastest)\n";
   }
 }
 
@@ -100,11 +107,9 @@ void TableReporter::point(const Point& p) {
         num(p.predicted_us, 11, 2) + num(algbw, 9, 2) + num(p.predicted_busbw_gbps, 9, 2) + "  " + p.predicted_winner;
   } else {
     line += num(p.measured_median_us, 11, 2) + num(p.algbw_gbps, 9, 2) + num(p.busbw_gbps, 9, 2) +
-            text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) + num(p.predicted_us, 11, 2) +
-            (std::isfinite(p.rel_error) ? text(fmt::format("{:+.1f}", p.rel_error * 100.0), 9) : text("N/A", 9)) +
-            "  " + (p.predicted_winner.empty() ? "-" : p.predicted_winner) + "  " + p.status;
-    if (p.in_place) line += " in-place";
-    if (!p.note.empty() && p.status != "ok") line += " (" + p.note + ")";
+            text(spread_text(spread_of(p)), 8) + text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) +
+            num(p.predicted_us, 11, 2) +
+            (std::isfinite(p.rel_error) ? text(fmt::format("{:+.1f}", p.rel_error * 100.0), 9) : text("N/A", 9));
     if (p.measured()) {
       if (p.wrong < 0)
         unchecked_ = true;
@@ -115,17 +120,46 @@ void TableReporter::point(const Point& p) {
         ++busbw_rows_;
       }
     }
+    // The winner marks wait until every algorithm of this size has run (flush_size).
+    if (!size_rows_.empty() && size_rows_.front().second.bytes != p.bytes) flush_size();
+    size_rows_.emplace_back(line, p);
+    return;
   }
   out_ << line << '\n';
   out_.flush();
 }
 
+// The rows of one size, each marked where the model picked it ("predicted": its predicted_winner)
+// and where it measured fastest among the rows measured ok (when two or more were).
+void TableReporter::flush_size() {
+  const Point* fastest = nullptr;
+  int measured = 0;
+  for (const auto& [line, p] : size_rows_) {
+    if (p.status != "ok" || !p.measured()) continue;
+    ++measured;
+    if (!fastest || p.measured_median_us < fastest->measured_median_us) fastest = &p;
+  }
+  for (const auto& [line, p] : size_rows_) {
+    const bool picked = !p.predicted_winner.empty() && p.predicted_winner == to_string(p.algorithm);
+    const bool fast = measured >= 2 && &p == fastest;
+    const std::string mark = picked && fast ? "predicted+fastest" : picked ? "predicted" : fast ? "fastest" : "-";
+    std::string row = line + "  " + fmt::format("{:<19}", mark) + "  " + p.status;
+    if (p.in_place) row += " in-place";
+    if (!p.note.empty() && p.status != "ok") row += " (" + p.note + ")";
+    out_ << row << '\n';
+  }
+  size_rows_.clear();
+  out_.flush();
+}
+
 void TableReporter::note(std::string_view text_line) {
+  flush_size();
   out_ << text_line << '\n';
   out_.flush();
 }
 
 void TableReporter::finalize() {
+  flush_size();
   // nccl-tests' closing lines (src/util.cu, writeResultFooter), which scripts grep for: the wrong
   // elements of every checked row, and the mean busbw of the measured rows.
   if (columns_ == Columns::Measured && busbw_rows_ > 0) {

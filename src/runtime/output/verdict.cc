@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
+#include "collectives/predict.h"
 #include "model/collective.h"
 #include "runtime/output/report_tables.h"
 #include "runtime/sweep/stats.h"
@@ -53,7 +55,11 @@ double geomean_abs(const std::vector<double>& errors) {
 }
 
 bool comparable(const Point& p) {
-  return p.status == "ok" && p.measured() && p.measured_median_us > 0 && std::isfinite(p.predicted_us);
+  return p.ranks >= 2 && p.status == "ok" && p.measured() && p.measured_median_us > 0 && std::isfinite(p.predicted_us);
+}
+
+bool one_rank_measured(const Point& p) {
+  return p.ranks < 2 && p.status == "ok" && p.measured();
 }
 
 ErrorStats error_stats(const std::vector<double>& rel_errors) {
@@ -77,24 +83,81 @@ std::vector<double> crossover_sizes(const std::vector<double>& sizes, const std:
   return out;
 }
 
+std::vector<ErrorStats> error_per_file(const std::vector<std::vector<Point>>& runs) {
+  std::vector<ErrorStats> out;
+  for (const std::vector<Point>& run : runs) {
+    std::vector<double> errors;
+    for (const Point& p : run)
+      if (comparable(p)) errors.push_back(rel_error_of(p));
+    out.push_back(error_stats(errors));
+  }
+  return out;
+}
+
 namespace {
 
-// WinnerCase's verdict from the samples: is the measured winner faster than every other schedule,
-// and than the model's pick, beyond the noise of the measurement?
-void judge_by_samples(WinnerCase& w, const std::map<std::string, const Point*>& algs, const Point* pick) {
-  const Point* winner = algs.at(w.measured_winner);
+bool tied(double a, double b) {
+  return std::fabs(a - b) <= kTieTolerance * std::min(a, b);
+}
+
+// Whether two algorithms measured at one point ran one schedule: their schedules, rebuilt as they
+// ran (point_schedule_fingerprint), move the same messages in the same rounds. Where a schedule
+// cannot be rebuilt (too many ranks, no element count), tied predictions stand in for it.
+class ScheduleIdentity {
+ public:
+  bool same(const Point& a, const Point& b) {
+    const auto fa = of(a), fb = of(b);
+    if (fa && fb) return *fa == *fb;
+    return tied(a.predicted_us, b.predicted_us);
+  }
+
+ private:
+  std::optional<std::uint64_t> of(const Point& p) {
+    auto [it, added] = cache_.try_emplace(&p);
+    if (added && p.count > 0 && p.bytes % p.count == 0)
+      it->second =
+          point_schedule_fingerprint(p.collective, p.algorithm, p.nodes, p.ranks, p.count,
+                                     static_cast<std::uint32_t>(p.bytes / p.count), p.root, p.pipeline_chunk_bytes);
+    return it->second;
+  }
+  std::map<const Point*, std::optional<std::uint64_t>> cache_;
+};
+
+// The algorithms measured at one point that ran one schedule, as one contender: "rabenseifner=ring".
+struct Contender {
+  std::string name;
+  const Point* best = nullptr;  // the member that measured fastest
+  double predicted_us = 0;      // the first member's prediction
+};
+
+std::vector<Contender> contenders_of(const std::map<std::string, const Point*>& algs, ScheduleIdentity& identity) {
+  std::vector<Contender> out;
+  for (const auto& [name, p] : algs) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const Contender& c) { return identity.same(*c.best, *p); });
+    if (same == out.end()) {
+      out.push_back({name, p, p->predicted_us});
+      continue;
+    }
+    same->name += "=" + name;
+    if (p->measured_median_us < same->best->measured_median_us) same->best = p;
+  }
+  return out;
+}
+
+// WinnerCase's verdict from the samples: is the measured winner faster than every other contender,
+// and than the model's pick, beyond the noise of the measurement? Needs two or more contenders.
+void judge_by_samples(WinnerCase& w, const std::vector<Contender>& contenders, const Contender& winner,
+                      const Contender& pick) {
   auto p_faster = [&](const Point* other) {
-    if (winner->samples_us.size() < kMinTestSamples || other->samples_us.size() < kMinTestSamples) return 1.0;
-    return mann_whitney_p_less(winner->samples_us, other->samples_us);
+    if (winner.best->samples_us.size() < kMinTestSamples || other->samples_us.size() < kMinTestSamples) return 1.0;
+    return mann_whitney_p_less(winner.best->samples_us, other->samples_us);
   };
-  auto same_schedule = [&](const Point* other) {
-    return std::fabs(other->predicted_us - winner->predicted_us) <= kTieTolerance * winner->predicted_us;
-  };
-  w.winner_p = 0;
-  for (const auto& [name, p] : algs)
-    if (p != winner && !same_schedule(p)) w.winner_p = std::max(w.winner_p, p_faster(p));
+  double worst = -1;  // the largest p over the rivals: the winner must beat each of them
+  for (const Contender& c : contenders)
+    if (&c != &winner) worst = std::max(worst, p_faster(c.best));
+  w.winner_p = worst < 0 ? 1.0 : worst;
   w.clear = w.winner_p < kWinnerAlpha;
-  w.pick_p = w.agree ? 1.0 : p_faster(pick);
+  w.pick_p = w.agree ? 1.0 : p_faster(pick.best);
   w.pick_slower = w.pick_p < kWinnerAlpha;
 }
 
@@ -158,6 +221,49 @@ std::vector<NcclChoiceCase> nccl_choices(const std::vector<Point>& points) {
 
 }  // namespace
 
+namespace {
+
+// (collective, backend, dtype, nodes, ranks) -> bytes -> algorithm -> its first comparable point.
+using GridWhere = std::tuple<std::string, std::string, std::string, int, int>;
+using BySize = std::map<Bytes, std::map<std::string, const Point*>>;
+
+// Crossovers between every pair of algorithms over the sizes where both were measured and ran
+// different schedules (sizes where they are one schedule say nothing about which is faster), when
+// there are two or more such sizes and the model does not price them the same at every one.
+void add_crossovers(Report& r, const GridWhere& where, const BySize& by_size, ScheduleIdentity& identity) {
+  std::set<std::string> names;
+  for (const auto& [bytes, algs] : by_size)
+    for (const auto& [name, p] : algs) names.insert(name);
+  for (auto ia = names.begin(); ia != names.end(); ++ia) {
+    for (auto ib = std::next(ia); ib != names.end(); ++ib) {
+      CrossoverRow c;
+      std::vector<double> pa, pb, ma, mb;
+      bool model_tied = true;
+      for (const auto& [bytes, algs] : by_size) {
+        auto fa = algs.find(*ia), fb = algs.find(*ib);
+        if (bytes == 0 || fa == algs.end() || fb == algs.end() || identity.same(*fa->second, *fb->second)) continue;
+        c.sizes.push_back(static_cast<double>(bytes));
+        pa.push_back(fa->second->predicted_us);
+        pb.push_back(fb->second->predicted_us);
+        ma.push_back(fa->second->measured_median_us);
+        mb.push_back(fb->second->measured_median_us);
+        c.predicted_ratio.push_back(pb.back() / pa.back());
+        c.measured_ratio.push_back(mb.back() / ma.back());
+        if (!tied(pa.back(), pb.back())) model_tied = false;
+      }
+      if (c.sizes.size() < 2 || model_tied) continue;
+      std::tie(c.collective, c.backend, std::ignore, c.nodes, c.ranks) = where;
+      c.a = *ia;
+      c.b = *ib;
+      c.predicted_bytes = crossover_sizes(c.sizes, pa, pb);
+      c.measured_bytes = crossover_sizes(c.sizes, ma, mb);
+      r.crossovers.push_back(std::move(c));
+    }
+  }
+}
+
+}  // namespace
+
 Report build_report(const std::vector<Point>& points, std::size_t max_outliers) {
   Report r;
   r.points = points.size();
@@ -171,6 +277,7 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
       r.failed.push_back({p, p.status + (p.note.empty() ? "" : ": " + p.note)});
     else if (p.status == "ok" && !p.measured())
       r.failed.push_back({p, "status ok but no measured time"});
+    if (one_rank_measured(p)) ++r.one_rank;  // listed with the points, kept out of every statistic
     if (!comparable(p)) continue;
     cmp.push_back(&p);
     double e = rel_error_of(p);
@@ -210,40 +317,46 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
 
   // Winners and crossovers: the first comparable point of each (collective, backend, dtype, nodes,
   // ranks, algorithm, bytes), hand-written algorithms only.
-  using Where =
-      std::tuple<std::string, std::string, std::string, int, int>;  // collective, backend, dtype, nodes, ranks
-  std::map<Where, std::map<Bytes, std::map<std::string, const Point*>>> grid;
+  std::map<GridWhere, BySize> grid;
   for (const Point* p : cmp) {
     if (!is_hand_written(p->algorithm)) continue;
     auto& slot = grid[{std::string(to_string(p->collective)), p->backend, p->dtype, p->nodes, p->ranks}][p->bytes]
                      [std::string(to_string(p->algorithm))];
     if (!slot) slot = p;
   }
+  ScheduleIdentity identity;
   for (const auto& [where, by_size] : grid) {
     for (const auto& [bytes, algs] : by_size) {
       if (algs.size() < 2) continue;
+      const std::vector<Contender> contenders = contenders_of(algs, identity);
+      if (contenders.size() < 2) {  // one schedule under several names: nothing to choose
+        ++r.winner_one_schedule;
+        continue;
+      }
       WinnerCase w;
       std::tie(w.collective, w.backend, std::ignore, w.nodes, w.ranks) = where;
       w.bytes = bytes;
-      w.candidates = static_cast<int>(algs.size());
-      double best_pred = INFINITY, best_meas = INFINITY;
-      for (const auto& [name, p] : algs) {
-        if (p->predicted_us < best_pred) best_pred = p->predicted_us, w.predicted_winner = name;
-        if (p->measured_median_us < best_meas) best_meas = p->measured_median_us, w.measured_winner = name;
+      w.candidates = static_cast<int>(contenders.size());
+      double best_pred = INFINITY;
+      const Contender* winner = nullptr;
+      for (const Contender& c : contenders) {
+        best_pred = std::min(best_pred, c.predicted_us);
+        if (!winner || c.best->measured_median_us < winner->best->measured_median_us) winner = &c;
       }
-      // Every candidate tied with the predicted best is a model winner; the model's pick is the
+      w.measured_winner = winner->name;
+      // Every contender tied with the predicted best is a model winner; the model's pick is the
       // one of them that measured fastest.
-      const Point* pick = nullptr;
-      std::string tied;
-      for (const auto& [name, p] : algs) {
-        if (p->predicted_us > best_pred * (1 + kTieTolerance)) continue;
-        tied += (tied.empty() ? "" : "=") + name;
-        if (!pick || p->measured_median_us < pick->measured_median_us) pick = p;
-        if (name == w.measured_winner) w.agree = true;
+      const Contender* pick = nullptr;
+      std::string tied_names;
+      for (const Contender& c : contenders) {
+        if (c.predicted_us > best_pred * (1 + kTieTolerance)) continue;
+        tied_names += (tied_names.empty() ? "" : " | ") + c.name;
+        if (!pick || c.best->measured_median_us < pick->best->measured_median_us) pick = &c;
+        if (&c == winner) w.agree = true;
       }
-      w.predicted_winner = tied;
-      w.loss = pick->measured_median_us / best_meas - 1.0;
-      judge_by_samples(w, algs, pick);
+      w.predicted_winner = tied_names;
+      w.loss = pick->best->measured_median_us / winner->best->measured_median_us - 1.0;
+      judge_by_samples(w, contenders, *winner, *pick);
       if (w.agree) ++r.winner_agree;
       if (w.loss <= 0.05) ++r.winner_within_5pct;
       if (w.clear) ++r.winner_clear;
@@ -251,35 +364,7 @@ Report build_report(const std::vector<Point>& points, std::size_t max_outliers) 
       if (w.pick_slower) ++r.winner_pick_slower;
       r.winners.push_back(w);
     }
-    // Crossovers between every pair of algorithms measured at two or more common sizes.
-    std::set<std::string> names;
-    for (const auto& [bytes, algs] : by_size)
-      for (const auto& [name, p] : algs) names.insert(name);
-    for (auto ia = names.begin(); ia != names.end(); ++ia) {
-      for (auto ib = std::next(ia); ib != names.end(); ++ib) {
-        std::vector<double> sizes, pa, pb, ma, mb;
-        bool model_tied = true;
-        for (const auto& [bytes, algs] : by_size) {
-          auto fa = algs.find(*ia), fb = algs.find(*ib);
-          if (bytes == 0 || fa == algs.end() || fb == algs.end()) continue;
-          sizes.push_back(static_cast<double>(bytes));
-          pa.push_back(fa->second->predicted_us);
-          pb.push_back(fb->second->predicted_us);
-          ma.push_back(fa->second->measured_median_us);
-          mb.push_back(fb->second->measured_median_us);
-          if (std::fabs(pa.back() - pb.back()) > kTieTolerance * std::min(pa.back(), pb.back())) model_tied = false;
-        }
-        if (sizes.size() < 2 || model_tied) continue;
-        CrossoverRow c;
-        std::tie(c.collective, c.backend, std::ignore, c.nodes, c.ranks) = where;
-        c.a = *ia;
-        c.b = *ib;
-        c.predicted_bytes = crossover_sizes(sizes, pa, pb);
-        c.measured_bytes = crossover_sizes(sizes, ma, mb);
-        if (c.predicted_bytes.empty() && c.measured_bytes.empty()) continue;
-        r.crossovers.push_back(c);
-      }
-    }
+    add_crossovers(r, where, by_size, identity);
   }
   r.winner_agreement =
       r.winners.empty() ? 0.0 : static_cast<double>(r.winner_agree) / static_cast<double>(r.winners.size());

@@ -1,7 +1,9 @@
 #include "runtime/sweep/measured.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "model/error.h"
 #include "model/topology/topology.h"
@@ -20,6 +22,7 @@ MeasuredPoints read_measured(const std::vector<std::string>& files, const std::s
   for (const auto& f : files) {
     ResultsContents c = read_results(f, true);
     points.insert(points.end(), c.points.begin(), c.points.end());
+    m.file_of_point.insert(m.file_of_point.end(), c.points.size(), static_cast<std::size_t>(&f - files.data()));
     for (std::size_t i = 0; i < c.points.size(); ++i) {
       const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
       const bool known = r >= 0 && r < static_cast<int>(c.runs.size());
@@ -30,8 +33,24 @@ MeasuredPoints read_measured(const std::vector<std::string>& files, const std::s
     for (const auto& run : c.runs)
       if (run.status != "complete") notes.push_back(f + ": run " + std::to_string(run.index) + ": " + run.status);
   }
+  auto note_uncalibrated = [&](const Topology& t) {
+    if (!t.calibrated.present &&
+        std::find(m.uncalibrated.begin(), m.uncalibrated.end(), t.name) == m.uncalibrated.end())
+      m.uncalibrated.push_back(t.name);
+  };
+  if (topology_name.empty()) {
+    std::set<std::string> seen;
+    for (const std::string& text : run_topology_text) {
+      if (text.empty() || !seen.insert(text).second) continue;
+      try {
+        note_uncalibrated(parse_topology(text, "the run's topology"));
+      } catch (const Error&) {  // an old file's topology that no longer parses: nothing to say
+      }
+    }
+  }
   if (!topology_name.empty()) {
     const Topology topology = load_topology(resolve_topology_path(topology_name));
+    note_uncalibrated(topology);
     // Each distinct run topology once; one that does not parse (an old file) leaves the chunk of
     // the pipelined algorithms to the new topology.
     std::map<std::string, std::optional<Topology>> parsed;

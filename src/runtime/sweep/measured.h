@@ -11,7 +11,11 @@ namespace commsim {
 
 struct MeasuredPoints {
   std::vector<Point> points;
-  std::vector<std::string> notes;  // "FILE: run N: interrupted", "predictions recomputed on topology ..."
+  std::vector<std::string> notes;          // "FILE: run N: interrupted", "predictions recomputed on topology ..."
+  std::vector<std::size_t> file_of_point;  // [point] -> index into the files it was read from
+  // The names of the topologies that predicted the points (the one given, else each run's) that
+  // have no calibrated: section (Topology::calibrated), each once.
+  std::vector<std::string> uncalibrated;
 };
 
 // Reads `files` (with their samples); with `topology_name` (a preset name or YAML file; "" for none)

@@ -22,6 +22,7 @@
 #include "runtime/job/cpu_binding.h"
 #include "runtime/job/mpi_session.h"
 #include "runtime/job/watchdog.h"
+#include "runtime/output/caveats.h"
 #include "runtime/sweep/backend.h"
 
 namespace commsim {
@@ -212,6 +213,8 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     console->context(ctx);
     for (const std::string& p : job.skipped_pairs) std::fprintf(stderr, "commsim run: skipped: %s\n", p.c_str());
     if (!oversubscribed.empty()) std::fprintf(stderr, "commsim run: note: %s\n", oversubscribed.c_str());
+    if (!job.topology.calibrated.present)
+      std::fprintf(stderr, "commsim run: note: %s\n", uncalibrated_note(job.topology.name).c_str());
     if (job.resume)
       std::fprintf(stderr, "commsim run: resuming %s: %zu of %zu points already there, %zu to go\n", job.out.c_str(),
                    s.plan.size() - todo.size(), s.plan.size(), todo.size());
@@ -241,10 +244,13 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     current = &p;
     if (!stop_signal()) progress.show(p, ordinal, total, pass, passes);
   };
+  std::vector<Point> finished;  // rank 0: every point of this run, for the noise verdict at its end
   callbacks.point_done = [&](const Point& p) {
     std::lock_guard lock(report_mu);
     current = nullptr;
     if (to_file) to_file->point(p);
+    finished.push_back(p);
+    finished.back().samples_us.clear();
     if (stop_signal()) return;
     progress.clear();
     console->point(p);
@@ -275,6 +281,9 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     if (rank == 0) {
       if (file) file->finish(RunStatus::Complete);
       console->finalize();
+      const std::vector<std::string> noisy = noisy_point_lines(finished);
+      for (std::size_t i = 0; i < noisy.size(); ++i)
+        std::fprintf(stderr, "commsim run: %s%s\n", i == 0 ? "note: " : "", noisy[i].c_str());
       if (outcome.wrong > 0 || outcome.errors > 0)
         std::fprintf(stderr, "commsim run: %d point(s) with wrong results, %d failed (see status and note)\n",
                      outcome.wrong, outcome.errors);
