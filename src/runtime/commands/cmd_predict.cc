@@ -120,9 +120,9 @@ int cmd_predict(int argc, char** argv) {
   if (sel.all)
     for (auto& [c, algs] : s.plan)
       if (has_closed_form(s.topo, c, Algorithm::Nccl, Protocol::None)) algs.push_back(Algorithm::Nccl);
-  const std::vector<PricedCollective> priced = priced_collectives(s, skipped);
+  const std::vector<SweepCandidates> priced = priced_collectives(s, skipped);
   std::size_t rows = 0;
-  for (const PricedCollective& p : priced) rows += (p.ours.size() + p.nccl.size()) * s.sizes.size() * s.nodes.size();
+  for (const SweepCandidates& p : priced) rows += (p.ours.size() + p.nccl.size()) * s.sizes.size() * s.nodes.size();
   for (const std::string& line : skipped) std::cerr << "commsim predict: note: skipped " << line << "\n";
   if (auto_format) summary = rows > 60;
 
