@@ -37,8 +37,7 @@ matplotlib.use("Agg")
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import commsim_h5  # noqa: E402
+from commsim import h5 as commsim_h5
 
 SMALL_LIMIT = 64 * 1024
 LARGE_START = 16 * 1024 * 1024

@@ -20,7 +20,7 @@ ANALYSIS = os.path.dirname(HERE)
 REPO = os.path.dirname(ANALYSIS)
 sys.path.insert(0, ANALYSIS)
 
-import commsim_h5  # noqa: E402
+from commsim import h5 as commsim_h5  # noqa: E402
 import report  # noqa: E402
 
 
