@@ -78,7 +78,7 @@ struct RunOptions {
   std::string topology = "local-cpu", backend = "host", dtype = "float32", op = "sum";
   std::string transport, pipeline_chunk, piece_size;
   int root = 0, iters = 20, warmup = 5, passes = 1, inject_error = -1, inject_hang = -1;
-  bool check = false, share_gpu = false, graph = false;
+  bool check = false, share_gpu = false, graph = false, quiet = false;
   double timeout_s = 300;
   SweepOptions sweep{"allreduce", "all", "8B:64MiB"};
   OutputOptions output;
@@ -124,6 +124,9 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "cuda: let several ranks share a GPU (hand-written kernels only; for testing on one GPU)");
   add("graph", po::bool_switch(&o.graph), "cuda: capture each iteration in a CUDA graph (points up to 16MiB)");
   add_output_options(cli.options(), o.output, /*with_resume=*/true);
+  add("quiet", po::bool_switch(&o.quiet),
+      "no progress on stderr (by default rank 0 shows a bar with the time left on a terminal, and a line at "
+      "every quarter of the points and at most every 5 s otherwise)");
   add("inject-error", po::value(&o.inject_error)->value_name("RANK"),
       "for testing only: RANK flips one element of its output before the --check count");
   add("inject-hang", po::value(&o.inject_hang)->value_name("RANK"),
@@ -196,13 +199,14 @@ RunJob resolve(RunOptions o, int nranks) {
   job.share_gpu = o.share_gpu;
   job.graph = o.graph;
   job.timeout_s = o.timeout_s;
+  job.quiet = o.quiet;
   return job;
 }
 
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  block_stop_signals();  // before MPI starts its threads: the signals must reach this thread
+  block_stop_signals();                  // before MPI starts its threads: the signals must reach this thread
   MpiSession mpi(MpiThreads::Multiple);  // the watchdog thread may call MPI
   const int rank = mpi.rank();
   const int nranks = mpi.size();

@@ -22,6 +22,7 @@
 #include "runtime/job/cpu_binding.h"
 #include "runtime/job/mpi_session.h"
 #include "runtime/job/watchdog.h"
+#include "runtime/output/progress.h"
 #include "runtime/sweep/backend.h"
 
 namespace commsim {
@@ -94,27 +95,6 @@ void detach_if_blocked(int fd) {
   dup2(null_fd, fd);
   close(null_fd);
 }
-
-// The progress line on stderr: rewritten in place on a terminal, one line each otherwise.
-class Progress {
- public:
-  Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
-  void show(const Point& p, int ordinal, int total, int pass, int passes) {
-    const std::string of_pass =
-        passes > 1 ? " (pass " + std::to_string(pass) + " of " + std::to_string(passes) + ")" : "";
-    if (tty_)
-      std::fprintf(stderr, "\r[%d/%d] %s%s ...\x1b[K", ordinal, total, point_label(p).c_str(), of_pass.c_str());
-    else
-      std::fprintf(stderr, "[%d/%d] %s%s ...\n", ordinal, total, point_label(p).c_str(), of_pass.c_str());
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (tty_) std::fprintf(stderr, "\r\x1b[K");
-  }
-
- private:
-  bool tty_;
-};
 
 // Where the ranks run, the backend started on them, and the points planned (the same on every rank).
 struct Setup {
@@ -205,7 +185,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   std::unique_ptr<Reporter> to_file, console;
   std::mutex report_mu;  // the watchdog's timeout handler writes from its own thread
   const Point* current = nullptr;
-  Progress progress;
+  ProgressReporter progress(stderr, isatty(STDERR_FILENO) != 0, rank == 0 && !job.quiet);
   if (rank == 0) {
     if (file) to_file = std::make_unique<Hdf5Reporter>(*file);
     console = make_console_reporter(job.format, std::cout, TableReporter::Columns::Measured);
@@ -239,7 +219,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   callbacks.progress = [&](const Point& p, int ordinal, int total, int pass, int passes) {
     std::lock_guard lock(report_mu);
     current = &p;
-    if (!stop_signal()) progress.show(p, ordinal, total, pass, passes);
+    if (!stop_signal()) progress.point_started(point_label(p), ordinal, total, pass, passes);
   };
   callbacks.point_done = [&](const Point& p) {
     std::lock_guard lock(report_mu);
@@ -249,6 +229,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     progress.clear();
     console->point(p);
   };
+  progress.start();
   const SweepOutcome outcome = run_sweep(todo, s.settings, *s.backend, *watchdog, callbacks);
   watchdog->finish();
   s.backend.reset();
@@ -262,7 +243,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
       // A launcher that stopped reading our output would block the writes below and at exit.
       detach_if_blocked(STDOUT_FILENO);
       detach_if_blocked(STDERR_FILENO);
-      progress.clear();
+      progress.finish(/*complete=*/false);
       console->finalize();
       std::fprintf(stderr, "commsim run: stopped by signal %d after %d of %zu points", sig, outcome.finished,
                    todo.size());
@@ -274,6 +255,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   } else {
     if (rank == 0) {
       if (file) file->finish(RunStatus::Complete);
+      progress.finish(/*complete=*/true);
       console->finalize();
       if (outcome.wrong > 0 || outcome.errors > 0)
         std::fprintf(stderr, "commsim run: %d point(s) with wrong results, %d failed (see status and note)\n",
