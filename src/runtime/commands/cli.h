@@ -3,12 +3,11 @@
 // parser (so every `commsim <cmd> --help` reads the same), and the parsers of the lists users type
 // (--collectives, --algorithms, --protocols, --sizes, --nodes, --format). Every parse error is a
 // commsim::Error that names the bad value and lists the valid ones.
+#include <boost/program_options.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "model/collective.h"
 #include "model/units.h"
@@ -17,6 +16,12 @@
 namespace commsim {
 
 namespace po = boost::program_options;
+
+// Help lines are at most this wide (options, their descriptions, the summary paragraphs).
+inline constexpr unsigned kHelpWidth = 100;
+// `text` with every line longer than `width` broken at spaces (keeping the line's indent);
+// existing line breaks and blank lines stay.
+std::string wrap_text(const std::string& text, std::size_t width);
 
 // One subcommand's options and help text:
 //
@@ -35,7 +40,8 @@ class CommandLine {
   // arguments (unless positional() was set), and bad values.
   bool parse(int argc, char** argv);
   // Accepts positional arguments (e.g. input files of merge) into `name`, which must be an option
-  // of type std::vector<std::string>.
+  // of type std::vector<std::string>. Help shows it under "arguments:" as `usage_placeholder`
+  // with the option's description, not among the options.
   void positional(const std::string& name, std::string usage_placeholder);
   const po::variables_map& values() const { return vm_; }
   bool given(const std::string& name) const;  // set on the command line, not by default
@@ -63,9 +69,9 @@ void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with
 // Where points go, as typed.
 struct OutputOptions {
   std::string format = "table";
-  std::string out;      // "" = no HDF5 file
+  std::string out;  // "" = no HDF5 file
   bool force = false;
-  std::string resume;   // only with_resume
+  std::string resume;                 // only with_resume
   const char* format_help = nullptr;  // the --format help line, when a command has formats of its own
 };
 // --format, --out, --force and (with_resume) --resume FILE.h5.

@@ -42,7 +42,7 @@ constexpr const char* kExamples =
     "commsim predict --nodes 16 --algorithms ring,tree --sizes 4GiB\n"
     "commsim predict --topology configs/topologies/dgx-h100.yaml --nodes 1,2,4,8,16 \\\n"
     "    --collectives allreduce,allgather --algorithms all --sizes 8B:4GiB --out pred.h5\n"
-    "commsim predict --topology dgx-a100 --nodes 1:64 --algorithms ring,tree --protocols all --format csv";
+    "commsim predict --topology dgx-a100 --nodes 1:64 --algorithms ring,tree --protocols all \\\n    --format csv";
 
 }  // namespace
 

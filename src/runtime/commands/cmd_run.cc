@@ -229,7 +229,7 @@ int cmd_run(int argc, char** argv) {
       "Exit status: 0 when every point ran and was right; 1 when a point had wrong results or failed (after\n"
       "writing everything); 2 for bad options or a setup that does not fit (nothing ran); 124 when the\n"
       "watchdog ended a hung point; 128+N when stopped by signal N (SIGTERM: 143).",
-      "mpirun -np 8 commsim run --collectives all --algorithms ring,tree,recursive-doubling,rabenseifner,mpi \\\n"
+      "mpirun -np 8 commsim run --collectives all --algorithms ring,tree,recursive-doubling,mpi \\\n"
       "    --sizes 8B:64MiB --iters 20 --warmup 5 --check --out run.h5\n"
       "srun -N 2 --ntasks-per-node 4 commsim run --topology my-cluster.yaml --resume run.h5");
   RunOptions options;
