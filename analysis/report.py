@@ -22,7 +22,7 @@ The numbers (error statistics, winners and the samples' verdict on them, crossov
 points) are those of `commsim report --format json`, which this script runs: the binary is
 $COMMSIM_BIN, else build/src/runtime/commsim, else the first build-*/src/runtime/commsim. Their
 definitions are in src/runtime/output/report_tables.h. The figures plot the points themselves, read
-from the files with commsim_h5.
+from the files with commsim.h5 (analysis/commsim/h5.py).
 """
 
 from __future__ import annotations
