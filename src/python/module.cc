@@ -59,9 +59,9 @@ Topology load_named_topology(const std::string& topology, const std::string& ncc
 // Which algorithms price each collective. None: every hand-written one that applies plus, on a
 // topology with NCCL constants, NCCL's own choice (as `commsim predict --algorithms all`). Named:
 // those of them that apply to each collective; one that applies to none of them is an error.
-std::vector<std::pair<Collective, std::vector<Algorithm>>> pair(const Topology& topo,
-                                                                const std::vector<Collective>& collectives,
-                                                                const std::optional<std::vector<Algorithm>>& named) {
+std::vector<std::pair<Collective, std::vector<Algorithm>>> choose_algorithms(
+    const Topology& topo, const std::vector<Collective>& collectives,
+    const std::optional<std::vector<Algorithm>>& named) {
   std::vector<std::pair<Collective, std::vector<Algorithm>>> plan;
   for (Collective c : collectives) {
     std::vector<Algorithm> algs;
@@ -108,7 +108,7 @@ py::tuple predict(const std::string& topology, const std::vector<std::string>& c
     for (const std::string& a : *algorithms)
       named->push_back(parse_name<Algorithm>("algorithms", a, parse_algorithm, algorithm_names(all)));
   }
-  s.plan = pair(s.topo, colls, named);
+  s.plan = choose_algorithms(s.topo, colls, named);
   validate(s);
   std::vector<std::string> skipped;
   const std::vector<SweepCandidates> priced = priced_collectives(s, skipped);
