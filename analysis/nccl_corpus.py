@@ -28,8 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import commsim_h5  # noqa: E402
+from commsim import h5 as commsim_h5
 
 # setup id prefix -> (preset, nodes, GPUs per node). Machines as each file's header describes them
 # (`gpu`, `gpus_per_node`, `nodes`, `intra_node_link`, `nics`, `cloud_instance`):

@@ -32,8 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import commsim_h5  # noqa: E402
+from commsim import h5 as commsim_h5
 
 
 def find_binary():

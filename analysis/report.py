@@ -4,19 +4,25 @@
     python3 analysis/report.py run.h5 [more.h5 ...] --out report/
 
 writes into report/:
+    parity.png                      predicted against measured time, per collective, with the machine's
+                                    noise band (the points' p95/median)
     time_vs_size_<collective>.png   measured points and predicted lines per algorithm (log-log)
-    busbw_vs_size_<collective>.png  bus bandwidth, measured and predicted
-    error_heatmap.png               median |error| per size x (nodes, ranks), per collective
+    busbw_vs_size_<collective>.png  bus bandwidth, measured (with its spread) and predicted
+    error_heatmap.png               median |error| per size x (nodes, ranks), per collective, on a
+                                    logarithmic colour scale spanning the errors found
     crossover_ring_tree.png         tree/ring time ratio, measured and predicted
     node_scaling.png                time vs node count (or rank count on one node) at a few sizes
     report.md                       the tables of `commsim report` and the figures
     report.json                     `commsim report --format json` of the files
 
+Figures are PNG, or SVG with --svg. An --out folder that already holds a report is refused unless
+--force is given (as `commsim ... --out FILE --force`).
+
 The numbers (error statistics, winners and the samples' verdict on them, crossovers, outliers, failed
 points) are those of `commsim report --format json`, which this script runs: the binary is
 $COMMSIM_BIN, else build/src/runtime/commsim, else the first build-*/src/runtime/commsim. Their
 definitions are in src/runtime/output/report_tables.h. The figures plot the points themselves, read
-from the files with commsim_h5.
+from the files with commsim.h5 (analysis/commsim/h5.py).
 """
 
 from __future__ import annotations
@@ -34,11 +40,11 @@ import pandas as pd
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import commsim_h5  # noqa: E402
+from commsim import h5 as commsim_h5
 
 SMALL_LIMIT = 64 * 1024
 LARGE_START = 16 * 1024 * 1024
@@ -84,6 +90,75 @@ def commsim_report(files: list[str], max_outliers: int = 10) -> dict:
 
 
 # ---- figures
+
+FIGURE_EXT = "png"  # "svg" with --svg
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": 8})
+
+
+def save_figure(fig, out: str, stem: str) -> str:
+    """Writes the figure as <stem>.png (or .svg), its labels inside the picture; returns the file name."""
+    name = f"{stem}.{FIGURE_EXT}"
+    fig.savefig(os.path.join(out, name), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return name
+
+
+def noise_factor(c: pd.DataFrame) -> float:
+    """The machine's spread: the median over points of p95 / median of the per-iteration times
+    (1.0 when the files hold no p95)."""
+    if "measured_p95_us" not in c:
+        return 1.0
+    ratio = (c["measured_p95_us"] / c["measured_median_us"]).replace([np.inf, -np.inf], np.nan).dropna()
+    ratio = ratio[ratio >= 1]
+    return float(ratio.median()) if len(ratio) else 1.0
+
+
+def plot_parity(c: pd.DataFrame, out: str) -> str:
+    """Predicted against measured time per call, one panel per collective: on the diagonal the model
+    is exact; the shaded band is the machine's own noise (measured x or / the median p95/median), so a
+    point inside it is as close as the machine allows. Horizontal bars: each point's median to p95."""
+    colls = sorted(c["collective"].unique())
+    n = max(1, len(colls))
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 5.0 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, coll in zip(axes.flat, colls):
+        g = c[c["collective"] == coll]
+        noise = noise_factor(g)
+        lo = float(min(g["measured_median_us"].min(), g["predicted_us"].min())) / 1.5
+        hi = float(max(g["measured_median_us"].max(), g["predicted_us"].max())) * 1.5
+        diag = np.geomspace(lo, hi, 50)
+        ax.fill_between(diag, diag / noise, diag * noise, color="0.85", lw=0, zorder=0)
+        ax.plot(diag, diag, color="k", lw=0.8, zorder=1)
+        names = []
+        for i, (alg, a) in enumerate(sorted(g.groupby("algorithm"), key=lambda kv: kv[0])):
+            color = f"C{i % 10}"
+            names.append((alg, color))
+            xerr = None
+            if "measured_p95_us" in a:
+                xerr = [np.zeros(len(a)), np.clip(a["measured_p95_us"] - a["measured_median_us"], 0, None)]
+            ax.errorbar(a["measured_median_us"], a["predicted_us"], xerr=xerr, color=color, fmt="o", ms=4,
+                        elinewidth=0.8, capsize=0, zorder=2)
+        inside = ((g["predicted_us"] <= g["measured_median_us"] * noise) &
+                  (g["predicted_us"] >= g["measured_median_us"] / noise)).mean()
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_aspect("equal")
+        ax.set_xlabel("measured time per call, median (us)")
+        ax.set_ylabel("predicted time per call (us)")
+        ax.set_title(f"{coll}: {100 * inside:.0f}% of {len(g)} points within the noise band\n"
+                     f"(shaded: measured x/÷ {noise:.2f}, the median p95/median)")
+        ax.grid(True, which="both", alpha=0.3)
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], color=col, marker="o", ls="none", label=nm) for nm, col in names]
+        handles.append(Line2D([], [], color="k", lw=0.8, label="predicted = measured"))
+        ax.legend(handles=handles, loc="upper left", framealpha=0.85)
+    fig.tight_layout()
+    return save_figure(fig, out, "parity")
 
 def _groups_by_where(c: pd.DataFrame):
     return sorted(c.groupby(["collective", "backend", "nodes", "ranks"]), key=lambda kv: kv[0])
@@ -150,10 +225,7 @@ def plot_time_vs_size(c: pd.DataFrame, out: str) -> list[str]:
             axe.grid(True, alpha=0.3)
             size_axis(axe, g["bytes"])
         fig.tight_layout()
-        name = f"time_vs_size_{coll}.png"
-        fig.savefig(os.path.join(out, name), dpi=100)
-        plt.close(fig)
-        files.append(name)
+        files.append(save_figure(fig, out, f"time_vs_size_{coll}"))
     return files
 
 
@@ -166,20 +238,25 @@ def plot_busbw(c: pd.DataFrame, out: str) -> list[str]:
             a = a[a["bytes"] > 0].sort_values("bytes")
             color = f"C{i % 10}"
             names.append((f"{alg}, {int(ranks)} ranks", color))
-            ax.plot(a["bytes"], a["busbw_gbps"], color=color, **MEASURED_STYLE)
+            # The measured spread: busbw at the fastest iteration above, at the p95 time below.
+            spread = None
+            if {"measured_min_us", "measured_p95_us"} <= set(a.columns):
+                at = a["busbw_gbps"] * a["measured_median_us"]
+                spread = [np.clip(a["busbw_gbps"] - at / a["measured_p95_us"], 0, None),
+                          np.clip(at / a["measured_min_us"] - a["busbw_gbps"], 0, None)]
+            ax.errorbar(a["bytes"], a["busbw_gbps"], yerr=spread, color=color, elinewidth=0.8, capsize=2,
+                        **MEASURED_STYLE)
             if "predicted_busbw_gbps" in a:
                 ax.plot(a["bytes"], a["predicted_busbw_gbps"], color=color, **PREDICTED_STYLE)
-        ax.set_title(f"{coll}: bus bandwidth (nccl-tests busbw), higher is better")
+        ax.set_title(f"{coll}: bus bandwidth (nccl-tests busbw), higher is better\n"
+                     "bars: measured spread, from the p95 time (below) to the fastest iteration (above)")
         ax.set_ylabel("busbw (GB/s, 1 GB = 1e9 B)")
         ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
         size_axis(ax, cg["bytes"])
         style_legend(ax, names, loc="upper left")
         fig.tight_layout()
-        name = f"busbw_vs_size_{coll}.png"
-        fig.savefig(os.path.join(out, name), dpi=100)
-        plt.close(fig)
-        files.append(name)
+        files.append(save_figure(fig, out, f"busbw_vs_size_{coll}"))
     return files
 
 
@@ -188,29 +265,42 @@ def plot_error_heatmap(c: pd.DataFrame, out: str) -> str:
     wheres = max(1, c.groupby(["nodes", "ranks"]).ngroups)
     fig, axes = plt.subplots(len(colls), 1, figsize=(11, 0.8 + len(colls) * (1.3 + 0.3 * wheres)), squeeze=False,
                              layout="constrained")
-    im = None
-    for ax, coll in zip(axes[:, 0], colls):
+    tables = {}
+    for coll in colls:
         g = c[c["collective"] == coll]
         g = g.assign(abs_err=g["err"].abs(),
                      where=[f"{n} node{'s' if n != 1 else ''}, {r} ranks" for n, r in zip(g["nodes"], g["ranks"])])
-        table = g.pivot_table(index="where", columns="bytes", values="abs_err", aggfunc="median")
+        tables[coll] = g.pivot_table(index="where", columns="bytes", values="abs_err", aggfunc="median")
+    norm = heatmap_norm(pd.Series(np.concatenate([100 * t.values.ravel() for t in tables.values()])))
+    im = None
+    for ax, coll in zip(axes[:, 0], colls):
+        table = tables[coll]
         values = 100 * table.values
-        im = ax.imshow(values, aspect="auto", cmap="magma_r", vmin=0, vmax=50)
+        im = ax.imshow(np.maximum(values, norm.vmin), aspect="auto", cmap="magma_r", norm=norm)
         for (y, x), v in np.ndenumerate(values):
             if np.isfinite(v):
-                ax.text(x, y, f"{v:.0f}", ha="center", va="center", fontsize=6,
-                        color="white" if v > 30 else "black")
+                ax.text(x, y, f"{v:.0f}" if v >= 10 else f"{v:.1f}", ha="center", va="center", fontsize=7,
+                        color="white" if norm(max(v, norm.vmin)) > 0.6 else "black")
         ax.set_xticks(range(len(table.columns)))
-        ax.set_xticklabels([format_bytes(b) for b in table.columns], rotation=90, fontsize=7)
+        ax.set_xticklabels([format_bytes(b) for b in table.columns], rotation=90, fontsize=8)
         ax.set_yticks(range(len(table.index)))
         ax.set_yticklabels(table.index, fontsize=8)
         ax.set_title(f"{coll}: median |model error| (%) over the algorithms, per message size per rank", fontsize=10)
     if im is not None:
-        fig.colorbar(im, ax=axes[:, 0].tolist(), label="median |error| (%), 50 and above in the darkest colour")
-    name = "error_heatmap.png"
-    fig.savefig(os.path.join(out, name), dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return name
+        fig.colorbar(im, ax=axes[:, 0].tolist(),
+                     label=f"median |error| (%), log scale from {norm.vmin:.2g} to {norm.vmax:.3g} (the largest)")
+    return save_figure(fig, out, "error_heatmap")
+
+
+def heatmap_norm(abs_err_pct: pd.Series) -> matplotlib.colors.LogNorm:
+    """A logarithmic colour scale from the smallest error worth telling apart (0.1%, or the smallest
+    found when larger) to the largest found, so that neither a good nor a bad sweep is one colour."""
+    finite = abs_err_pct[np.isfinite(abs_err_pct)]
+    top = float(finite.max()) if len(finite) else 1.0
+    positive = finite[finite > 0]
+    bottom = max(0.1, float(positive.min())) if len(positive) else 0.1
+    bottom = min(bottom, top / 10) if top > 0.1 else 0.01
+    return matplotlib.colors.LogNorm(vmin=bottom, vmax=max(top, bottom * 10))
 
 
 def crossovers_of_ratio(sizes: list[float], ratio: list[float]) -> list[float]:
@@ -268,10 +358,7 @@ def plot_crossover(r: dict, out: str) -> str:
     if drew:
         style_legend(ax, names)
     fig.tight_layout()
-    name = "crossover_ring_tree.png"
-    fig.savefig(os.path.join(out, name), dpi=100)
-    plt.close(fig)
-    return name
+    return save_figure(fig, out, "crossover_ring_tree")
 
 
 def plot_scaling(c: pd.DataFrame, out: str) -> str:
@@ -296,10 +383,7 @@ def plot_scaling(c: pd.DataFrame, out: str) -> str:
         ax.grid(True, which="both", alpha=0.3)
         style_legend(ax, names)
     fig.tight_layout()
-    name = "node_scaling.png"
-    fig.savefig(os.path.join(out, name), dpi=100)
-    plt.close(fig)
-    return name
+    return save_figure(fig, out, "node_scaling")
 
 
 # ---- Markdown
@@ -417,6 +501,9 @@ def write_markdown(r: dict, figures: dict, out: str, c: pd.DataFrame) -> None:
               f"the per-iteration samples, p < {w['alpha']:g}) in {w['clear']} cases: the model picked it in "
               f"{w['clear_agree']} ({pct(w['clear_agree'] / w['clear'] if w['clear'] else 0.0)}). The model's pick "
               f"measured slower than the winner beyond the noise in {w['pick_slower']} of {w['cases']} cases.", ""]
+    lines += ["## Predicted against measured", "",
+              "On the diagonal the model is exact; in the shaded band it is as close as the machine's own "
+              "noise (p95/median of the iterations) allows.", "", f"![parity]({figures['parity']})", ""]
     lines += ["## Time vs size", "", "Dots: measured median per call; lines: the model; lower panel: the model's error.", ""]
     lines += [f"![{f}]({f})" for f in figures["time"]]
     lines += ["", "## Bus bandwidth vs size", ""]
@@ -458,7 +545,16 @@ def main(argv=None) -> int:
     ap.add_argument("files", nargs="+", help="commsim results files (.h5)")
     ap.add_argument("--out", default="report", help="folder for the figures and report.md (created)")
     ap.add_argument("--outliers", type=int, default=10, help="how many outliers to list")
+    ap.add_argument("--force", action="store_true", help="overwrite a report already in --out")
+    ap.add_argument("--svg", action="store_true", help="write the figures as SVG instead of PNG")
     args = ap.parse_args(argv)
+    global FIGURE_EXT
+    FIGURE_EXT = "svg" if args.svg else "png"
+    existing = [f for f in ("report.md", "report.json") if os.path.exists(os.path.join(args.out, f))]
+    if existing and not args.force:
+        print(f"report.py: {args.out}/ already holds {', '.join(existing)}; give --force to overwrite it, or "
+              "another --out", file=sys.stderr)
+        return 2
     df = commsim_h5.read_points(args.files)
     if df.empty:
         print("report.py: the files hold no points", file=sys.stderr)
@@ -470,6 +566,7 @@ def main(argv=None) -> int:
         print("report.py: no point has both a measurement and a prediction; plots need both", file=sys.stderr)
         return 1
     figures = {
+        "parity": plot_parity(c, args.out),
         "time": plot_time_vs_size(c, args.out),
         "busbw": plot_busbw(c, args.out),
         "heatmap": plot_error_heatmap(c, args.out),

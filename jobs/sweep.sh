@@ -9,7 +9,8 @@
 # options:
 #   --nodes LIST          node counts, comma-separated (required)
 #   --gpus-per-node G     GPUs to request per node (sbatch --gpus-per-node); 0 (default) asks for none
-#   --ranks-per-node R    MPI ranks per node (default: G, or 1 when G is 0)
+#   --ranks-per-node R    MPI ranks per node (default: G, or 2 when G is 0: a one-node job still
+#                         measures communication)
 #   --partition P         the partition (default: the cluster's default partition)
 #   --time T              time limit of each measuring job (default 00:30:00)
 #   --results DIR         where the files go (default: results); DIR/nodes<N>-job<ID>.h5 per job,
@@ -74,7 +75,7 @@ for n in "${node_counts[@]}"; do
 done
 if [ "$(printf '%s\n' "${node_counts[@]}" | sort | uniq -d)" != "" ]; then die "--nodes: '$nodes_list' repeats a node count"; fi
 [[ "$gpus" =~ ^[0-9]+$ ]] || die "--gpus-per-node must be a whole number, got '$gpus'"
-[ -n "$ranks_per_node" ] || ranks_per_node=$(( gpus > 0 ? gpus : 1 ))
+[ -n "$ranks_per_node" ] || ranks_per_node=$(( gpus > 0 ? gpus : 2 ))
 [[ "$ranks_per_node" =~ ^[1-9][0-9]*$ ]] || die "--ranks-per-node must be a positive whole number, got '$ranks_per_node'"
 case "$launcher" in srun|mpirun) ;; *) die "--launcher must be srun or mpirun, not '$launcher'" ;; esac
 [[ "$poll" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--poll takes seconds, got '$poll'"

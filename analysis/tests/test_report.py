@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,7 +22,7 @@ ANALYSIS = os.path.dirname(HERE)
 REPO = os.path.dirname(ANALYSIS)
 sys.path.insert(0, ANALYSIS)
 
-import commsim_h5  # noqa: E402
+from commsim import h5 as commsim_h5  # noqa: E402
 import report  # noqa: E402
 
 
@@ -99,7 +101,7 @@ def test_figures_and_markdown_exist(files):
     out = str(files["dir"] / "report")
     assert report.main([files["run"], files["run3"], files["pred"], "--out", out]) == 0
     md = open(os.path.join(out, "report.md")).read()
-    expected = ["time_vs_size_allreduce.png", "time_vs_size_allgather.png", "busbw_vs_size_allreduce.png",
+    expected = ["parity.png", "time_vs_size_allreduce.png", "time_vs_size_allgather.png", "busbw_vs_size_allreduce.png",
                 "error_heatmap.png", "crossover_ring_tree.png", "node_scaling.png"]
     for name in expected:
         path = os.path.join(out, name)
@@ -206,3 +208,39 @@ def test_size_axis_names_sizes_in_binary_units():
     assert labels[0] == "1KiB" and "1MiB" in labels and len(labels) <= 10
     assert "bytes per rank" in ax.get_xlabel()
     report.plt.close(fig)
+
+
+COMMITTED_RUN = os.path.join(REPO, "results", "host-cpu-8ranks", "run1.h5")  # measured, 8 ranks
+
+
+def test_svg_on_request_and_no_silent_overwrite(tmp_path):
+    out = str(tmp_path / "report")
+    assert report.main([COMMITTED_RUN, "--out", out, "--svg"]) == 0
+    md_path = os.path.join(out, "report.md")
+    md = open(md_path).read()
+    for name in ("parity.svg", "error_heatmap.svg", "busbw_vs_size_allreduce.svg"):
+        with open(os.path.join(out, name)) as f:
+            assert "<svg" in f.read(2000), name
+        assert f"({name})" in md, name
+    assert not any(f.endswith(".png") for f in os.listdir(out))
+    before = os.path.getmtime(md_path)
+    assert report.main([COMMITTED_RUN, "--out", out]) == 2, "an existing report is refused without --force"
+    assert os.path.getmtime(md_path) == before
+    assert report.main([COMMITTED_RUN, "--out", out, "--force"]) == 0
+    assert os.path.exists(os.path.join(out, "parity.png"))
+
+
+def test_heatmap_scale_spans_the_errors_found():
+    norm = report.heatmap_norm(pd.Series([0.5, 5.0, 80.0, np.nan]))
+    assert norm.vmin <= 0.5 and norm.vmax >= 80.0
+    bad = report.heatmap_norm(pd.Series([60.0, 90.0, 240.0]))
+    assert bad.vmax >= 240.0, "errors above 50% keep their own colours"
+    assert bad(60.0) < bad(90.0) < bad(240.0) <= 1.0
+    good = report.heatmap_norm(pd.Series([0.0, 0.3, 2.0]))
+    assert good(0.3) < good(2.0) and good.vmax >= 2.0
+
+
+def test_noise_band_is_the_median_spread():
+    c = pd.DataFrame({"measured_median_us": [10.0, 10.0, 10.0], "measured_p95_us": [11.0, 12.0, 30.0]})
+    assert report.noise_factor(c) == pytest.approx(1.2)
+    assert report.noise_factor(c.drop(columns="measured_p95_us")) == 1.0

@@ -58,7 +58,8 @@ case "$case_name" in
       pid=$!
       started=0
       for _ in $(seq 1 1200); do
-        started=$(grep -c '^\[' "first-$target.err" 2>/dev/null || true)
+        # finished points: the CSV rows on stdout (progress on stderr comes in a few lines only)
+        started=$(( $(grep -c . "first-$target.csv" 2>/dev/null || echo 1) - 1 ))
         [ "${started:-0}" -ge 6 ] && break
         kill -0 $pid 2>/dev/null || break
         sleep 0.1
@@ -68,7 +69,7 @@ case "$case_name" in
       wait $pid
       rc=$?
       [ $rc -ne 0 ] || fail "$target: an interrupted run exited 0"
-      total=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' "first-$target.err" | head -1)
+      total=$(sed -n 's/^progress: [0-9]*\/\([0-9]*\) points.*/\1/p' "first-$target.err" | head -1)
       for _ in $(seq 1 100); do [ -f "$out" ] && break; sleep 0.1; done  # rank 0 may still be closing it
       if [ $target = ranks ]; then
         [ -f "$out" ] || { cat "first-$target.err"; fail "ranks: no $out after SIGTERM"; }
@@ -113,7 +114,7 @@ case "$case_name" in
     kill -TERM $(rank_pids $pid)
     wait $pid
     [ $? -eq 143 ] || { cat stopped.err; fail "a run stopped by SIGTERM did not exit 143"; }
-    total=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' stopped.err | head -1)
+    total=$(sed -n 's/^progress: [0-9]*\/\([0-9]*\) points.*/\1/p' stopped.err | head -1)
     "$READER" stopped.h5 --points $(( total / 2 )) --status interrupted --all-ok --unique --has-note "stopped early" ||
         fail "stopped.h5: every point, with the samples of the first pass"
     ;;

@@ -63,11 +63,38 @@ std::string join_names(const std::vector<Collective>& colls) {
 
 // ---- CommandLine
 
+std::string wrap_text(const std::string& text, std::size_t width) {
+  std::ostringstream out;
+  std::istringstream lines(text);
+  bool first = true;
+  for (std::string line; std::getline(lines, line); first = false) {
+    if (!first) out << "\n";
+    // A line's leading spaces are its indent, kept on the lines it is wrapped into.
+    const std::size_t indent = std::min(line.find_first_not_of(' '), line.size());
+    std::size_t column = 0;
+    std::istringstream words(line.substr(indent));
+    for (std::string word; words >> word;) {
+      if (column > indent && column + 1 + word.size() > width) {
+        out << "\n";
+        column = 0;
+      }
+      if (column == 0) {
+        out << std::string(indent, ' ');
+        column = indent;
+      } else {
+        out << ' ';
+        ++column;
+      }
+      out << word;
+      column += word.size();
+    }
+  }
+  return out.str();
+}
+
 CommandLine::CommandLine(std::string command, std::string summary, std::string examples)
-    : command_(std::move(command)),
-      summary_(std::move(summary)),
-      examples_(std::move(examples)),
-      options_("options", 110, 44) {
+    : command_(std::move(command)), summary_(std::move(summary)), examples_(std::move(examples)),
+      options_("options", kHelpWidth, kHelpWidth * 2 / 5) {
   options_.add_options()("help,h", "print this help and exit");
 }
 
@@ -80,8 +107,18 @@ std::string CommandLine::help() const {
   std::ostringstream s;
   s << "usage: commsim " << command_ << " [options]" << (positional_usage_.empty() ? "" : " " + positional_usage_)
     << "\n\n"
-    << summary_ << "\n\n"
-    << options_ << "\n";
+    << wrap_text(summary_, kHelpWidth) << "\n\n";
+  // The positional argument under its placeholder, the options without it.
+  po::options_description shown("options", kHelpWidth, kHelpWidth * 2 / 5);
+  for (const auto& option : options_.options()) {
+    if (option->long_name() != positional_name_ || positional_name_.empty()) {
+      shown.add(option);
+      continue;
+    }
+    s << "arguments:\n  " << positional_usage_ << "\n"
+      << wrap_text("      " + option->description(), kHelpWidth) << "\n\n";
+  }
+  s << shown << "\n";
   if (!examples_.empty()) {
     s << "examples:\n";
     std::istringstream lines(examples_);
@@ -127,17 +164,31 @@ bool CommandLine::given(const std::string& name) const {
 
 // ---- option groups
 
+namespace {
+// Every algorithm name, from the table: the hand-written schedules and the library baselines.
+std::string algorithms_help() {
+  std::vector<Algorithm> nccl;
+  for (Algorithm a : kAllAlgorithms)
+    if (is_nccl_algorithm(a)) nccl.push_back(a);
+  return "algorithms, comma-separated, or 'all' (every hand-written one that applies to each collective): " +
+         join_names(hand_written_algorithms()) +
+         "; the libraries' own: mpi (run on the host backend: what the MPI library picks), " + join_names(nccl) +
+         " (NCCL's choice, or one NCCL algorithm forced: its tuning model in predict, NCCL itself in run "
+         "--backend cuda). Each command's error lists what it accepts";
+}
+}  // namespace
+
 void add_sweep_options(po::options_description& desc, SweepOptions& o, bool with_nodes) {
-  desc.add_options()("collectives", po::value(&o.collectives)->default_value(o.collectives)->value_name("LIST"),
-                     "collectives, comma-separated, or 'all': allreduce, allgather, reducescatter, broadcast, reduce, "
-                     "sendrecv, alltoall")(
-      "algorithms", po::value(&o.algorithms)->default_value(o.algorithms)->value_name("LIST"),
-      "algorithms, comma-separated, or 'all' (every one that applies to each collective): ring, tree, "
-      "recursive-doubling, recursive-halving, rabenseifner, bruck, binomial, pairwise, direct, hierarchical")(
-      "sizes", po::value(&o.sizes)->default_value(o.sizes)->value_name("SIZES"),
-      "message sizes in bytes as nccl-tests counts them, with units: a range MIN:MAX (factor 2), "
-      "MIN:MAX:xF (factor F), or a list (1KiB,1MiB); units B, KiB, MiB, GiB (1024) or KB, MB, GB (1000): 8GB is 8e9 "
-      "bytes (run's nccl-tests option -e 8G is 8 GiB)");
+  desc.add_options()
+      ("collectives", po::value(&o.collectives)->default_value(o.collectives)->value_name("LIST"),
+       "collectives, comma-separated, or 'all': allreduce, allgather, reducescatter, broadcast, reduce, "
+       "sendrecv, alltoall")
+      ("algorithms", po::value(&o.algorithms)->default_value(o.algorithms)->value_name("LIST"),
+       algorithms_help().c_str())
+      ("sizes", po::value(&o.sizes)->default_value(o.sizes)->value_name("SIZES"),
+       "message sizes in bytes as nccl-tests counts them, with units: a range MIN:MAX (factor 2), "
+       "MIN:MAX:xF (factor F), or a list (1KiB,1MiB); units B, KiB, MiB, GiB (1024) or KB, MB, GB (1000): 8GB is 8e9 "
+       "bytes (run's nccl-tests option -e 8G is 8 GiB)");
   if (with_nodes)
     desc.add_options()("nodes", po::value(&o.nodes)->default_value(o.nodes)->value_name("LIST"),
                        "node counts: a list (1,2,4) or a range 1:1024 (powers of two) or 1:64:x4");

@@ -17,6 +17,12 @@ namespace commsim {
 
 namespace po = boost::program_options;
 
+// Help lines are at most this wide (options, their descriptions, the summary paragraphs).
+inline constexpr unsigned kHelpWidth = 100;
+// `text` with every line longer than `width` broken at spaces (keeping the line's indent);
+// existing line breaks and blank lines stay.
+std::string wrap_text(const std::string& text, std::size_t width);
+
 // One subcommand's options and help text:
 //
 //   CommandLine cli("predict", "predict collective times on a topology", "commsim predict --nodes 1,2 ...");
@@ -34,7 +40,8 @@ class CommandLine {
   // arguments (unless positional() was set), and bad values.
   bool parse(int argc, char** argv);
   // Accepts positional arguments (e.g. input files of merge) into `name`, which must be an option
-  // of type std::vector<std::string>.
+  // of type std::vector<std::string>. Help shows it under "arguments:" as `usage_placeholder`
+  // with the option's description, not among the options.
   void positional(const std::string& name, std::string usage_placeholder);
   const po::variables_map& values() const { return vm_; }
   bool given(const std::string& name) const;  // set on the command line, not by default

@@ -165,17 +165,17 @@ int cmd_calibrate(int argc, char** argv) {
                   "commsim calibrate portrait.h5 run1.h5 --holdout run2.h5 --refine all --out mycluster.yaml\n"
                   "commsim calibrate imported.h5 --topology dgx-h100 --out fitted.yaml   # NCCL runs, no probe");
   cli.options().add_options()                                                                                         //
-      ("inputs", po::value(&o.inputs)->multitoken(), "probe files (from commsim probe) and run files (commsim run)")  //
-      ("out", po::value(&o.out), "topology file to write (required)")                                                 //
-      ("base", po::value(&o.base),
+      ("inputs", po::value(&o.inputs)->multitoken()->value_name("FILE.h5..."), "probe files (from commsim probe) and run files (commsim run)")  //
+      ("out", po::value(&o.out)->value_name("FILE.yaml"), "topology file to write (required)")                                                 //
+      ("base", po::value(&o.base)->value_name("NAME|FILE"),
        "topology whose unmeasured parts are kept, each labelled as the preset's in the written file (name "
        "or path; default local-cpu for host probes; a GPU preset needs a probe of the GPUs)")  //
-      ("topology", po::value(&o.topology), "the same as --base")                                      //
+      ("topology", po::value(&o.topology)->value_name("NAME|FILE"), "the same as --base")                                      //
       ("collectives", po::value(&o.collectives)->value_name("LIST"),
        "with files of NCCL runs only (no probe): fit NCCL's model to these collectives only, comma-separated "
        "(default: every one the files hold)")  //
-      ("name", po::value(&o.name), "the written topology's name (default: the --out file's stem)")    //
-      ("refine", po::value(&o.refine)->default_value(o.refine),
+      ("name", po::value(&o.name)->value_name("NAME"), "the written topology's name (default: the --out file's stem)")    //
+      ("refine", po::value(&o.refine)->default_value(o.refine)->value_name("WHAT"),
        "with run files: none, gamma (fit gamma to reducing collectives), all (every term to the collectives: "
        "alpha and beta of each tier, gamma, message and call overheads, the rendezvous and inline latencies, "
        "the latency of one-way messages and of exchanges, the share of the message overheads paid by "
@@ -185,7 +185,7 @@ int cmd_calibrate(int argc, char** argv) {
        "points of the network's rate by message size; where the probe shows two steps below the eager limit, "
        "the one of them the collectives follow better becomes the inline limit); "
        "auto = gamma when run files are given")  //
-      ("weighting", po::value(&o.weighting)->default_value(o.weighting),
+      ("weighting", po::value(&o.weighting)->default_value(o.weighting)->value_name("HOW"),
        "robust (default: relative residuals; the collective fit minimises the sum of |relative error|), "
        "relative (least squares on relative residuals) or absolute (on seconds)")  //
       ("threads", po::value(&o.threads)->value_name("N"),

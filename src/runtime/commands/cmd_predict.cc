@@ -42,7 +42,7 @@ constexpr const char* kExamples =
     "commsim predict --nodes 16 --algorithms ring,tree --sizes 4GiB\n"
     "commsim predict --topology configs/topologies/dgx-h100.yaml --nodes 1,2,4,8,16 \\\n"
     "    --collectives allreduce,allgather --algorithms all --sizes 8B:4GiB --out pred.h5\n"
-    "commsim predict --topology dgx-a100 --nodes 1:64 --algorithms ring,tree --protocols all --format csv";
+    "commsim predict --topology dgx-a100 --nodes 1:64 --algorithms ring,tree --protocols all \\\n    --format csv";
 
 }  // namespace
 
@@ -120,9 +120,9 @@ int cmd_predict(int argc, char** argv) {
   if (sel.all)
     for (auto& [c, algs] : s.plan)
       if (has_closed_form(s.topo, c, Algorithm::Nccl, Protocol::None)) algs.push_back(Algorithm::Nccl);
-  const std::vector<PricedCollective> priced = priced_collectives(s, skipped);
+  const std::vector<SweepCandidates> priced = priced_collectives(s, skipped);
   std::size_t rows = 0;
-  for (const PricedCollective& p : priced) rows += (p.ours.size() + p.nccl.size()) * s.sizes.size() * s.nodes.size();
+  for (const SweepCandidates& p : priced) rows += (p.ours.size() + p.nccl.size()) * s.sizes.size() * s.nodes.size();
   for (const std::string& line : skipped) std::cerr << "commsim predict: note: skipped " << line << "\n";
   if (auto_format) summary = rows > 60;
 

@@ -54,14 +54,14 @@ bool parse_options(int argc, char** argv, Options& o) {
                   "Prints the machine portrait and stores every measurement in HDF5 (/probe) for "
                   "`commsim calibrate`.",
                   "mpirun -np 16 commsim probe --out portrait.h5\n"
-                  "mpirun -np 8 commsim probe --storage nvme=/scratch lustre=/lustre/$USER --storage-size 1GiB "
+                  "mpirun -np 8 commsim probe --storage nvme=/scratch lustre=/lustre/$USER --storage-size 1GiB \\\n    "
                   "--format markdown --out portrait.h5\n"
                   "mpirun -np 2 commsim probe --sizes 8B:1MiB:x4 --iters 5 --out quick.h5");
   cli.options().add_options()                                                                               //
-      ("sizes", po::value(&o.sizes)->default_value(o.sizes), "message sizes: range 8B:64MiB[:xF] or list")  //
-      ("iters", po::value(&o.iters)->default_value(o.iters), "timed samples per size")                      //
-      ("warmup", po::value(&o.warmup)->default_value(o.warmup), "untimed samples per size")                 //
-      ("out", po::value(&o.out), "HDF5 file to write (the portrait and every measurement)")                 //
+      ("sizes", po::value(&o.sizes)->default_value(o.sizes)->value_name("SIZES"), "message sizes in bytes with units: range 8B:64MiB[:xF] or list")  //
+      ("iters", po::value(&o.iters)->default_value(o.iters)->value_name("N"), "timed samples per size")                      //
+      ("warmup", po::value(&o.warmup)->default_value(o.warmup)->value_name("N"), "untimed samples per size")                 //
+      ("out", po::value(&o.out)->value_name("FILE.h5"), "HDF5 file to write (the portrait and every measurement)")                 //
       ("force", po::bool_switch(&o.force), "overwrite an existing --out file")                              //
       ("no-gpu", "do not probe GPUs even when present")                                                     //
       ("no-table", "print only the portrait, not every measurement")                                        //
@@ -71,12 +71,12 @@ bool parse_options(int argc, char** argv, Options& o) {
        "writer per node, then all ranks at once. NAME names the tier (default local-<fs> or "
        "shared-<fs>); KIND, local or shared, overrides what the file system type says (nfs, lustre, "
        "gpfs, beegfs, cifs, ceph, ... count as shared). The files are removed afterwards")  //
-      ("storage-size", po::value(&o.storage_size)->default_value(o.storage_size),
+      ("storage-size", po::value(&o.storage_size)->default_value(o.storage_size)->value_name("BYTES"),
        "the file each writer writes and reads under --storage (a multiple of 4 KiB); every rank of a node "
        "needs that much free space at once")  //
       ("storage-time", po::value(&o.storage_time_s)->default_value(o.storage_time_s)->value_name("S"),
        "seconds of random reads per queue depth under --storage")  //
-      ("format", po::value(&o.format)->default_value(o.format),
+      ("format", po::value(&o.format)->default_value(o.format)->value_name("FMT"),
        "the closing portrait table: text, or markdown (ready to paste)");
   if (!cli.parse(argc, argv)) return false;
   o.gpu = !cli.given("no-gpu");

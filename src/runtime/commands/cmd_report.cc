@@ -39,14 +39,14 @@ int cmd_report(int argc, char** argv) {
       "commsim report run.h5 --format csv --table winners\n"
       "commsim report run.h5 --topology mycluster.yaml");
   cli.options().add_options()                                                      //
-      ("files", po::value(&files)->multitoken(), "results files (.h5)")            //
-      ("format", po::value(&format)->default_value(format), "table, csv or json")  //
-      ("table", po::value(&table)->default_value(table),
+      ("files", po::value(&files)->multitoken()->value_name("FILE.h5..."), "results files (.h5)")            //
+      ("format", po::value(&format)->default_value(format)->value_name("FMT"), "table, csv or json")  //
+      ("table", po::value(&table)->default_value(table)->value_name("TABLE"),
        "with --format csv, which table: groups, points, winners, crossovers, nccl (NCCL's choice per size), outliers, "
        "failed")                                                                                             //
-      ("outliers", po::value(&outliers)->default_value(outliers), "how many of the worst points to list")    //
+      ("outliers", po::value(&outliers)->default_value(outliers)->value_name("N"), "how many of the worst points to list")    //
       ("points", po::bool_switch(&points_too), "also list the relative error of every point (table, json)")  //
-      ("topology", po::value(&topology_name),
+      ("topology", po::value(&topology_name)->value_name("NAME|FILE"),
        "predict every point again on this topology (preset name or YAML file) instead of the prediction stored "
        "with it; ranks are placed evenly on each point's nodes")  //
       ("timing", po::value(&timing)->value_name("MODE"),

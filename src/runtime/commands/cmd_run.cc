@@ -81,7 +81,7 @@ struct RunOptions {
   std::string topology = "local-cpu", backend = "host", dtype = "float32", op = "sum";
   std::string transport, pipeline_chunk, piece_size, timing, placement;
   int root = 0, iters = 20, warmup = 5, passes = 1, inject_error = -1, inject_hang = -1;
-  bool check = false, no_check = false, share_gpu = false, graph = false;
+  bool check = false, no_check = false, share_gpu = false, graph = false, quiet = false;
   NcclTestsOptions nccl_tests;
   double timeout_s = 300;
   SweepOptions sweep{"allreduce", "all", "8B:64MiB"};
@@ -142,10 +142,13 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "cuda: let several ranks share a GPU (hand-written kernels only; for testing on one GPU)");
   add("graph", po::bool_switch(&o.graph), "cuda: capture each iteration in a CUDA graph (points up to 16MiB)");
   add_output_options(cli.options(), o.output, /*with_resume=*/true);
+  add("quiet", po::bool_switch(&o.quiet),
+      "no progress on stderr (by default rank 0 shows a bar with the time left on a terminal, and a line at "
+      "every quarter of the points and at most every 5 s otherwise)");
   po::options_description nccl_tests(
       "nccl-tests' options (NVIDIA/nccl-tests). With any of them the defaults are nccl-tests': -b/-e 32M, -w 1,\n"
       "--algorithms the backend's library (mpi or nccl), --timing nccl-tests, --placement both (host)",
-      110, 44);
+      kHelpWidth, kHelpWidth * 2 / 5);
   add_nccl_tests_options(nccl_tests, o.nccl_tests);
   cli.options().add(nccl_tests);
   add("inject-error", po::value(&o.inject_error)->value_name("RANK"),
@@ -295,6 +298,7 @@ RunJob resolve(RunOptions o, const CommandLine& cli, int nranks) {
   job.share_gpu = o.share_gpu;
   job.graph = o.graph;
   job.timeout_s = o.timeout_s;
+  job.quiet = o.quiet;
   return job;
 }
 
@@ -328,7 +332,7 @@ int cmd_run(int argc, char** argv) {
       "Exit status: 0 when every point ran and was right; 1 when a point had wrong results or failed (after\n"
       "writing everything); 2 for bad options or a setup that does not fit (nothing ran); 124 when the\n"
       "watchdog ended a hung point; 128+N when stopped by signal N (SIGTERM: 143).",
-      "mpirun -np 8 commsim run --collectives all --algorithms ring,tree,recursive-doubling,rabenseifner,mpi \\\n"
+      "mpirun -np 8 commsim run --collectives all --algorithms ring,tree,recursive-doubling,mpi \\\n"
       "    --sizes 8B:64MiB --iters 20 --warmup 5 --check --out run.h5\n"
       "mpirun -np 8 commsim run --backend cuda -b 8 -e 8G -f 2 -g 1    # all_reduce_perf's command line\n"
       "srun -N 2 --ntasks-per-node 4 commsim run --topology my-cluster.yaml --resume run.h5");

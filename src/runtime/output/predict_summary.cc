@@ -78,7 +78,7 @@ std::string nccl_pick_name(const Cost& c) {
 // node count, then what the columns mean and where the full table is.
 }  // namespace
 
-void print_predict_summary(std::ostream& os, const PredictSettings& s, const std::vector<PricedCollective>& priced,
+void print_predict_summary(std::ostream& os, const PredictSettings& s, const std::vector<SweepCandidates>& priced,
                            std::size_t rows) {
   const Topology& t = s.topo;
   const Bytes small = s.sizes.front(), large = s.sizes.back();
@@ -93,7 +93,7 @@ void print_predict_summary(std::ostream& os, const PredictSettings& s, const std
            "  " + rest + "\n";
   };
   bool any_nccl = false, any_versus = false;
-  for (const PricedCollective& p : priced) {
+  for (const SweepCandidates& p : priced) {
     const Collective c = p.collective;
     os << "# " << to_string(c) << " on " << t.name << ": " << s.gpus_per_node
        << (t.gpu ? " x " + t.device_name : std::string(" ranks")) << " per node, " << to_string(s.dtype) << ", "

@@ -11,7 +11,7 @@
 namespace commsim {
 
 // `rows`: how many rows the full table would have (said at the end).
-void print_predict_summary(std::ostream& os, const PredictSettings& s, const std::vector<PricedCollective>& priced,
+void print_predict_summary(std::ostream& os, const PredictSettings& s, const std::vector<SweepCandidates>& priced,
                            std::size_t rows);
 
 }  // namespace commsim

@@ -1,158 +1,42 @@
 #include "runtime/sweep/predictions.h"
 
-#include <fmt/format.h>
-
-#include "model/error.h"
 #include "runtime/sweep/point.h"
 
 namespace commsim {
 namespace {
 
-// The candidates of one collective that the model can price; the others are reported once.
-std::vector<Candidate> priceable_candidates(const PredictSettings& s, Collective c, const std::vector<Algorithm>& algs,
-                                            std::vector<std::string>& skipped) {
-  std::vector<Candidate> out;
-  std::string first_error;
-  for (Algorithm a : algs)
-    for (Protocol p : s.protocols) {
-      CostQuery q{c, a, p, s.nodes.front(), s.gpus_per_node, s.sizes.front(), s.channels};
-      try {
-        (void)closed_form(s.topo, q);
-        out.push_back({a, p});
-      } catch (const Error& e) {
-        skipped.push_back(std::string(to_string(c)) + " " + candidate_name({a, p}) + ": " + e.what());
-        if (first_error.empty()) first_error = e.what();
-      }
-    }
-  if (out.empty())
-    throw Error("the model can price none of the algorithms asked for " + std::string(to_string(c)) + ": " +
-                first_error);
-  return out;
-}
-
-Point make_point(const PredictSettings& s, Collective c, const Candidate& cand, int nodes, Bytes bytes, const Cost& cost) {
+Point make_point(const PredictSettings& s, const PredictedPoint& pp) {
   Point p;
-  p.collective = c;
-  p.algorithm = cand.algorithm;
-  p.protocol = cand.protocol;
+  p.collective = pp.collective;
+  p.algorithm = pp.candidate.algorithm;
+  p.protocol = pp.candidate.protocol;
   p.backend = "model";
   p.transport = "";
   p.dtype = std::string(to_string(s.dtype));
-  p.redop = reduces(c) ? "sum" : "none";
-  p.nodes = nodes;
-  p.ranks = nodes * s.gpus_per_node;
-  p.bytes = bytes;
-  p.count = bytes / dtype_size(s.dtype);
-  p.predicted_us = cost.time_s * 1e6;
+  p.redop = reduces(pp.collective) ? "sum" : "none";
+  p.nodes = pp.nodes;
+  p.ranks = pp.ranks;
+  p.bytes = pp.bytes;
+  p.count = pp.bytes / dtype_size(s.dtype);
+  const Seconds t = pp.cost.time_s;
+  p.predicted_us = t * 1e6;
   p.predicted_busbw_gbps =
-      cost.time_s > 0 ? static_cast<double>(bytes) / cost.time_s / 1e9 * busbw_factor(c, p.ranks) : kNaN;
+      t > 0 ? static_cast<double>(pp.bytes) / t / 1e9 * busbw_factor(pp.collective, p.ranks) : kNaN;
   p.status = "predicted";
-  if (cand.algorithm == Algorithm::Nccl)
-    p.note = "NCCL's model picks " + candidate_name({cost.algorithm, cost.protocol});
+  if (pp.candidate.algorithm == Algorithm::Nccl)
+    p.note = "NCCL's model picks " + candidate_name({pp.cost.algorithm, pp.cost.protocol});
+  p.predicted_winner = candidate_name(pp.winner);
   return p;
 }
 
-// "on 16 nodes, allreduce: tree beats ring below 2MiB" for every change of winner along the sizes.
-std::vector<std::string> crossover_lines(const PredictSettings& s, Collective c, int nodes,
-                                         const std::vector<Candidate>& winners) {
-  std::string where = "on " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") + " (" +
-                      std::to_string(nodes * s.gpus_per_node) + " ranks), " + std::string(to_string(c)) + ": ";
-  std::vector<std::string> lines;
-  for (std::size_t i = 0; i + 1 < winners.size(); ++i) {
-    const Candidate& lo = winners[i];
-    const Candidate& hi = winners[i + 1];
-    if (lo.algorithm == hi.algorithm && lo.protocol == hi.protocol) continue;
-    auto found = crossovers(s.topo, c, nodes, s.gpus_per_node, lo, hi, s.sizes[i], s.sizes[i + 1], s.channels);
-    if (found.empty()) {
-      lines.push_back(where + candidate_name(lo) + " wins at " + format_bytes(s.sizes[i]) + ", " + candidate_name(hi) +
-                      " at " + format_bytes(s.sizes[i + 1]));
-      continue;
-    }
-    for (const Crossover& x : found)
-      lines.push_back(where + candidate_name(x.below) + " beats " + candidate_name(x.above) + " below " +
-                      format_bytes(x.bytes));
-  }
-  if (lines.empty() && !winners.empty())
-    lines.push_back(where + candidate_name(winners.front()) + " wins at every size from " +
-                    format_bytes(s.sizes.front()) + " to " + format_bytes(s.sizes.back()));
-  return lines;
-}
-
-
 }  // namespace
 
-std::string candidate_name(const Candidate& c) {
-  if (c.protocol == Protocol::None) return std::string(to_string(c.algorithm));
-  return fmt::format("{}/{}", to_string(c.algorithm), to_string(c.protocol));
-}
-
-void validate(const PredictSettings& s) {
-  const Topology& t = s.topo;
-  if (s.gpus_per_node < 1 || s.gpus_per_node > t.ranks_per_node)
-    throw Error("--gpus-per-node " + std::to_string(s.gpus_per_node) + ": topology " + t.name + " has " +
-                std::to_string(t.ranks_per_node) + (t.gpu ? " GPUs" : " ranks") + " per node; use 1 to " +
-                std::to_string(t.ranks_per_node));
-  for (int n : s.nodes) {
-    if (t.max_nodes > 0 && n > t.max_nodes)
-      throw Error("--nodes " + std::to_string(n) + ": topology " + t.name + " allows at most " +
-                  std::to_string(t.max_nodes) + " nodes (its max_nodes)");
-    if (n > 1 && !t.network.present())
-      throw Error("--nodes " + std::to_string(n) + ": topology " + t.name +
-                  " has no network between nodes; use --nodes 1");
-  }
-  for (Protocol p : s.protocols)
-    if (p != Protocol::None && !t.nccl.present)
-      throw Error("--protocols " + std::string(to_string(p)) + ": topology " + t.name +
-                  " has no NCCL protocol constants (an `nccl:` section); use --protocols none");
-}
-
-std::vector<PricedCollective> priced_collectives(const PredictSettings& s, std::vector<std::string>& skipped) {
-  std::vector<PricedCollective> priced;
-  for (const auto& [c, algs] : s.plan) {
-    PricedCollective p{c, {}, {}};
-    for (const Candidate& cand : priceable_candidates(s, c, algs, skipped))
-      (is_nccl_algorithm(cand.algorithm) ? p.nccl : p.ours).push_back(cand);
-    priced.push_back(std::move(p));
-  }
-  return priced;
-}
-
-std::vector<std::string> predict_points(const PredictSettings& s, const std::vector<PricedCollective>& priced,
+std::vector<std::string> predict_points(const PredictSettings& s, const std::vector<SweepCandidates>& priced,
                                         Reporter& out, std::vector<std::string>& skipped) {
-  std::vector<std::string> notes;
-  for (const PricedCollective& pr : priced) {
-    const Collective c = pr.collective;
-    std::vector<Candidate> cands = pr.ours;
-    cands.insert(cands.end(), pr.nccl.begin(), pr.nccl.end());
-    for (int nodes : s.nodes) {
-      std::vector<Candidate> winners;
-      winners.reserve(s.sizes.size());
-      for (Bytes bytes : s.sizes) {
-        Choice best = best_candidate(s.topo, c, nodes, s.gpus_per_node, bytes, pr.contenders(), s.channels);
-        winners.push_back(best.candidate);
-        const std::string winner = candidate_name(best.candidate);
-        for (const Candidate& cand : cands) {
-          Cost cost;
-          try {
-            cost = closed_form(
-                s.topo, CostQuery{c, cand.algorithm, cand.protocol, nodes, s.gpus_per_node, bytes, s.channels});
-          } catch (const Error& e) {
-            // A forced NCCL algorithm NCCL cannot run at this node count (NVLS across nodes without
-            // SHARP, PAT with several GPUs per node): said once, the other points go on.
-            const std::string line = std::string(to_string(c)) + " " + candidate_name(cand) + " on " +
-                                     std::to_string(nodes) + (nodes == 1 ? " node: " : " nodes: ") + e.what();
-            if (skipped.empty() || skipped.back() != line) skipped.push_back(line);
-            continue;
-          }
-          Point p = make_point(s, c, cand, nodes, bytes, cost);
-          p.predicted_winner = winner;
-          out.point(p);
-        }
-      }
-      for (std::string& line : crossover_lines(s, c, nodes, winners)) notes.push_back(std::move(line));
-    }
-  }
-  return notes;
+  PredictedRows rows = predict_sweep(s, priced);
+  for (const PredictedPoint& pp : rows.points) out.point(make_point(s, pp));
+  skipped.insert(skipped.end(), rows.skipped.begin(), rows.skipped.end());
+  return rows.crossovers;
 }
 
 }  // namespace commsim

@@ -23,6 +23,7 @@
 #include "runtime/job/mpi_session.h"
 #include "runtime/job/watchdog.h"
 #include "runtime/output/caveats.h"
+#include "runtime/output/progress.h"
 #include "runtime/sweep/backend.h"
 
 namespace commsim {
@@ -95,27 +96,6 @@ void detach_if_blocked(int fd) {
   dup2(null_fd, fd);
   close(null_fd);
 }
-
-// The progress line on stderr: rewritten in place on a terminal, one line each otherwise.
-class Progress {
- public:
-  Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
-  void show(const Point& p, int ordinal, int total, int pass, int passes) {
-    const std::string of_pass =
-        passes > 1 ? " (pass " + std::to_string(pass) + " of " + std::to_string(passes) + ")" : "";
-    if (tty_)
-      std::fprintf(stderr, "\r[%d/%d] %s%s ...\x1b[K", ordinal, total, point_label(p).c_str(), of_pass.c_str());
-    else
-      std::fprintf(stderr, "[%d/%d] %s%s ...\n", ordinal, total, point_label(p).c_str(), of_pass.c_str());
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (tty_) std::fprintf(stderr, "\r\x1b[K");
-  }
-
- private:
-  bool tty_;
-};
 
 // Where the ranks run, the backend started on them, and the points planned (the same on every rank).
 struct Setup {
@@ -206,7 +186,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   std::unique_ptr<Reporter> to_file, console;
   std::mutex report_mu;  // the watchdog's timeout handler writes from its own thread
   const Point* current = nullptr;
-  Progress progress;
+  ProgressReporter progress(stderr, isatty(STDERR_FILENO) != 0, rank == 0 && !job.quiet);
   if (rank == 0) {
     if (file) to_file = std::make_unique<Hdf5Reporter>(*file);
     console = make_console_reporter(job.format, std::cout, TableReporter::Columns::Measured);
@@ -242,7 +222,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   callbacks.progress = [&](const Point& p, int ordinal, int total, int pass, int passes) {
     std::lock_guard lock(report_mu);
     current = &p;
-    if (!stop_signal()) progress.show(p, ordinal, total, pass, passes);
+    if (!stop_signal()) progress.point_started(point_label(p), ordinal, total, pass, passes);
   };
   std::vector<Point> finished;  // rank 0: every point of this run, for the noise verdict at its end
   callbacks.point_done = [&](const Point& p) {
@@ -255,6 +235,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     progress.clear();
     console->point(p);
   };
+  progress.start();
   const SweepOutcome outcome = run_sweep(todo, s.settings, *s.backend, *watchdog, callbacks);
   watchdog->finish();
   s.backend.reset();
@@ -268,7 +249,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
       // A launcher that stopped reading our output would block the writes below and at exit.
       detach_if_blocked(STDOUT_FILENO);
       detach_if_blocked(STDERR_FILENO);
-      progress.clear();
+      progress.finish(/*complete=*/false);
       console->finalize();
       std::fprintf(stderr, "commsim run: stopped by signal %d after %d of %zu points", sig, outcome.finished,
                    todo.size());
@@ -280,6 +261,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   } else {
     if (rank == 0) {
       if (file) file->finish(RunStatus::Complete);
+      progress.finish(/*complete=*/true);
       console->finalize();
       const std::vector<std::string> noisy = noisy_point_lines(finished);
       for (std::size_t i = 0; i < noisy.size(); ++i)

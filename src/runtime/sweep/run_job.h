@@ -39,6 +39,7 @@ struct RunJob {
   std::string out;      // the results file ("" for none) ...
   bool resume = false;  // ... continued (--resume) rather than created
   bool force = false;
+  bool quiet = false;  // no progress on stderr (--quiet)
 };
 
 // Runs `step` on every rank and agrees on its outcome: when it threw anywhere, the lowest failing

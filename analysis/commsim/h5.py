@@ -1,18 +1,21 @@
 """Read commsim HDF5 results files (schema version 1, src/runtime/h5/HDF5_SCHEMA.md) into pandas.
 
-Plain h5py, numpy and pandas: no commsim code is needed to read the files.
+Plain h5py, numpy and pandas: no commsim code is needed to read the files. `commsim.read` (the
+package's front door) builds on these; they stay for scripts that want the raw columns.
 
-    import commsim_h5
-    points = commsim_h5.read_points(["run.h5"])        # one row per point, all files
-    runs = commsim_h5.read_runs("run.h5")              # one row per run (context)
-    probe, attrs = commsim_h5.read_probe("portrait.h5")  # /probe measurements of `commsim probe`
-    binary = commsim_h5.find_commsim("my_script.py")    # for what the files do not hold (verdicts)
+    from commsim import h5
+    points = h5.read_points(["run.h5"])           # one row per point, all files
+    runs = h5.read_runs("run.h5")                 # one row per run (context)
+    probe, attrs = h5.read_probe("portrait.h5")   # /probe measurements of `commsim probe`
+    layouts, attrs = h5.read_plan("plan.h5")      # /plan layouts of `commsim plan --out`
+    binary = h5.find_commsim("my_script.py")      # for what the files do not hold (verdicts)
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import shutil
 import sys
 from typing import Iterable
 
@@ -22,12 +25,14 @@ import pandas as pd
 
 SCHEMA_VERSION = 1
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The repository, when the package is used from its source folder (analysis/commsim/).
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def find_commsim(program: str) -> str:
     """The commsim binary: $COMMSIM_BIN, else build/src/runtime/commsim, else the first
-    build-*/src/runtime/commsim of the repository. Exits naming `program` when there is none."""
+    build-*/src/runtime/commsim of the repository, else `commsim` on PATH. Exits naming `program`
+    when there is none."""
     env = os.environ.get("COMMSIM_BIN")
     if env:
         if not (os.path.isfile(env) and os.access(env, os.X_OK)):
@@ -37,6 +42,9 @@ def find_commsim(program: str) -> str:
             glob.glob(os.path.join(REPO, "build-*", "src", "runtime", "commsim"))):
         if os.access(path, os.X_OK):
             return path
+    on_path = shutil.which("commsim")
+    if on_path:
+        return on_path
     sys.exit(f"{program}: no commsim binary; build it or set COMMSIM_BIN")
 
 
@@ -125,3 +133,28 @@ def read_probe(path: str) -> tuple[pd.DataFrame, dict]:
             data = m[name][:]
             cols[name] = [_text(v) for v in data] if data.dtype.kind in ("O", "S") else data
     return pd.DataFrame(cols), attrs
+
+
+def read_plan(path: str) -> tuple[pd.DataFrame, dict]:
+    """The /plan group of a `commsim plan --out` file: the layouts (rank order) as a DataFrame and
+    the attributes plus `collectives`, `excluded` (DataFrames), `assumptions` and `warnings`
+    (lists of lines) as a dict."""
+    with h5py.File(path, "r") as f:
+        if "plan" not in f:
+            raise ValueError(f"{path}: no /plan group (not written by `commsim plan --out`)")
+        g = f["plan"]
+        attrs = {k: (_text(v) if isinstance(v, (bytes, str, np.bytes_)) else v.item() if hasattr(v, "item") else v)
+                 for k, v in g.attrs.items()}
+        tables = {}
+        for name in ("layouts", "collectives", "excluded"):
+            data = g[name][:] if name in g else np.empty(0)
+            df = pd.DataFrame({n: data[n] for n in data.dtype.names}) if data.dtype.names else pd.DataFrame()
+            for col in df.columns:
+                if df[col].dtype == object or df[col].dtype.kind == "S":
+                    df[col] = [_text(v) for v in df[col]]
+            tables[name] = df
+        for name in ("assumptions", "warnings"):
+            attrs[name] = [_text(v) for v in g[name][:]] if name in g else []
+    attrs["collectives"] = tables["collectives"]
+    attrs["excluded"] = tables["excluded"]
+    return tables["layouts"], attrs
