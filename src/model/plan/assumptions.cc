@@ -41,7 +41,7 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
                     : "") +
                "; where PP does not divide the layers but divides layers + 2, the first and the last stage hold "
                "one layer fewer");
-  as.push_back(std::string("DP: gradients in the parameter dtype, ") +
+  as.push_back("DP: gradients of " + fmt("%.0f", gradient_bytes(model, opts)) + " B each, " +
                (opts.zero == 0  ? "one allreduce"
                 : opts.zero < 3 ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
                                 : "ZeRO-3: reduce-scatter + 2 allgathers of parameters") +
@@ -63,14 +63,33 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
   }
 }
 
+// The memory kept free on each GPU, and of what.
+std::string reserve_assumption(const MemoryReserve& r, const PlanResult& result) {
+  const double device = static_cast<double>(result.device_memory_bytes);
+  std::string s = "memory reserve: " + gib(result.memory_reserve_bytes) + " of the " + gib(device) +
+                  " per GPU kept free, layouts use at most " + gib(static_cast<double>(result.memory_limit_bytes));
+  if (result.memory_reserve_bytes == 0) return s + " (no reserve; --memory-reserve default keeps one)";
+  if (r.nccl_bytes > 0 || r.fragmentation > 0)
+    s += " (CUDA context and workspaces " + gib(r.context_bytes) + ", NCCL buffers " + gib(r.nccl_bytes) +
+         ", allocator fragmentation " + format_number("%.0f%%", 100 * r.fragmentation) + " = " +
+         gib(r.fragmentation * device) + ")";
+  return s + "; --memory-reserve SIZE gives your own";
+}
+
 // Memory, ranking, compute and checkpoint.
 void memory_and_time_assumptions(const PlanContext& ctx, const PlanResult& result, std::vector<std::string>& as) {
   const Topology& topo = ctx.topo;
   const LlmModel& model = ctx.model;
   const PlanOptions& opts = ctx.opts;
   auto fmt = format_number;
-  as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters and gradients, Adam " +
-               (model.param_bytes >= 4 ? "8" : "12") + " B/param" +
+  as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters, " +
+               fmt("%.0f", gradient_bytes(model, opts)) + "-byte gradients, optimizer " +
+               fmt("%.0f", optimizer_memory_bytes_per_param(model, opts)) + " B/param (Adam" +
+               (model.param_bytes >= 4 ? "'s 2 moments" : ": fp32 master copy + 2 moments") +
+               (optimizer_memory_bytes_per_param(model, opts) > optimizer_bytes_per_param(model)
+                    ? " + an fp32 copy of the gradient)"
+                    : ")") +
+               (opts.fp8 ? ", FP8 weight copy and transpose 2 B/param" : "") +
                (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
                "; activations per Korthikanti et al. 2022 (recompute " + std::string(to_string(opts.recompute)) +
                (opts.sequence_parallel ? ", sequence parallel" : "") +
@@ -80,7 +99,9 @@ void memory_and_time_assumptions(const PlanContext& ctx, const PlanResult& resul
                (opts.recompute == Recompute::None
                     ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
                       "store them, which --recompute selective models"
-                    : ""));
+                    : "") +
+               (opts.fp8 ? "; FP8 GEMMs save their inputs as 1-byte casts" : ""));
+  as.push_back(reserve_assumption(opts.memory_reserve, result));
   as.push_back(std::string("ranking: by ") +
                (opts.rank_by == RankBy::Comm ? "exposed communication per iteration (the bubble is shown, not ranked)"
                                              : "estimated step time (compute with bubble + exposed communication)"));

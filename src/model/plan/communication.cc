@@ -111,16 +111,17 @@ class LayoutCollectives {
     if (group <= 1 || params <= 0) return;
     const double bucket_params = ctx_.bucket_params;
     double buckets = bucket_params > 0 ? std::ceil(params / bucket_params) : 1.0;
-    double bucket_bytes = params * model_.param_bytes / buckets;
+    double grad_bucket_bytes = params * gradient_bytes(model_, opts_) / buckets;
+    double param_bucket_bytes = params * model_.param_bytes / buckets;
     double exposed = ctx_.overlap_dp ? 1.0 : buckets;
     if (opts_.zero == 0) {
-      add(Dim::DP, Collective::AllReduce, what, group, g, bucket_bytes, buckets, exposed);
+      add(Dim::DP, Collective::AllReduce, what, group, g, grad_bucket_bytes, buckets, exposed);
       return;
     }
-    add(Dim::DP, Collective::ReduceScatter, what, group, g, bucket_bytes, buckets, exposed);
+    add(Dim::DP, Collective::ReduceScatter, what, group, g, grad_bucket_bytes, buckets, exposed);
     double gathers = opts_.zero >= 3 ? 2 : 1;
     add(Dim::DP, Collective::AllGather, opts_.zero >= 3 ? "parameters (forward and backward)" : "updated parameters",
-        group, g, bucket_bytes, gathers * buckets, gathers * exposed);
+        group, g, param_bucket_bytes, gathers * buckets, gathers * exposed);
   }
 
   // Expert parallel: dispatch and combine of the routed tokens in every MoE layer.

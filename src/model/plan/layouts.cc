@@ -38,6 +38,11 @@ void validate_options(const Topology& topo, const PlanOptions& opts) {
     throw Error("--zero must be 0, 1, 2 or 3 (got " + std::to_string(opts.zero) + ")");
   if (opts.dp_bucket_params < 0) throw Error("the DP bucket size must not be negative");
   if (opts.max_virtual_stages < 1) throw Error("--virtual-stages must be at least 1");
+  if (opts.grad_bytes != 0 && opts.grad_bytes != 2 && opts.grad_bytes != 4)
+    throw Error("gradients must be 2 (bf16/fp16) or 4 (fp32) bytes (got " + std::to_string(opts.grad_bytes) + ")");
+  const MemoryReserve& r = opts.memory_reserve;
+  if (r.context_bytes < 0 || r.nccl_bytes < 0 || r.fragmentation < 0 || r.fragmentation >= 1)
+    throw Error("--memory-reserve must not be negative");
   if (opts.checkpoint_every < 0) throw Error("--checkpoint-every must be 0 (none) or a positive number of steps");
   if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0))
     throw Error("ranking by step time needs a compute estimate: pass --gpu-tflops");

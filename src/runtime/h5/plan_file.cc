@@ -183,6 +183,8 @@ void write_plan_group(const std::string& path, const PlanReport& report) {
   h5::set_attribute(g.get(), "nodes", std::int64_t{o.nodes});
   h5::set_attribute(g.get(), "gpus", std::int64_t{r.gpus});
   h5::set_attribute(g.get(), "memory_limit_bytes", static_cast<std::int64_t>(r.memory_limit_bytes));
+  h5::set_attribute(g.get(), "device_memory_bytes", static_cast<std::int64_t>(r.device_memory_bytes));
+  h5::set_attribute(g.get(), "memory_reserve_bytes", static_cast<std::int64_t>(std::llround(r.memory_reserve_bytes)));
   h5::set_attribute(g.get(), "global_batch", std::int64_t{o.global_batch});
   h5::set_attribute(g.get(), "micro_batch", std::int64_t{o.micro_batch});
   h5::set_attribute(g.get(), "seq", std::int64_t{o.seq});

@@ -286,8 +286,8 @@ TEST(Plan, ActivationsFollowKorthikanti) {
 }
 
 // A GPT-style 7B model on 8 GPUs, DP=8, ZeRO-1, by hand: 2 B/param parameters and gradients,
-// 12 B/param Adam state split 8 ways; activations 32 layers x s*b*h*(34 + 5as/h) plus the
-// embedding dropout mask (s*b*h) and fp32 logits (4*s*b*V).
+// 16 B/param optimizer state (fp32 master copy, fp32 gradient copy, 2 moments) split 8 ways; activations 32 layers x
+// s*b*h*(34 + 5as/h) plus the embedding dropout mask (s*b*h) and fp32 logits (4*s*b*V).
 TEST(Plan, SevenBillionModelMemoryWithZeroOneByHand) {
   LlmModel m = gpt_model(32, 4096, 32, 50257);
   m.tied_embeddings = true;
@@ -305,18 +305,50 @@ TEST(Plan, SevenBillionModelMemoryWithZeroOneByHand) {
   MemoryBreakdown mb = memory_per_gpu(m, o, shape);
   EXPECT_DOUBLE_EQ(mb.params_bytes, 2 * P);
   EXPECT_DOUBLE_EQ(mb.grads_bytes, 2 * P);
-  EXPECT_DOUBLE_EQ(mb.optimizer_bytes, 12 * P / 8);
+  EXPECT_DOUBLE_EQ(mb.optimizer_bytes, 16 * P / 8);
   const double s = 2048, sbh = s * h;
   const double act = 32 * sbh * (34 + 5 * 32 * s / h) + sbh + 4 * s * 50257;
   EXPECT_DOUBLE_EQ(mb.activations_bytes, act);
-  // About 67 GB: fits in 80 GiB; the same without ZeRO (+ 10.5 GiB of Adam state) does not.
+  // About 71 GB: fits in 80 GiB; the same without ZeRO (+ 14 GiB of optimizer state) does not.
   EXPECT_LT(mb.total_bytes(), 80.0 * (1ull << 30));
   o.zero = 0;
   EXPECT_GT(memory_per_gpu(m, o, shape).total_bytes(), 80.0 * (1ull << 30));
   // ZeRO-3 shards everything 8 ways.
   o.zero = 3;
   MemoryBreakdown z3 = memory_per_gpu(m, o, shape);
-  EXPECT_DOUBLE_EQ(z3.params_bytes + z3.grads_bytes + z3.optimizer_bytes, 16 * P / 8);
+  EXPECT_DOUBLE_EQ(z3.params_bytes + z3.grads_bytes + z3.optimizer_bytes, 20 * P / 8);
+}
+
+// Megatron-LM's bytes per parameter with and without its distributed optimizer (ZeRO-1), d = DP:
+// fp16 parameters and gradients 20 and 4 + 16/d, bf16 parameters with fp32 gradients 18 and
+// 6 + 12/d, fp32 16 and 8 + 8/d.
+// https://github.com/NVIDIA/Megatron-LM/blob/main/docs/source/api-guide/dist_optimizer.md
+TEST(Plan, MegatronDistributedOptimizerBytesPerParam) {
+  struct Row {
+    const char* param_dtype;
+    int param_bytes, grad_bytes;
+    double replicated, sharded_fixed, sharded_per_d;
+  };
+  const Row rows[] = {{"fp16", 2, 2, 20, 4, 16}, {"bf16", 2, 4, 18, 6, 12}, {"fp32", 4, 4, 16, 8, 8}};
+  for (const Row& row : rows) {
+    LlmModel m = gpt_model(4, 1024, 8, 1000);
+    m.param_dtype = row.param_dtype;
+    m.param_bytes = row.param_bytes;
+    ASSERT_EQ(default_grad_bytes(m), row.grad_bytes) << row.param_dtype;
+    const double P = m.total_params();
+    PlanOptions o = options(1, 8, 1, 128);
+    o.grad_bytes = default_grad_bytes(m);
+    Shape shape;
+    shape.dp = 8;
+    shape.micro_batches = 1;
+    for (int zero : {0, 1}) {
+      o.zero = zero;
+      MemoryBreakdown mb = memory_per_gpu(m, o, shape);
+      const double per_param = (mb.params_bytes + mb.grads_bytes + mb.optimizer_bytes) / P;
+      EXPECT_DOUBLE_EQ(per_param, zero ? row.sharded_fixed + row.sharded_per_d / 8 : row.replicated)
+          << row.param_dtype << " ZeRO-" << zero;
+    }
+  }
 }
 
 TEST(Plan, PipelineFirstStageHoldsPpMicroBatches) {
