@@ -403,6 +403,24 @@ TEST_F(PlanE2E, MemoryReserveIsPrintedAndOverridable) {
   EXPECT_TRUE(contains(bad.err, "unknown dtype 'int4'")) << bad.err;
 }
 
+TEST_F(PlanE2E, PricesWithNcclsChoiceUnlessAskedForOurs) {
+  test::TempDir dir;
+  Result nccl = run(kLlama + " --top 1", dir);
+  ASSERT_EQ(nccl.rc, 0) << nccl.err;
+  EXPECT_TRUE(contains(nccl.out, "pricing: each collective as NCCL runs it, NCCL's own choice")) << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "tp:nccl-")) << nccl.out;
+  Result ours = run(kLlama + " --top 1 --algorithms ours", dir);
+  ASSERT_EQ(ours.rc, 0) << ours.err;
+  EXPECT_TRUE(contains(ours.out, "pricing: each collective by the fastest of 16 candidate algorithms")) << ours.out;
+  Result host =
+      run("--topology local-cpu --model llama3-8b --global-batch 8 --seq 512 --memory-limit 64GiB "
+          "--gpu-tflops 1 --algorithms nccl",
+          dir);
+  EXPECT_EQ(host.rc, 1);
+  EXPECT_TRUE(contains(host.err, "has no nccl: section (or no GPUs) for NCCL's model; use --algorithms ours"))
+      << host.err;
+}
+
 // The README's plan example shows this build's output: its layout rows are the command's, and
 // they leave the reserve free.
 TEST_F(PlanE2E, ReadmeExampleOutputIsThisBuilds) {

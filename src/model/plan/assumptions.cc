@@ -21,9 +21,19 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
                std::to_string(R) +
                " GPUs per node), then pipeline stages, then DP replicas across nodes; EP groups are "
                "consecutive DP replicas");
-  as.push_back("pricing: each collective by the fastest of " + std::to_string(candidates.size()) +
-               " candidate algorithms on its group's (nodes, ranks per node); groups of one dimension running at "
-               "once share each node's NICs");
+  const bool nccl_choice = candidates.size() == 1 && candidates.front().algorithm == Algorithm::Nccl;
+  const std::string shared =
+      " on its group's (nodes, ranks per node); groups of one dimension running at once share "
+      "each node's NICs";
+  if (nccl_choice)
+    as.push_back(
+        "pricing: each collective as NCCL runs it, NCCL's own choice of algorithm and protocol from NCCL's "
+        "tuning model (NCCL " +
+        (ctx.topo.nccl.machine.version.empty() ? std::string("newest ported release") : ctx.topo.nccl.machine.version) +
+        ")" + shared + "; --algorithms ours prices the fastest of our schedules instead");
+  else
+    as.push_back("pricing: each collective by the fastest of " + std::to_string(candidates.size()) +
+                 " candidate algorithms" + shared);
   as.push_back(std::string("TP: ") + (full ? "6" : "4") + " " +
                (opts.sequence_parallel ? "reduce-scatter + allgather pairs" : "allreduces") +
                " of b*s*h*2 bytes per layer and micro-batch" +

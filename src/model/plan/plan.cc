@@ -89,7 +89,16 @@ CalibrationRange calibration_range(const Topology& topo) {
   return r;
 }
 
+bool prices_with_nccl_choice(const Topology& topo) {
+  return topo.gpu && topo.nccl.present;
+}
+
 std::vector<Candidate> default_candidates(const Topology& topo) {
+  if (prices_with_nccl_choice(topo)) return {{Algorithm::Nccl, Protocol::None}};
+  return our_candidates(topo);
+}
+
+std::vector<Candidate> our_candidates(const Topology& topo) {
   std::vector<Candidate> c;
   for (Algorithm a : hand_written_algorithms()) c.push_back({a, Protocol::None});
   if (topo.nccl.present)

@@ -31,8 +31,9 @@
 //       reduced over DP/EP ranks. Whole, or split into buckets (PlanOptions::dp_bucket_params).
 //   EP  per MoE layer and micro-batch 4 alltoalls (dispatch and combine, forward and backward; 6
 //       with full recomputation) of top_k * b*s*h*2 bytes (divided by TP with sequence parallelism).
-// Each collective is priced by the fastest candidate (model/select.h best_candidate) for its
-// group's (nodes, ranks per node); groups of the same dimension that run at the same time on one
+// Each collective is priced by NCCL's choice from NCCL's model (default_candidates), or by the
+// fastest of the candidates given (model/select.h best_candidate), for its group's (nodes, ranks
+// per node); groups of the same dimension that run at the same time on one
 // node share its NICs: each sees the node's aggregate network bandwidth divided by their number
 // (one flow still gets at most one NIC).
 //
@@ -180,9 +181,15 @@ struct PlanOptions {
   int checkpoint_every = 0;
 };
 
-// Every hand-written algorithm (plain alpha-beta-gamma) plus, when the topology has NCCL
-// constants, NCCL ring and tree under each protocol.
+// How collectives are priced unless the caller names candidates: as training runs them, NCCL's own
+// choice of algorithm and protocol from NCCL's ported tuning model (model/nccl/, the topology's
+// NCCL release) on a GPU topology with an nccl: section; else our_candidates(topo).
 std::vector<Candidate> default_candidates(const Topology& topo);
+// Whether default_candidates(topo) is NCCL's choice.
+bool prices_with_nccl_choice(const Topology& topo);
+// Every hand-written algorithm (plain alpha-beta-gamma) plus, when the topology has NCCL
+// constants, NCCL ring and tree under each protocol: each collective gets the fastest of them.
+std::vector<Candidate> our_candidates(const Topology& topo);
 // The candidates of the algorithms named (hand-written ones as they are, NCCL ring and tree under
 // each protocol), plus direct when none of them runs the pipeline's send/recv. Throws Error for an
 // NCCL algorithm on a topology without NCCL constants.

@@ -29,7 +29,7 @@ struct PlanArgs {
     opts.max_virtual_stages = kDefaultMaxVirtualStages;
     opts.checkpoint_every = kDefaultCheckpointEvery;
   }
-  std::string topology = "dgx-h100", model_arg, recompute = "selective", overlap = "none", algorithms = "all";
+  std::string topology = "dgx-h100", model_arg, recompute = "selective", overlap = "none", algorithms;
   std::string memory_limit, calibrated_range, layout_filter, rank_by = "step";
   std::string memory_reserve = "default", grad_dtype = "auto";
   bool no_scatter_gather = false, sequence_parallel = false, no_sequence_parallel = false;
@@ -80,8 +80,10 @@ void add_plan_options(CommandLine& cli, PlanArgs& a) {
       "parameter dtype")("fp8", po::bool_switch(&a.opts.fp8),
                          "FP8 GEMMs (Transformer Engine): linear-layer inputs saved as 1 byte, a cached FP8 copy and "
                          "transpose of the weights (2 B/param)")(
-      "algorithms", po::value(&a.algorithms)->default_value(a.algorithms)->value_name("LIST"),
-      "algorithms the collectives may use (hand-written names, nccl-ring, nccl-tree) or all")(
+      "algorithms", po::value(&a.algorithms)->value_name("nccl|ours|LIST"),
+      "how collectives are priced: nccl = NCCL's own choice of algorithm and protocol from NCCL's model, as "
+      "training runs them (the default on GPU topologies with an nccl: section); ours = the fastest of our "
+      "schedules and NCCL ring/tree (the default elsewhere); or a list of hand-written names, nccl-ring, nccl-tree")(
       "calibrated-range", po::value(&a.calibrated_range)->value_name("FILE.h5"),
       "warn about collectives outside the sizes and node counts measured in this results file "
       "(default: the topology's calibrated section)")(
@@ -139,9 +141,15 @@ OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
   return format;
 }
 
-// --algorithms: "all", or a list of hand-written names, nccl-ring and nccl-tree.
+// --algorithms: "nccl", "ours" (or "all"), or a list of hand-written names, nccl-ring and nccl-tree.
 std::vector<Candidate> candidates_from(const std::string& text, const Topology& topo) {
-  if (text == "all") return default_candidates(topo);
+  if (text == "nccl") {
+    if (!prices_with_nccl_choice(topo))
+      throw Error("--algorithms nccl: topology '" + topo.name +
+                  "' has no nccl: section (or no GPUs) for NCCL's model; use --algorithms ours");
+    return default_candidates(topo);
+  }
+  if (text == "ours" || text == "all") return our_candidates(topo);
   std::vector<Algorithm> allowed = hand_written_algorithms();
   allowed.push_back(Algorithm::NcclRing);
   allowed.push_back(Algorithm::NcclTree);
@@ -191,6 +199,7 @@ int cmd_plan(int argc, char** argv) {
   const std::string compute_note = apply_compute_rate(topo, a.mfu, !cli.values()["rank-by"].defaulted(), opts);
   LlmModel model = load_llm_model(resolve_model_path(a.model_arg));
   opts.grad_bytes = a.grad_dtype == "auto" ? default_grad_bytes(model) : dtype_bytes(a.grad_dtype);
+  if (a.algorithms.empty()) a.algorithms = prices_with_nccl_choice(topo) ? "nccl" : "ours";
   opts.candidates = candidates_from(a.algorithms, topo);
   opts.calibration =
       a.calibrated_range.empty() ? calibration_range(topo) : calibration_range_from_results(a.calibrated_range);
