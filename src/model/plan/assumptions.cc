@@ -54,8 +54,14 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
   as.push_back("DP: gradients of " + fmt("%.0f", gradient_bytes(model, opts)) + " B each, " +
                (opts.zero == 0  ? "one allreduce"
                 : opts.zero < 3 ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
-                                : "ZeRO-3: reduce-scatter + 2 allgathers of parameters") +
-               (bucket_params > 0 ? ", buckets of " + fmt("%.0fM", bucket_params / 1e6) + " parameters" : ", whole"));
+                                : "ZeRO-3 (FSDP): per layer and micro-batch an allgather of its parameters before the "
+                                  "forward, another before the backward and a reduce-scatter of its gradients" +
+                                      std::string(ctx.overlap_dp ? ", prefetched: hidden behind the layer's compute "
+                                                                   "except what exceeds it and the first of each pass"
+                                                                 : "")) +
+               (opts.zero >= 3      ? ""
+                : bucket_params > 0 ? ", buckets of " + fmt("%.0fM", bucket_params / 1e6) + " parameters"
+                                    : ", whole"));
   if (model.moe())
     as.push_back(std::string("EP: ") + (full ? "6" : "4") + " alltoalls of top_k*b*s*h*2" +
                  (opts.sequence_parallel ? "/TP" : "") + " bytes per MoE layer and micro-batch");

@@ -59,11 +59,11 @@ void expose_dp_beyond_backward(const PlanContext& ctx, LayoutPlan& lp) {
   double backward_s = lp.compute_s * (ctx.full_recompute ? 3.0 / 4.0 : 2.0 / 3.0);
   double dp_total = 0, dp_exposed = 0;
   for (const auto& pc : lp.collectives)
-    if (pc.dim == Dim::DP) dp_total += pc.total_s, dp_exposed += pc.exposed_s;
+    if (pc.dim == Dim::DP && !pc.per_layer) dp_total += pc.total_s, dp_exposed += pc.exposed_s;
   double spill = dp_total - dp_exposed - backward_s;
   if (spill > 0)
     for (auto& pc : lp.collectives)
-      if (pc.dim == Dim::DP && dp_total > dp_exposed) {
+      if (pc.dim == Dim::DP && !pc.per_layer && dp_total > dp_exposed) {
         double extra = spill * (pc.total_s - pc.exposed_s) / (dp_total - dp_exposed);
         pc.exposed_s += extra;
         pc.exposed_calls = pc.each_s > 0 ? pc.exposed_s / pc.each_s : pc.exposed_calls;

@@ -72,6 +72,13 @@ MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, c
     // FP8: the cached cast of the rank's weights and its transpose (of its shard with ZeRO-3).
     if (opts.fp8) mb.params_bytes += sharded(2.0, opts.zero >= 3);
     mb.grads_bytes = sharded(gb, opts.zero >= 2);
+    if (opts.zero >= 3 && layers_per_stage > 0) {
+      // FSDP's working set: the gathered parameters of the layer computing and of the one
+      // prefetched, and the unsharded gradients of one layer before their reduce-scatter.
+      const double layer_params = (p.dense + p.expert) / layers_per_stage;
+      mb.params_bytes += 2 * layer_params * pb;
+      mb.grads_bytes += layer_params * gb;
+    }
     mb.optimizer_bytes = sharded(opt_bytes, opts.zero >= 1);
 
     // 1F1B: stage k holds min(PP-k, m) micro-batches. Interleaved: Megatron-LM warms stage k up with

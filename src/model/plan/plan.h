@@ -26,9 +26,12 @@
 //       Megatron's scatter/gather (then the receiving TP group allgathers b*s*h*2 bytes).
 //   DP  gradients of the rank's parameters (its largest pipeline stage, in the gradient dtype): one
 //       allreduce; with ZeRO 1/2 a reduce-scatter of the gradients plus an allgather of the updated
-//       parameters (in the parameter dtype); with
-//       ZeRO 3 a reduce-scatter plus two allgathers (forward and backward). Expert parameters are
-//       reduced over DP/EP ranks. Whole, or split into buckets (PlanOptions::dp_bucket_params).
+//       parameters (in the parameter dtype). Expert parameters are reduced over DP/EP ranks.
+//       Whole, or split into buckets (PlanOptions::dp_bucket_params). ZeRO 3 (FSDP) per layer and
+//       micro-batch: an allgather of the layer's parameters before its forward and another
+//       before its backward, a reduce-scatter of its gradients after it; with overlap the next
+//       layer's gathers (prefetch) and the reduce-scatter hide behind the layer's compute, and
+//       what exceeds it is exposed (so its share grows as more GPUs split a fixed batch).
 //   EP  per MoE layer and micro-batch 4 alltoalls (dispatch and combine, forward and backward; 6
 //       with full recomputation) of top_k * b*s*h*2 bytes (divided by TP with sequence parallelism).
 // Each collective is priced by NCCL's choice from NCCL's model (default_candidates), or by the
@@ -266,6 +269,8 @@ struct PricedCollective {
   Seconds total_s = 0;       // calls * each_s
   Seconds exposed_s = 0;     // what counts in the layout's communication time
   bool outside_calibration = false;
+  // ZeRO-3: a per-layer collective whose overlap with the layer's compute is already in exposed_s.
+  bool per_layer = false;
 };
 
 struct MemoryBreakdown {

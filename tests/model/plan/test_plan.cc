@@ -313,10 +313,12 @@ TEST(Plan, SevenBillionModelMemoryWithZeroOneByHand) {
   EXPECT_LT(mb.total_bytes(), 80.0 * (1ull << 30));
   o.zero = 0;
   EXPECT_GT(memory_per_gpu(m, o, shape).total_bytes(), 80.0 * (1ull << 30));
-  // ZeRO-3 shards everything 8 ways.
+  // ZeRO-3 shards everything 8 ways, and holds two gathered layers (the one computing and the one
+  // prefetched, 2 B/param) and one layer's unsharded gradients (2 B/param); a layer's share of
+  // the parameters is P/32.
   o.zero = 3;
   MemoryBreakdown z3 = memory_per_gpu(m, o, shape);
-  EXPECT_DOUBLE_EQ(z3.params_bytes + z3.grads_bytes + z3.optimizer_bytes, 20 * P / 8);
+  EXPECT_DOUBLE_EQ(z3.params_bytes + z3.grads_bytes + z3.optimizer_bytes, 20 * P / 8 + 6 * P / 32);
 }
 
 // Megatron-LM's bytes per parameter with and without its distributed optimizer (ZeRO-1), d = DP:

@@ -1,0 +1,126 @@
+// ZeRO-3 / FSDP priced per layer: an allgather of each layer's parameters before its forward and
+// before its backward, a reduce-scatter of its gradients after it, on every micro-batch, on the
+// whole data-parallel group; with prefetch the gathers hide behind the previous layer's compute
+// and only what exceeds it is exposed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "model/plan/llm_model.h"
+#include "model/plan/plan.h"
+#include "model/topology/topology.h"
+#include "plan_test_util.h"
+
+namespace commsim {
+namespace {
+
+using test::preset_model;
+using test::preset_topology;
+
+// GPT-3 175B without model parallelism, as Narayanan et al. 2021 ran ZeRO-3 (Table 2: batch 1536,
+// sequence 2048, micro-batch 4 / 2 / 1 on 384 / 768 / 1536 A100 GPUs, one micro-batch per GPU).
+PlanOptions zero3(const Topology& topo, int gpus, Overlap overlap) {
+  PlanOptions o = test::plan_command_defaults(topo);
+  o.nodes = gpus / topo.ranks_per_node;
+  o.global_batch = 1536;
+  o.micro_batch = 1536 / gpus;
+  o.seq = 2048;
+  o.zero = 3;
+  o.sequence_parallel = false;
+  o.recompute = Recompute::Full;
+  o.overlap = overlap;
+  o.memory_limit_bytes = 80ull << 30;
+  return o;
+}
+
+const LayoutPlan* data_parallel_only(const PlanResult& r) {
+  auto it = std::find_if(r.ranked.begin(), r.ranked.end(),
+                         [](const LayoutPlan& lp) { return lp.shape.tp == 1 && lp.shape.pp == 1; });
+  return it == r.ranked.end() ? nullptr : &*it;
+}
+
+std::vector<const PricedCollective*> dp(const LayoutPlan& lp) {
+  std::vector<const PricedCollective*> out;
+  for (const auto& pc : lp.collectives)
+    if (pc.dim == Dim::DP) out.push_back(&pc);
+  return out;
+}
+
+TEST(PlanFsdp, EveryLayerGatheredTwiceAndReducedOncePerMicroBatch) {
+  const Topology topo = preset_topology("dgx-a100");
+  const LlmModel model = preset_model("gpt3-175b");
+  PlanOptions o = zero3(topo, 384, Overlap::None);
+  const PlanResult r = plan_layouts(topo, model, o);
+  const LayoutPlan* lp = data_parallel_only(r);
+  ASSERT_NE(lp, nullptr);
+  const std::vector<const PricedCollective*> c = dp(*lp);
+  ASSERT_EQ(c.size(), 3u);
+  const double layer_params = stage_params(model, lp->shape, 0).dense / model.layers;
+  for (const PricedCollective* pc : c) {
+    EXPECT_TRUE(pc->per_layer);
+    EXPECT_EQ(pc->group, 384);
+    EXPECT_DOUBLE_EQ(pc->calls, lp->shape.micro_batches * model.layers) << pc->what;
+    EXPECT_EQ(pc->bytes, static_cast<Bytes>(std::llround(layer_params * 2))) << pc->what;
+    EXPECT_DOUBLE_EQ(pc->exposed_s, pc->total_s) << "without overlap every call waits";
+  }
+  EXPECT_EQ(c[0]->collective, Collective::AllGather);
+  EXPECT_EQ(c[1]->collective, Collective::AllGather);
+  EXPECT_EQ(c[2]->collective, Collective::ReduceScatter);
+
+  // Gradient accumulation regathers every layer on every micro-batch: twice the micro-batches,
+  // twice the calls.
+  o.micro_batch = 2;
+  const PlanResult r2 = plan_layouts(topo, model, o);
+  const LayoutPlan* two = data_parallel_only(r2);
+  ASSERT_NE(two, nullptr);
+  ASSERT_EQ(two->shape.micro_batches, 2 * lp->shape.micro_batches);
+  EXPECT_DOUBLE_EQ(dp(*two)[0]->calls, 2 * c[0]->calls);
+}
+
+TEST(PlanFsdp, PrefetchHidesWhatTheLayersComputeCovers) {
+  const Topology topo = preset_topology("dgx-a100");
+  const LlmModel model = preset_model("gpt3-175b");
+  PlanOptions o = zero3(topo, 384, Overlap::Dp);
+  const PlanResult r = plan_layouts(topo, model, o);
+  const LayoutPlan* lp = data_parallel_only(r);
+  ASSERT_NE(lp, nullptr);
+  const std::vector<const PricedCollective*> c = dp(*lp);
+  ASSERT_EQ(c.size(), 3u);
+  const double m = lp->shape.micro_batches, L = model.layers;
+  // Per layer and micro-batch: forward f, recomputed forward f, backward 2f.
+  const double f = lp->compute_s / (m * L * 4);
+  const double ag = c[0]->each_s, rs = c[2]->each_s;
+  EXPECT_NEAR(c[0]->exposed_s, m * (ag + (L - 1) * std::max(0.0, ag - f)), 1e-12);
+  EXPECT_NEAR(c[1]->exposed_s + c[2]->exposed_s, m * (ag + rs + (L - 1) * std::max(0.0, ag + rs - 3 * f)), 1e-12);
+  EXPECT_LT(lp->comm_s, 0.1 * lp->comm_total_s) << "a 175B layer's compute covers its gathers on 384 A100s";
+
+  // A rate at which the compute no longer covers them: what exceeds it is exposed.
+  o.gpu_tflops = 1e6;
+  const PlanResult rf = plan_layouts(topo, model, o);
+  const LayoutPlan* fast = data_parallel_only(rf);
+  ASSERT_NE(fast, nullptr);
+  EXPECT_GT(fast->comm_s, 0.9 * fast->comm_total_s);
+}
+
+// At a fixed batch the compute per GPU halves as the GPUs double while each GPU still gathers every
+// layer: ZeRO-3's share of the step grows with the GPU count (Narayanan et al. 2021, Table 2: 144,
+// 88 and 44 TFLOP/s per GPU on 384, 768 and 1536 GPUs; https://arxiv.org/abs/2104.04473).
+TEST(PlanFsdp, ShareOfTheStepGrowsWithTheGpuCountAtAFixedBatch) {
+  const Topology topo = preset_topology("dgx-a100");
+  const LlmModel model = preset_model("gpt3-175b");
+  double last_share = 0, last_total = 0;
+  for (int gpus : {384, 768, 1536}) {
+    const PlanResult r = plan_layouts(topo, model, zero3(topo, gpus, Overlap::Dp));
+    const LayoutPlan* lp = data_parallel_only(r);
+    ASSERT_NE(lp, nullptr) << gpus;
+    EXPECT_GT(lp->comm_share, last_share) << gpus;
+    EXPECT_GE(lp->comm_total_s, 0.95 * last_total) << gpus << ": every GPU moves every layer whatever the count";
+    last_share = lp->comm_share;
+    last_total = lp->comm_total_s;
+  }
+}
+
+}  // namespace
+}  // namespace commsim
