@@ -435,6 +435,10 @@ TEST_F(PlanE2E, ReadmeExampleOutputIsThisBuilds) {
   const std::string shown = readme.substr(text_at + 8, readme.find("```", text_at + 8) - text_at - 8);
   Result r = run(args, dir);
   ASSERT_EQ(r.rc, 0) << r.err;
+  // The title and the count of layouts (the README's first two lines) as printed.
+  std::istringstream head(shown);
+  for (std::string line; std::getline(head, line) && line.rfind("# ", 0) == 0;)
+    EXPECT_TRUE(r.out.find(line + "\n") != std::string::npos) << "README.md's plan example is out of date: " << line;
   // The README shows the first layout rows without the algorithms column, up to the checkpoint table.
   std::vector<std::string> in_readme = layout_rows(shown);
   in_readme.erase(std::find_if(in_readme.begin(), in_readme.end(), [](const std::string& l) { return l[0] == '#'; }),

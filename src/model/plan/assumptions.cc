@@ -49,8 +49,8 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
                           " virtual stages per GPU where that is faster and fits: VP times the send/recv, bubble "
                           "(PP-1)/(VP*m+PP-1)"
                     : "") +
-               "; where PP does not divide the layers but divides layers + 2, the first and the last stage hold "
-               "one layer fewer");
+               "; where PP does not divide the layers, the extra layers go to the middle stages first (the first and "
+               "the last stage, which hold the embedding and the output layer, get fewer)");
   as.push_back("DP: gradients of " + fmt("%.0f", gradient_bytes(model, opts)) + " B each, " +
                (opts.zero == 0  ? "one allreduce"
                 : opts.zero < 3 ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"

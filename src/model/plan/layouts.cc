@@ -58,11 +58,11 @@ std::string Shape::to_string() const {
 }
 
 int stage_layers(const LlmModel& model, int pp, int stage) {
-  if (pp < 1 || stage < 0 || stage >= pp) return 0;
-  if (model.layers % pp == 0) return model.layers / pp;
-  if (pp < 3 || (model.layers + 2) % pp) return 0;
-  const int middle = (model.layers + 2) / pp;
-  return stage == 0 || stage == pp - 1 ? middle - 1 : middle;
+  if (pp < 1 || stage < 0 || stage >= pp || pp > model.layers) return 0;
+  const int base = model.layers / pp, extra = model.layers % pp;
+  // The extra layers go to the middle stages first (1, 2, ...), then to the last, then to the first.
+  const int order = stage == 0 ? pp - 1 : stage - 1;  // place of the stage in that order
+  return base + (order < extra ? 1 : 0);
 }
 
 int max_stage_layers(const LlmModel& model, int pp) {
@@ -152,9 +152,7 @@ std::vector<Shape> enumerate_layouts(const LlmModel& model, const PlanOptions& o
         continue;
       }
       if (stage_layers(model, pp, 0) == 0) {
-        reject(s, "PP=" + std::to_string(pp) + " does not divide the " + std::to_string(model.layers) +
-                      " layers (nor " + std::to_string(model.layers + 2) +
-                      ", with one layer fewer in the first and the last stage)");
+        reject(s, "PP=" + std::to_string(pp) + " is more stages than the " + std::to_string(model.layers) + " layers");
         continue;
       }
       long long per_step = static_cast<long long>(opts.micro_batch) * s.dp;

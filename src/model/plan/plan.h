@@ -8,10 +8,11 @@
 // which span nodes. An expert-parallel group is EP consecutive data-parallel replicas (stride
 // TP*PP); expert gradients are reduced over the DP/EP replicas that hold the same experts.
 //
-// Pipeline stages hold L/PP layers each, or, where PP does not divide L but divides L + 2, one
-// layer fewer in the first and the last stage (the embedding and the output layer fill them;
-// Llama 3 405B's 126 layers on PP=16, Dubey et al. 2024, section 3.3.2). The stage with the most
-// layers sets the pace. An interleaved 1F1B schedule (Narayanan et al. 2021, section 2.2.2) runs
+// Pipeline stages hold L/PP layers each; where PP does not divide L, the L mod PP extra layers go
+// to the middle stages first, so that the first and the last stage, which also hold the embedding
+// and the output layer, hold fewer (Llama 3 405B's 126 layers on PP=16: 7 in the first and the
+// last, 8 in between, Dubey et al. 2024, section 3.3.2; DeepSeek-V3's 61 on 16: 3 and 4; Megatron-
+// Core's --decoder-first/last-pipeline-num-layers). The stage with the most layers sets the pace. An interleaved 1F1B schedule (Narayanan et al. 2021, section 2.2.2) runs
 // VP virtual stages (chunks of layers) per GPU: the bubble shrinks to (PP-1)/(VP*m + PP-1), the
 // pipeline send/recv happen VP times as often, and the first stage holds activations of
 // PP + (PP-1)/VP micro-batches (Megatron-LM's interleaved warm-up, Korthikanti et al. 2022).
@@ -206,8 +207,8 @@ struct Shape {
   std::string to_string() const;  // "DP=16 TP=8 PP=1 EP=1", with " VP=2" when interleaved
 };
 
-// Layers of pipeline stage `stage` (0-based) of a model split into `pp` stages: L/PP, or with
-// (L+2)/PP in the middle stages and one fewer in the first and the last. 0 when neither divides.
+// Layers of pipeline stage `stage` (0-based) of a model split into `pp` stages: floor(L/PP), plus
+// one for the first L mod PP stages in the order 1, 2, ..., PP-2, PP-1, 0. 0 when PP > L.
 int stage_layers(const LlmModel& model, int pp, int stage);
 int max_stage_layers(const LlmModel& model, int pp);
 
