@@ -387,8 +387,9 @@ TEST_F(PlanE2E, MemoryReserveIsPrintedAndOverridable) {
   EXPECT_TRUE(contains(none.out, "(no reserve; --memory-reserve default keeps one)")) << none.out;
   EXPECT_TRUE(contains(none.out, "2-byte gradients, optimizer 16 B/param")) << none.out;
 
-  Result fixed = run(kLlama + " --top 3 --memory-reserve 8GiB --fp8", dir);
+  Result fixed = run(kLlama + " --top 3 --memory-reserve 8GiB --fp8 --tp-overlap", dir);
   ASSERT_EQ(fixed.rc, 0) << fixed.err;
+  EXPECT_TRUE(contains(fixed.out, "overlapped with the GEMMs (--tp-overlap)")) << fixed.out;
   EXPECT_TRUE(contains(fixed.out, "memory reserve: 8.0 GiB of the 80.0 GiB per GPU kept free")) << fixed.out;
   EXPECT_TRUE(contains(fixed.out, "FP8 GEMMs save their inputs as 1-byte casts")) << fixed.out;
 

@@ -37,7 +37,10 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
   as.push_back(std::string("TP: ") + (full ? "6" : "4") + " " +
                (opts.sequence_parallel ? "reduce-scatter + allgather pairs" : "allreduces") +
                " of b*s*h*2 bytes per layer and micro-batch" +
-               (full ? " (full recomputation repeats the forward)" : ""));
+               (full ? " (full recomputation repeats the forward)" : "") +
+               (opts.tp_overlap ? "; overlapped with the GEMMs (--tp-overlap): each hides behind an equal share of "
+                                  "the layer's GEMM time, the excess is exposed"
+                                : ""));
   as.push_back(std::string("PP: 2 send/recv per micro-batch (activation forward, gradient backward) of b*s*h*2") +
                (opts.sequence_parallel   ? "/TP bytes (sequence parallel)"
                 : opts.pp_scatter_gather ? "/TP bytes when TP > 1, then an allgather of b*s*h*2 over the TP group "
@@ -74,7 +77,8 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
     case Overlap::All:
       as.push_back(
           "overlap all: DP as with --overlap dp; PP send/recv hidden behind the next micro-batch's compute "
-          "except the 2(PP-1) of pipeline fill and drain; TP and EP stay exposed (each layer waits on them)");
+          "except the 2(PP-1) of pipeline fill and drain; TP (unless --tp-overlap) and EP stay exposed (each layer "
+          "waits on them)");
       break;
   }
 }

@@ -62,11 +62,24 @@ class LayoutCollectives {
     const GroupPlacement& g = placements_.get(shape_.tp, 1);
     const double msg = ctx_.activation_bytes;
     double calls = m_ * layers_per_stage_ * (ctx_.full_recompute ? 6 : 4);
+    const std::size_t first = out_.size();
     if (opts_.sequence_parallel) {
       add(Dim::TP, Collective::ReduceScatter, "layer outputs (sequence parallel)", shape_.tp, g, msg, calls, calls);
       add(Dim::TP, Collective::AllGather, "layer inputs (sequence parallel)", shape_.tp, g, msg, calls, calls);
     } else {
       add(Dim::TP, Collective::AllReduce, "layer outputs", shape_.tp, g, msg, calls, calls);
+    }
+    if (!opts_.tp_overlap || !(opts_.gpu_tflops > 0)) return;
+    // Each collective hides behind an equal share of the layer's GEMM time (forward, recomputed
+    // forward and backward of one micro-batch); what exceeds it is exposed.
+    const double per_layer = m_ * layers_per_stage_;
+    const double collectives_per_layer = (out_.size() - first) * calls / per_layer;
+    const double window_s =
+        layout_compute_s(ctx_, shape_) / per_layer * layer_gemm_share(model_, opts_.seq) / collectives_per_layer;
+    for (std::size_t i = first; i < out_.size(); ++i) {
+      PricedCollective& pc = out_[i];
+      pc.exposed_s = pc.calls * std::max(0.0, pc.each_s - window_s);
+      pc.exposed_calls = pc.each_s > 0 ? pc.exposed_s / pc.each_s : 0;
     }
   }
 

@@ -44,6 +44,8 @@ void validate_options(const Topology& topo, const PlanOptions& opts) {
   if (r.context_bytes < 0 || r.nccl_bytes < 0 || r.fragmentation < 0 || r.fragmentation >= 1)
     throw Error("--memory-reserve must not be negative");
   if (opts.checkpoint_every < 0) throw Error("--checkpoint-every must be 0 (none) or a positive number of steps");
+  if (opts.tp_overlap && !(opts.gpu_tflops > 0))
+    throw Error("--tp-overlap needs a compute estimate to overlap with: pass --gpu-tflops");
   if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0))
     throw Error("ranking by step time needs a compute estimate: pass --gpu-tflops");
 }

@@ -12,10 +12,10 @@
 // to the middle stages first, so that the first and the last stage, which also hold the embedding
 // and the output layer, hold fewer (Llama 3 405B's 126 layers on PP=16: 7 in the first and the
 // last, 8 in between, Dubey et al. 2024, section 3.3.2; DeepSeek-V3's 61 on 16: 3 and 4; Megatron-
-// Core's --decoder-first/last-pipeline-num-layers). The stage with the most layers sets the pace. An interleaved 1F1B schedule (Narayanan et al. 2021, section 2.2.2) runs
-// VP virtual stages (chunks of layers) per GPU: the bubble shrinks to (PP-1)/(VP*m + PP-1), the
-// pipeline send/recv happen VP times as often, and the first stage holds activations of
-// PP + (PP-1)/VP micro-batches (Megatron-LM's interleaved warm-up, Korthikanti et al. 2022).
+// Core's --decoder-first/last-pipeline-num-layers). The stage with the most layers sets the pace. An interleaved 1F1B
+// schedule (Narayanan et al. 2021, section 2.2.2) runs VP virtual stages (chunks of layers) per GPU: the bubble shrinks
+// to (PP-1)/(VP*m + PP-1), the pipeline send/recv happen VP times as often, and the first stage holds activations of PP
+// + (PP-1)/VP micro-batches (Megatron-LM's interleaved warm-up, Korthikanti et al. 2022).
 //
 // Communication per iteration (b = micro-batch, s = sequence, h = hidden, 2-byte activations,
 // m = micro-batches per pipeline = global / (b * DP), l = layers of the largest stage):
@@ -171,6 +171,10 @@ struct PlanOptions {
   // are 1-byte casts, and each rank caches an FP8 copy of its weights and its transpose (2 B per
   // parameter it holds) across micro-batches.
   bool fp8 = false;
+  // Tensor-parallel communication overlapped with the GEMMs it feeds or drains (Transformer
+  // Engine's userbuffers, NeMo's tp_comm_overlap): each TP collective is hidden behind its share
+  // of the layer's GEMM time and only what exceeds it is exposed. Needs gpu_tflops > 0.
+  bool tp_overlap = false;
   // Algorithms each collective may use; empty = default_candidates(topology).
   std::vector<Candidate> candidates;
   CalibrationRange calibration;

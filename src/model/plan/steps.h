@@ -45,6 +45,8 @@ class PlacementCache;
 std::vector<PricedCollective> layout_collectives(const PlanContext& ctx, const Shape& shape, PriceCache& prices,
                                                  PlacementCache& placements);
 
+// The share of a layer's forward FLOPs in its GEMMs (the rest is attention's QK^T and AV).
+double layer_gemm_share(const LlmModel& model, int seq);
 // Per-GPU compute of one iteration without bubble (compute.cc); needs opts.gpu_tflops > 0.
 Seconds layout_compute_s(const PlanContext& ctx, const Shape& shape);
 // With a compute estimate, overlapped DP traffic can only hide behind the backward pass: what

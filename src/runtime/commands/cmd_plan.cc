@@ -77,9 +77,13 @@ void add_plan_options(CommandLine& cli, PlanArgs& a) {
       "workspaces + 1 GiB NCCL buffers + 2% of the GPU's memory for allocator fragmentation (3.1 GiB of 80 GiB)")(
       "grad-dtype", po::value(&a.grad_dtype)->default_value(a.grad_dtype)->value_name("auto|fp32|bf16|fp16"),
       "gradient buffers and their DP reduction; auto = fp32 for bf16 parameters (Megatron-LM), else the "
-      "parameter dtype")("fp8", po::bool_switch(&a.opts.fp8),
-                         "FP8 GEMMs (Transformer Engine): linear-layer inputs saved as 1 byte, a cached FP8 copy and "
-                         "transpose of the weights (2 B/param)")(
+      "parameter dtype")("tp-overlap", po::bool_switch(&a.opts.tp_overlap),
+                         "overlap tensor-parallel communication with the GEMMs (Transformer Engine userbuffers, "
+                         "NeMo's tp_comm_overlap): each TP collective hides behind its share of the layer's GEMM "
+                         "time")(
+      "fp8", po::bool_switch(&a.opts.fp8),
+      "FP8 GEMMs (Transformer Engine): linear-layer inputs saved as 1 byte, a cached FP8 copy and "
+      "transpose of the weights (2 B/param)")(
       "algorithms", po::value(&a.algorithms)->value_name("nccl|ours|LIST"),
       "how collectives are priced: nccl = NCCL's own choice of algorithm and protocol from NCCL's model, as "
       "training runs them (the default on GPU topologies with an nccl: section); ours = the fastest of our "

@@ -1,13 +1,14 @@
 // ZeRO-3 / FSDP priced per layer: an allgather of each layer's parameters before its forward and
 // before its backward, a reduce-scatter of its gradients after it, on every micro-batch, on the
 // whole data-parallel group; with prefetch the gathers hide behind the previous layer's compute
-// and only what exceeds it is exposed.
+// and only what exceeds it is exposed. And tensor-parallel communication overlapped with the GEMMs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "model/error.h"
 #include "model/plan/llm_model.h"
 #include "model/plan/plan.h"
 #include "model/topology/topology.h"
@@ -120,6 +121,49 @@ TEST(PlanFsdp, ShareOfTheStepGrowsWithTheGpuCountAtAFixedBatch) {
     last_share = lp->comm_share;
     last_total = lp->comm_total_s;
   }
+}
+
+}  // namespace
+}  // namespace commsim
+
+namespace commsim {
+namespace {
+
+// Tensor-parallel communication overlapped with the GEMMs (--tp-overlap): each collective hides
+// behind an equal share of the layer's GEMM time, only the excess is exposed.
+TEST(PlanTpOverlap, EachCollectiveHidesBehindItsShareOfTheGemms) {
+  const Topology topo = preset_topology("dgx-h100");
+  const LlmModel model = preset_model("llama3-70b");
+  PlanOptions o = test::plan_command_defaults(topo);
+  o.nodes = 16;
+  o.global_batch = 1024;
+  o.seq = 8192;
+  o.memory_limit_bytes = 1ull << 40;  // every layout fits: compare the same ones
+  o.max_virtual_stages = 1;
+  const PlanResult plain = plan_layouts(topo, model, o);
+  o.tp_overlap = true;
+  const PlanResult overlapped = plan_layouts(topo, model, o);
+  auto find = [](const PlanResult& r) {
+    return std::find_if(r.ranked.begin(), r.ranked.end(),
+                        [](const LayoutPlan& lp) { return lp.shape.tp == 8 && lp.shape.pp == 4; });
+  };
+  auto a = find(plain), b = find(overlapped);
+  ASSERT_TRUE(a != plain.ranked.end() && b != overlapped.ranked.end());
+  const double per_layer = b->shape.micro_batches * max_stage_layers(model, 4);
+  // Sequence parallel: a reduce-scatter and an allgather 4 times per layer and micro-batch.
+  const double matrix = 2 * (model.attention_params_per_layer() + model.expert_params());
+  const double gemm_share = matrix / (matrix + 4.0 * 8192 * model.hidden);
+  const double window = b->compute_s / per_layer * gemm_share / 8;
+  for (const PricedCollective& pc : b->collectives) {
+    if (pc.dim != Dim::TP) continue;
+    EXPECT_NEAR(pc.exposed_s, pc.calls * std::max(0.0, pc.each_s - window), 1e-12) << pc.what;
+  }
+  EXPECT_LT(b->dim(Dim::TP), a->dim(Dim::TP));
+  EXPECT_DOUBLE_EQ(b->dim(Dim::DP), a->dim(Dim::DP));
+
+  o.gpu_tflops = 0;
+  o.rank_by = RankBy::Comm;
+  EXPECT_THROW(plan_layouts(topo, model, o), Error);
 }
 
 }  // namespace
