@@ -337,7 +337,8 @@ void print_plan_json(std::ostream& os, const PlanReport& report, bool show_exclu
      << ", \"overlap\": " << json_string(to_string(o.overlap))
      << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null")
      << ", \"rank_by\": " << json_string(to_string(o.rank_by)) << ", \"max_virtual_stages\": " << o.max_virtual_stages
-     << ", \"checkpoint_every\": " << o.checkpoint_every << "},\n";
+     << ", \"checkpoint_every\": " << o.checkpoint_every << ", \"grad_bytes\": " << o.grad_bytes
+     << ", \"fp8\": " << json_bool(o.fp8) << ", \"tp_overlap\": " << json_bool(o.tp_overlap) << "},\n";
   os << "  \"flops_per_iteration\": " << json_number(r.flops_per_iteration) << ",\n";
   os << "  \"assumptions\": " << json_strings(r.assumptions) << ",\n  \"warnings\": " << json_strings(report.warnings)
      << ",\n";
