@@ -49,14 +49,27 @@ std::vector<const PricedCollective*> dp(const LayoutPlan& lp) {
   return out;
 }
 
+// GPT-3 175B planned on DGX A100: the data-parallel-only layout and its DP collectives (pointers
+// into `result`, so a Zero3Plan is filled in place and not copied).
+struct Zero3Plan {
+  PlanResult result;
+  const LayoutPlan* layout = nullptr;
+  std::vector<const PricedCollective*> dp;
+};
+void plan_gpt3(const PlanOptions& o, Zero3Plan& out) {
+  out.result = plan_layouts(preset_topology("dgx-a100"), preset_model("gpt3-175b"), o);
+  out.layout = data_parallel_only(out.result);
+  if (out.layout) out.dp = dp(*out.layout);
+}
+
 TEST(PlanFsdp, EveryLayerGatheredTwiceAndReducedOncePerMicroBatch) {
-  const Topology topo = preset_topology("dgx-a100");
   const LlmModel model = preset_model("gpt3-175b");
-  PlanOptions o = zero3(topo, 384, Overlap::None);
-  const PlanResult r = plan_layouts(topo, model, o);
-  const LayoutPlan* lp = data_parallel_only(r);
-  ASSERT_NE(lp, nullptr);
-  const std::vector<const PricedCollective*> c = dp(*lp);
+  PlanOptions o = zero3(preset_topology("dgx-a100"), 384, Overlap::None);
+  Zero3Plan plan;
+  plan_gpt3(o, plan);
+  ASSERT_NE(plan.layout, nullptr);
+  const LayoutPlan* lp = plan.layout;
+  const std::vector<const PricedCollective*>& c = plan.dp;
   ASSERT_EQ(c.size(), 3u);
   const double layer_params = stage_params(model, lp->shape, 0).dense / model.layers;
   for (const PricedCollective* pc : c) {
@@ -73,23 +86,22 @@ TEST(PlanFsdp, EveryLayerGatheredTwiceAndReducedOncePerMicroBatch) {
   // Gradient accumulation regathers every layer on every micro-batch: twice the micro-batches,
   // twice the calls.
   o.micro_batch = 2;
-  const PlanResult r2 = plan_layouts(topo, model, o);
-  const LayoutPlan* two = data_parallel_only(r2);
-  ASSERT_NE(two, nullptr);
-  ASSERT_EQ(two->shape.micro_batches, 2 * lp->shape.micro_batches);
-  EXPECT_DOUBLE_EQ(dp(*two)[0]->calls, 2 * c[0]->calls);
+  Zero3Plan two;
+  plan_gpt3(o, two);
+  ASSERT_NE(two.layout, nullptr);
+  ASSERT_EQ(two.layout->shape.micro_batches, 2 * lp->shape.micro_batches);
+  EXPECT_DOUBLE_EQ(two.dp[0]->calls, 2 * c[0]->calls);
 }
 
 TEST(PlanFsdp, PrefetchHidesWhatTheLayersComputeCovers) {
-  const Topology topo = preset_topology("dgx-a100");
-  const LlmModel model = preset_model("gpt3-175b");
-  PlanOptions o = zero3(topo, 384, Overlap::Dp);
-  const PlanResult r = plan_layouts(topo, model, o);
-  const LayoutPlan* lp = data_parallel_only(r);
-  ASSERT_NE(lp, nullptr);
-  const std::vector<const PricedCollective*> c = dp(*lp);
+  PlanOptions o = zero3(preset_topology("dgx-a100"), 384, Overlap::Dp);
+  Zero3Plan plan;
+  plan_gpt3(o, plan);
+  ASSERT_NE(plan.layout, nullptr);
+  const LayoutPlan* lp = plan.layout;
+  const std::vector<const PricedCollective*>& c = plan.dp;
   ASSERT_EQ(c.size(), 3u);
-  const double m = lp->shape.micro_batches, L = model.layers;
+  const double m = lp->shape.micro_batches, L = preset_model("gpt3-175b").layers;
   // Per layer and micro-batch: forward f, recomputed forward f, backward 2f.
   const double f = lp->compute_s / (m * L * 4);
   const double ag = c[0]->each_s, rs = c[2]->each_s;
@@ -99,10 +111,10 @@ TEST(PlanFsdp, PrefetchHidesWhatTheLayersComputeCovers) {
 
   // A rate at which the compute no longer covers them: what exceeds it is exposed.
   o.gpu_tflops = 1e6;
-  const PlanResult rf = plan_layouts(topo, model, o);
-  const LayoutPlan* fast = data_parallel_only(rf);
-  ASSERT_NE(fast, nullptr);
-  EXPECT_GT(fast->comm_s, 0.9 * fast->comm_total_s);
+  Zero3Plan fast;
+  plan_gpt3(o, fast);
+  ASSERT_NE(fast.layout, nullptr);
+  EXPECT_GT(fast.layout->comm_s, 0.9 * fast.layout->comm_total_s);
 }
 
 // At a fixed batch the compute per GPU halves as the GPUs double while each GPU still gathers every
@@ -110,11 +122,11 @@ TEST(PlanFsdp, PrefetchHidesWhatTheLayersComputeCovers) {
 // 88 and 44 TFLOP/s per GPU on 384, 768 and 1536 GPUs; https://arxiv.org/abs/2104.04473).
 TEST(PlanFsdp, ShareOfTheStepGrowsWithTheGpuCountAtAFixedBatch) {
   const Topology topo = preset_topology("dgx-a100");
-  const LlmModel model = preset_model("gpt3-175b");
   double last_share = 0, last_total = 0;
   for (int gpus : {384, 768, 1536}) {
-    const PlanResult r = plan_layouts(topo, model, zero3(topo, gpus, Overlap::Dp));
-    const LayoutPlan* lp = data_parallel_only(r);
+    Zero3Plan plan;
+    plan_gpt3(zero3(topo, gpus, Overlap::Dp), plan);
+    const LayoutPlan* lp = plan.layout;
     ASSERT_NE(lp, nullptr) << gpus;
     EXPECT_GT(lp->comm_share, last_share) << gpus;
     EXPECT_GE(lp->comm_total_s, 0.95 * last_total) << gpus << ": every GPU moves every layer whatever the count";
@@ -122,12 +134,6 @@ TEST(PlanFsdp, ShareOfTheStepGrowsWithTheGpuCountAtAFixedBatch) {
     last_total = lp->comm_total_s;
   }
 }
-
-}  // namespace
-}  // namespace commsim
-
-namespace commsim {
-namespace {
 
 // Tensor-parallel communication overlapped with the GEMMs (--tp-overlap): each collective hides
 // behind an equal share of the layer's GEMM time, only the excess is exposed.
