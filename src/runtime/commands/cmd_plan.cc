@@ -82,8 +82,8 @@ void add_plan_options(CommandLine& cli, PlanArgs& a) {
                          "NeMo's tp_comm_overlap): each TP collective hides behind its share of the layer's GEMM "
                          "time")(
       "fp8", po::bool_switch(&a.opts.fp8),
-      "FP8 GEMMs (Transformer Engine): linear-layer inputs saved as 1 byte, a cached FP8 copy and "
-      "transpose of the weights (2 B/param)")(
+      "FP8 GEMMs (Transformer Engine), for the memory: linear-layer inputs saved as 1 byte, a cached FP8 copy "
+      "and transpose of the weights (2 B/param); the compute rate stays --gpu-tflops's")(
       "algorithms", po::value(&a.algorithms)->value_name("nccl|ours|LIST"),
       "how collectives are priced: nccl = NCCL's own choice of algorithm and protocol from NCCL's model, as "
       "training runs them (the default on GPU topologies with an nccl: section); ours = the fastest of our "
