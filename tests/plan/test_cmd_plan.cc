@@ -393,6 +393,14 @@ TEST_F(PlanE2E, MemoryReserveIsPrintedAndOverridable) {
   EXPECT_TRUE(contains(fixed.out, "memory reserve: 8.0 GiB of the 80.0 GiB per GPU kept free")) << fixed.out;
   EXPECT_TRUE(contains(fixed.out, "FP8 GEMMs save their inputs as 1-byte casts")) << fixed.out;
 
+  // Host ranks keep no GPU reserve.
+  Result host =
+      run("--topology local-cpu --model llama3-8b --global-batch 8 --seq 512 --memory-limit 64GiB "
+          "--gpu-tflops 1 --top 1",
+          dir);
+  ASSERT_EQ(host.rc, 0) << host.err;
+  EXPECT_TRUE(contains(host.out, "64.0 GiB each, 0.0 GiB kept free")) << host.out;
+
   Result all = run(kLlama + " --memory-reserve 80GiB", dir);
   EXPECT_EQ(all.rc, 1);
   EXPECT_TRUE(contains(all.err, "leaves nothing of the 80.0 GiB per GPU; give a smaller --memory-reserve")) << all.err;

@@ -74,7 +74,8 @@ void add_plan_options(CommandLine& cli, PlanArgs& a) {
       "memory of one GPU, e.g. 141GiB (default: the topology's device memory); layouts use it less --memory-reserve")(
       "memory-reserve", po::value(&a.memory_reserve)->default_value(a.memory_reserve)->value_name("SIZE|default"),
       "memory per GPU kept free of the training state, e.g. 4GiB or 0; default = 0.5 GiB CUDA context and "
-      "workspaces + 1 GiB NCCL buffers + 2% of the GPU's memory for allocator fragmentation (3.1 GiB of 80 GiB)")(
+      "workspaces + 1 GiB NCCL buffers + 2% of the GPU's memory for allocator fragmentation (3.1 GiB of 80 GiB; "
+      "none on host topologies)")(
       "grad-dtype", po::value(&a.grad_dtype)->default_value(a.grad_dtype)->value_name("auto|fp32|bf16|fp16"),
       "gradient buffers and their DP reduction; auto = fp32 for bf16 parameters (Megatron-LM), else the "
       "parameter dtype")("tp-overlap", po::bool_switch(&a.opts.tp_overlap),
@@ -133,9 +134,7 @@ OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
   opts.rank_by = *rb;
   opts.pp_scatter_gather = !a.no_scatter_gather;
   if (!a.memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(a.memory_limit);
-  if (a.memory_reserve == "default")
-    opts.memory_reserve = kDefaultMemoryReserve;
-  else
+  if (a.memory_reserve != "default")
     opts.memory_reserve = MemoryReserve{static_cast<double>(parse_bytes(a.memory_reserve)), 0, 0};
   if (opts.gpu_tflops < 0) throw Error("--gpu-tflops must not be negative");
   if (!(a.mfu > 0 && a.mfu <= 1)) throw Error("--mfu must be a fraction of the peak in (0, 1], e.g. 0.4");
@@ -201,6 +200,8 @@ int cmd_plan(int argc, char** argv) {
   Topology topo = load_topology(resolve_topology_path(a.topology));
   // The compute estimate: given, or the topology's peak at the stated utilisation.
   const std::string compute_note = apply_compute_rate(topo, a.mfu, !cli.values()["rank-by"].defaulted(), opts);
+  // The default reserve is a GPU's (CUDA context, NCCL buffers); host ranks keep none.
+  if (a.memory_reserve == "default" && topo.gpu) opts.memory_reserve = kDefaultMemoryReserve;
   LlmModel model = load_llm_model(resolve_model_path(a.model_arg));
   opts.grad_bytes = a.grad_dtype == "auto" ? default_grad_bytes(model) : dtype_bytes(a.grad_dtype);
   if (a.algorithms.empty()) a.algorithms = prices_with_nccl_choice(topo) ? "nccl" : "ours";
