@@ -1,7 +1,5 @@
 #include "model/plan/llm_model.h"
 
-#include "model/config_dirs.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/config_dirs.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -135,7 +134,8 @@ double LlmModel::expert_params() const {
 
 double LlmModel::dense_params_per_layer() const {
   double norms = 2.0 * hidden;  // one norm scale before attention, one before the MLP
-  double mlp = moe() ? static_cast<double>(hidden) * experts /* router */ : expert_params();
+  double mlp =
+      moe() ? static_cast<double>(hidden) * experts /* router */ + shared_experts * expert_params() : expert_params();
   return attention_params_per_layer() + norms + mlp;
 }
 
@@ -173,7 +173,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
 
   Fields f(root, origin);
   f.check_known({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                 "tied_embeddings", "position_embeddings", "experts", "top_k", "param_dtype", "dropout"});
+                 "tied_embeddings", "position_embeddings", "experts", "top_k", "shared_experts", "param_dtype",
+                 "dropout"});
 
   LlmModel m;
   m.source_path = origin;
@@ -190,6 +191,7 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   m.position_embeddings = f.integer_or("position_embeddings", 0, 0);
   m.experts = f.integer_or("experts", 1, 1);
   m.top_k = f.integer_or("top_k", 1, 1);
+  m.shared_experts = f.integer_or("shared_experts", 0, 0);
   m.dropout = f.boolean_or("dropout", true);
 
   std::string ffn = lower(f.string_or("ffn", "gelu"));
@@ -217,6 +219,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   if (m.top_k > m.experts)
     fail(origin, f.line("top_k"), "top_k",
          "top_k " + std::to_string(m.top_k) + " exceeds the " + std::to_string(m.experts) + " experts");
+  if (m.shared_experts > 0 && !m.moe())
+    fail(origin, f.line("shared_experts"), "shared_experts", "needs a mixture of experts (experts > 1)");
   return m;
 }
 
@@ -231,7 +235,8 @@ std::string resolve_model_path(const std::string& name_or_path) {
 
   if (auto found = find_config("models", name_or_path); !found.empty()) return found.string();
   std::string tried;
-  for (const auto& d : config_dirs("models")) tried += (tried.empty() ? "" : ", ") + (d / (name_or_path + ".yaml")).string();
+  for (const auto& d : config_dirs("models"))
+    tried += (tried.empty() ? "" : ", ") + (d / (name_or_path + ".yaml")).string();
   if (tried.empty()) tried = "no models/ folder found; set COMMSIM_CONFIG_DIR";
   throw Error("no model named '" + name_or_path + "' (looked for " + tried + "); give a path to a model file");
 }

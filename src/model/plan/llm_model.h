@@ -26,6 +26,9 @@ struct LlmModel {
   int position_embeddings = 0;   // rows of a learned position table (0: rotary, no parameters)
   int experts = 1;               // 1 = dense; > 1 = every MLP is a mixture of experts
   int top_k = 1;                 // experts each token is routed to
+  // Experts every token passes besides the routed ones (DeepSeekMoE, Qwen-MoE), each of
+  // ffn_hidden: dense parameters, replicated over expert parallelism. 0 without.
+  int shared_experts = 0;
   // Dropout after attention and the MLP (and on the attention probabilities): its masks are kept
   // for the backward pass. GPT-style models train with it; Llama and Mixtral without.
   bool dropout = true;
@@ -39,10 +42,11 @@ struct LlmModel {
   // Parameter counts (weights of matrices plus norm scales; biases are ignored: < 0.01 %).
   double attention_params_per_layer() const;  // Q, K, V, O projections
   double expert_params() const;               // one MLP (one expert)
-  double dense_params_per_layer() const;      // attention + norms (+ the MLP when dense, + router when MoE)
-  double expert_params_per_layer() const;     // experts * expert_params() for MoE, else 0
-  double embedding_params() const;            // input embedding (+ positions)
-  double output_params() const;               // output projection (0 when tied) + final norm
+  double dense_params_per_layer()
+      const;  // attention + norms (+ the MLP when dense, + router and shared experts when MoE)
+  double expert_params_per_layer() const;  // experts * expert_params() for MoE, else 0
+  double embedding_params() const;         // input embedding (+ positions)
+  double output_params() const;            // output projection (0 when tied) + final norm
   double total_params() const;
   // Parameters a token passes through in one forward pass (top_k experts of each MoE layer).
   double active_params() const;

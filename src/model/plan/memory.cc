@@ -13,7 +13,11 @@ double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, in
   const double sbh = static_cast<double>(opts.seq) * opts.micro_batch * model.hidden;
   const double g = static_cast<double>(model.kv_heads) / model.heads;
   const double f = static_cast<double>(model.ffn_hidden) / model.hidden;
+  // MLP inputs: one copy per routed expert, plus the un-routed one the shared experts read; inner
+  // activations: one set per routed and per shared expert.
   const double k = model.moe() ? model.top_k : 1.0;
+  const double inputs = model.moe() ? k + (model.shared_experts > 0 ? 1 : 0) : 1.0;
+  const double inner = model.moe() ? k + model.shared_experts : 1.0;
   const double a = model.heads, s = opts.seq, h = model.hidden;
   // In units of s*b*h bytes (16-bit activations, 1-byte dropout masks), Korthikanti et al. 2022
   // section 4.1. Kept whole on every TP rank: layer-norm inputs (2+2), the inputs of the QKV and
@@ -25,9 +29,9 @@ double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, in
   // MLP projection) are saved as 1-byte casts.
   const double masks = model.dropout ? 1 + 1 : 0;
   const double linear_input = opts.fp8 ? 1 : 2;
-  double replicated = 2 + 2 + linear_input + masks + linear_input * k;
+  double replicated = 2 + 2 + linear_input + masks + linear_input * inputs;
   double sharded = 2 + 4 * g + linear_input +
-                   k * (model.ffn == FfnKind::SwiGlu ? 4 * f + linear_input * f : 2 * f + linear_input * f);
+                   inner * (model.ffn == FfnKind::SwiGlu ? 4 * f + linear_input * f : 2 * f + linear_input * f);
   if (opts.recompute == Recompute::None) sharded += (model.dropout ? 5 : 2) * a * s / h;
   double units = opts.sequence_parallel ? (replicated + sharded) / tp : replicated + sharded / tp;
   return sbh * units;

@@ -62,7 +62,9 @@ TEST(PlanMemoryReserve, LayoutsLeaveTheReserveFree) {
   for (const LayoutPlan& lp : with.ranked)
     EXPECT_LE(lp.memory.total_bytes() + with.memory_reserve_bytes, 80 * kGiB) << lp.shape.to_string();
   const LayoutPlan* kept = find(with, 64, 4, 2);
-  if (kept) EXPECT_LT(kept->shape.vp, tight->shape.vp) << "the 78.9 GiB interleaving no longer fits";
+  if (kept) {
+    EXPECT_LT(kept->shape.vp, tight->shape.vp) << "the 78.9 GiB interleaving no longer fits";
+  }
   EXPECT_TRUE(std::any_of(with.assumptions.begin(), with.assumptions.end(), [](const std::string& a) {
     return a.find("memory reserve: 3.1 GiB of the 80.0 GiB per GPU kept free") != std::string::npos;
   }));
@@ -135,6 +137,36 @@ TEST(PlanMemoryFp8, LinearInputsAreOneByte) {
   const StageParams p = stage_params(m, shape, 0);
   EXPECT_DOUBLE_EQ(memory_per_gpu(m, o, shape).params_bytes - memory_per_gpu(m, plain, shape).params_bytes,
                    2 * (p.dense + p.expert));
+}
+
+}  // namespace
+}  // namespace commsim
+
+namespace commsim {
+namespace {
+
+// Shared experts process every token: their inner activations are kept like a routed expert's
+// (one more set per shared expert, reading the un-routed MLP input once), and their FLOPs count
+// for every token.
+TEST(PlanMoe, SharedExpertsAddActivationsAndFlops) {
+  LlmModel routed = test::gpt_model(4, 1024, 8, 1000);
+  routed.experts = 8;
+  routed.top_k = 2;
+  routed.ffn = FfnKind::SwiGlu;
+  routed.dropout = false;
+  LlmModel shared = routed;
+  shared.shared_experts = 2;
+  PlanOptions o;
+  o.seq = 512;
+  o.micro_batch = 1;
+  o.global_batch = 8;
+  o.recompute = Recompute::Selective;
+  const double sbh = 512.0 * 1024, f = static_cast<double>(routed.ffn_hidden) / routed.hidden;
+  // + 2 (the un-routed MLP input, kept whole) + 2 x 6f/h (SwiGLU's gate, up and inner outputs), TP 1.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(shared, o, 1) - layer_activation_bytes(routed, o, 1), sbh * (2 + 2 * 6 * f));
+  // Forward + backward: 3 x 2 FLOPs per token and matrix parameter of the 2 shared experts in 4 layers.
+  EXPECT_DOUBLE_EQ(training_flops_per_iteration(shared, o) - training_flops_per_iteration(routed, o),
+                   8.0 * 512 * 3 * 4 * 2 * 2 * routed.expert_params());
 }
 
 }  // namespace
