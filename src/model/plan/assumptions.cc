@@ -67,7 +67,13 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
                                     : ", whole"));
   if (model.moe())
     as.push_back(std::string("EP: ") + (full ? "6" : "4") + " alltoalls of top_k*b*s*h*2" +
-                 (opts.sequence_parallel ? "/TP" : "") + " bytes per MoE layer and micro-batch");
+                 (opts.sequence_parallel ? "/TP" : "") + " bytes per MoE layer and micro-batch" +
+                 (model.capacity_factor > 0 ? " x capacity factor " + fmt("%g", model.capacity_factor) +
+                                                  " (dispatch buffers, expert GEMMs and activations padded to it)"
+                                            : " (dropless)") +
+                 (model.shared_experts > 0
+                      ? "; " + std::to_string(model.shared_experts) + " shared expert(s) per layer, dense"
+                      : ""));
   switch (opts.overlap) {
     case Overlap::None: as.push_back("overlap none: every collective is on the critical path (an upper bound)"); break;
     case Overlap::Dp:

@@ -177,7 +177,7 @@ class LayoutCollectives {
   // Expert parallel: dispatch and combine of the routed tokens in every MoE layer.
   void expert_parallel() {
     if (!model_.moe() || shape_.ep <= 1) return;
-    double bytes = model_.top_k * ctx_.activation_bytes / (opts_.sequence_parallel ? shape_.tp : 1);
+    double bytes = model_.routed_copies() * ctx_.activation_bytes / (opts_.sequence_parallel ? shape_.tp : 1);
     double calls = m_ * layers_per_stage_ * (ctx_.full_recompute ? 6 : 4);
     add(Dim::EP, Collective::AllToAll, "routed tokens", shape_.ep, placements_.get(shape_.ep, shape_.tp * shape_.pp),
         bytes, calls, calls);

@@ -13,10 +13,10 @@ namespace {
 // Matrix parameters a token passes through in one layer: attention, then the MLP or its top_k
 // experts and the router.
 double layer_matrix_params(const LlmModel& model) {
-  return model.attention_params_per_layer() + (model.moe()
-                                                   ? (model.top_k + model.shared_experts) * model.expert_params() +
-                                                         static_cast<double>(model.hidden) * model.experts
-                                                   : model.expert_params());
+  return model.attention_params_per_layer() +
+         (model.moe() ? (model.routed_copies() + model.shared_experts) * model.expert_params() +
+                            static_cast<double>(model.hidden) * model.experts
+                      : model.expert_params());
 }
 
 }  // namespace

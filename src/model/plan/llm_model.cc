@@ -84,6 +84,19 @@ class Fields {
     return has(key) ? integer(key, min_value) : fallback;
   }
 
+  // A number >= 0 ("1.25").
+  double number_or(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    YAML::Node n = scalar(key);
+    const std::string& s = n.Scalar();
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+      fail(origin_, n.Mark().line, key, "expected a number, got '" + s + "'");
+    if (!(v >= 0)) fail(origin_, n.Mark().line, key, "must not be negative, got " + s);
+    return v;
+  }
+
   bool boolean_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     YAML::Node n = scalar(key);
@@ -173,8 +186,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
 
   Fields f(root, origin);
   f.check_known({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                 "tied_embeddings", "position_embeddings", "experts", "top_k", "shared_experts", "param_dtype",
-                 "dropout"});
+                 "tied_embeddings", "position_embeddings", "experts", "top_k", "shared_experts", "capacity_factor",
+                 "param_dtype", "dropout"});
 
   LlmModel m;
   m.source_path = origin;
@@ -192,6 +205,7 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   m.experts = f.integer_or("experts", 1, 1);
   m.top_k = f.integer_or("top_k", 1, 1);
   m.shared_experts = f.integer_or("shared_experts", 0, 0);
+  m.capacity_factor = f.number_or("capacity_factor", 0);
   m.dropout = f.boolean_or("dropout", true);
 
   std::string ffn = lower(f.string_or("ffn", "gelu"));
@@ -221,6 +235,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
          "top_k " + std::to_string(m.top_k) + " exceeds the " + std::to_string(m.experts) + " experts");
   if (m.shared_experts > 0 && !m.moe())
     fail(origin, f.line("shared_experts"), "shared_experts", "needs a mixture of experts (experts > 1)");
+  if (m.capacity_factor > 0 && !m.moe())
+    fail(origin, f.line("capacity_factor"), "capacity_factor", "needs a mixture of experts (experts > 1)");
   return m;
 }
 

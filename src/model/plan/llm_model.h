@@ -29,6 +29,13 @@ struct LlmModel {
   // Experts every token passes besides the routed ones (DeepSeekMoE, Qwen-MoE), each of
   // ffn_hidden: dense parameters, replicated over expert parallelism. 0 without.
   int shared_experts = 0;
+  // Tokens an expert takes, as a multiple of its even share (top_k x tokens / experts); the
+  // dispatch buffers, the experts' GEMMs and their activations are padded to it (Switch
+  // Transformer, GShard; Megatron-Core --moe-expert-capacity-factor with padding). 0 = dropless:
+  // as routed.
+  double capacity_factor = 0;
+  // The routed copies of a token that dispatch, compute and keep: top_k, or top_k x capacity_factor.
+  double routed_copies() const { return capacity_factor > 0 ? top_k * capacity_factor : top_k; }
   // Dropout after attention and the MLP (and on the attention probabilities): its masks are kept
   // for the backward pass. GPT-style models train with it; Llama and Mixtral without.
   bool dropout = true;

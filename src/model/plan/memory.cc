@@ -15,7 +15,7 @@ double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, in
   const double f = static_cast<double>(model.ffn_hidden) / model.hidden;
   // MLP inputs: one copy per routed expert, plus the un-routed one the shared experts read; inner
   // activations: one set per routed and per shared expert.
-  const double k = model.moe() ? model.top_k : 1.0;
+  const double k = model.moe() ? model.routed_copies() : 1.0;
   const double inputs = model.moe() ? k + (model.shared_experts > 0 ? 1 : 0) : 1.0;
   const double inner = model.moe() ? k + model.shared_experts : 1.0;
   const double a = model.heads, s = opts.seq, h = model.hidden;

@@ -63,6 +63,16 @@ TEST(LlmModel, MoeCountsExpertsAndActiveParameters) {
   EXPECT_DOUBLE_EQ(shared.total_params() - shared.active_params(), 2 * 2 * 384);
   EXPECT_NE(error_of(std::string(kSmall) + "shared_experts: 1\n").find("shared_experts: needs a mixture of experts"),
             std::string::npos);
+
+  // A capacity factor pads the routed copies; 0 (the default) is dropless.
+  EXPECT_DOUBLE_EQ(m.routed_copies(), 2);
+  LlmModel padded = parse_llm_model(text + "capacity_factor: 1.25\n", "padded.yaml");
+  EXPECT_DOUBLE_EQ(padded.capacity_factor, 1.25);
+  EXPECT_DOUBLE_EQ(padded.routed_copies(), 2.5);
+  EXPECT_DOUBLE_EQ(padded.total_params(), m.total_params());
+  EXPECT_NE(error_of(text + "capacity_factor: lots\n").find("capacity_factor: expected a number, got 'lots'"),
+            std::string::npos);
+  EXPECT_NE(error_of(text + "capacity_factor: -1\n").find("capacity_factor: must not be negative"), std::string::npos);
 }
 
 // Published totals: Megatron-LM's 174.6B for GPT-3 (Narayanan et al. 2021, Table 2), Meta's model

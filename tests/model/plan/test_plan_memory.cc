@@ -171,3 +171,33 @@ TEST(PlanMoe, SharedExpertsAddActivationsAndFlops) {
 
 }  // namespace
 }  // namespace commsim
+
+namespace commsim {
+namespace {
+
+// A capacity factor pads what each token sends to its experts: the all-to-all grows by it.
+TEST(PlanMoe, CapacityFactorPadsTheAllToAll) {
+  const Topology topo = preset_topology("dgx-h100");
+  LlmModel dropless = preset_model("mixtral-8x7b");
+  LlmModel padded = dropless;
+  padded.capacity_factor = 1.25;
+  PlanOptions o = test::plan_command_defaults(topo);
+  o.nodes = 4;
+  o.global_batch = 256;
+  o.seq = 4096;
+  o.memory_limit_bytes = 1ull << 40;
+  const PlanResult a = plan_layouts(topo, dropless, o), b = plan_layouts(topo, padded, o);
+  auto alltoall = [](const PlanResult& r) -> const PricedCollective* {
+    for (const LayoutPlan& lp : r.ranked)
+      if (lp.shape.ep == 8 && lp.shape.tp == 1 && lp.shape.pp == 1)
+        for (const PricedCollective& pc : lp.collectives)
+          if (pc.dim == Dim::EP) return &pc;
+    return nullptr;
+  };
+  const PricedCollective *x = alltoall(a), *y = alltoall(b);
+  ASSERT_TRUE(x && y);
+  EXPECT_NEAR(static_cast<double>(y->bytes) / static_cast<double>(x->bytes), 1.25, 1e-6);
+}
+
+}  // namespace
+}  // namespace commsim
