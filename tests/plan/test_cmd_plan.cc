@@ -163,7 +163,9 @@ TEST_F(PlanE2E, NothingFitsSaysWhyAndWhatToChange) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "# 0 layouts fit")) << r.out;
   EXPECT_TRUE(contains(r.out, "# closest to fitting")) << r.out;
-  EXPECT_TRUE(contains(r.out, "warning: no layout fits in 80.0 GiB per GPU; the closest, ")) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, "warning: no layout fits in 76.9 GiB per GPU (80.0 GiB less the 3.1 GiB reserve); the closest, "))
+      << r.out;
   // The options that make the closest layout fit, each with the memory it then needs.
   EXPECT_TRUE(contains(r.out, "it fits with --recompute selective (")) << r.out;
   EXPECT_TRUE(contains(r.out, "more nodes")) << r.out;
@@ -365,6 +367,104 @@ TEST_F(PlanE2E, EveryReadmeExampleFindsLayouts) {
     }
   }
   EXPECT_GE(from_main_readme, 1u) << "README.md shows how to run commsim plan";
+}
+
+TEST_F(PlanE2E, MemoryReserveIsPrintedAndOverridable) {
+  test::TempDir dir;
+  Result r = run(kLlama + " --top 3", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "(128 GPUs, 80.0 GiB each, 3.1 GiB kept free)")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "memory reserve: 3.1 GiB of the 80.0 GiB per GPU kept free, layouts use at most 76.9 GiB "
+                       "(CUDA context and workspaces 0.5 GiB, NCCL buffers 1.0 GiB, allocator fragmentation 2% "
+                       "= 1.6 GiB)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "2-byte parameters, 4-byte gradients, optimizer 12 B/param")) << r.out;
+
+  Result none = run(kLlama + " --top 3 --memory-reserve 0 --grad-dtype bf16", dir);
+  ASSERT_EQ(none.rc, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "0.0 GiB kept free")) << none.out;
+  EXPECT_TRUE(contains(none.out, "(no reserve; --memory-reserve default keeps one)")) << none.out;
+  EXPECT_TRUE(contains(none.out, "2-byte gradients, optimizer 16 B/param")) << none.out;
+
+  Result fixed = run(kLlama + " --top 3 --memory-reserve 8GiB --fp8 --tp-overlap", dir);
+  ASSERT_EQ(fixed.rc, 0) << fixed.err;
+  EXPECT_TRUE(contains(fixed.out, "overlapped with the GEMMs (--tp-overlap)")) << fixed.out;
+  EXPECT_TRUE(contains(fixed.out, "memory reserve: 8.0 GiB of the 80.0 GiB per GPU kept free")) << fixed.out;
+  EXPECT_TRUE(contains(fixed.out, "FP8 GEMMs save their inputs as 1-byte casts")) << fixed.out;
+
+  // Host ranks keep no GPU reserve.
+  Result host =
+      run("--topology local-cpu --model llama3-8b --global-batch 8 --seq 512 --memory-limit 64GiB "
+          "--gpu-tflops 1 --top 1",
+          dir);
+  ASSERT_EQ(host.rc, 0) << host.err;
+  EXPECT_TRUE(contains(host.out, "64.0 GiB each, 0.0 GiB kept free")) << host.out;
+
+  Result all = run(kLlama + " --memory-reserve 80GiB", dir);
+  EXPECT_EQ(all.rc, 1);
+  EXPECT_TRUE(contains(all.err, "leaves nothing of the 80.0 GiB per GPU; give a smaller --memory-reserve")) << all.err;
+  Result grad = run(kLlama + " --grad-dtype fp8", dir);
+  EXPECT_EQ(grad.rc, 1);
+  EXPECT_TRUE(contains(grad.err, "gradients must be 2 (bf16/fp16) or 4 (fp32) bytes")) << grad.err;
+  Result bad = run(kLlama + " --grad-dtype int4", dir);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(contains(bad.err, "unknown dtype 'int4'")) << bad.err;
+}
+
+TEST_F(PlanE2E, PricesWithNcclsChoiceUnlessAskedForOurs) {
+  test::TempDir dir;
+  Result nccl = run(kLlama + " --top 1", dir);
+  ASSERT_EQ(nccl.rc, 0) << nccl.err;
+  EXPECT_TRUE(contains(nccl.out, "pricing: each collective as NCCL runs it, NCCL's own choice")) << nccl.out;
+  EXPECT_TRUE(contains(nccl.out, "tp:nccl-")) << nccl.out;
+  Result ours = run(kLlama + " --top 1 --algorithms ours", dir);
+  ASSERT_EQ(ours.rc, 0) << ours.err;
+  EXPECT_TRUE(contains(ours.out, "pricing: each collective by the fastest of 16 candidate algorithms")) << ours.out;
+  Result host =
+      run("--topology local-cpu --model llama3-8b --global-batch 8 --seq 512 --memory-limit 64GiB "
+          "--gpu-tflops 1 --algorithms nccl",
+          dir);
+  EXPECT_EQ(host.rc, 1);
+  EXPECT_TRUE(contains(host.err, "has no nccl: section (or no GPUs) for NCCL's model; use --algorithms ours"))
+      << host.err;
+}
+
+// The README's plan example shows this build's output: its layout rows are the command's, and
+// they leave the reserve free.
+TEST_F(PlanE2E, ReadmeExampleOutputIsThisBuilds) {
+  test::TempDir dir;
+  const std::string readme = slurp("README.md");
+  const std::size_t section = readme.find("## plan:");
+  ASSERT_NE(section, std::string::npos);
+  const std::size_t cmd_at = readme.find("commsim plan ", section);
+  const std::string args = readme.substr(cmd_at + 13, readme.find('\n', cmd_at) - cmd_at - 13);
+  const std::size_t text_at = readme.find("```text\n", section);
+  ASSERT_NE(text_at, std::string::npos);
+  const std::string shown = readme.substr(text_at + 8, readme.find("```", text_at + 8) - text_at - 8);
+  Result r = run(args, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // The title and the count of layouts (the README's first two lines) as printed.
+  std::istringstream head(shown);
+  for (std::string line; std::getline(head, line) && line.rfind("# ", 0) == 0;)
+    EXPECT_TRUE(r.out.find(line + "\n") != std::string::npos) << "README.md's plan example is out of date: " << line;
+  // The README shows the first layout rows without the algorithms column, up to the checkpoint table.
+  std::vector<std::string> in_readme = layout_rows(shown);
+  in_readme.erase(std::find_if(in_readme.begin(), in_readme.end(), [](const std::string& l) { return l[0] == '#'; }),
+                  in_readme.end());
+  const std::vector<std::string> printed = layout_rows(r.out);
+  ASSERT_FALSE(in_readme.empty()) << shown;
+  for (std::size_t i = 0; i < in_readme.size(); ++i) {
+    ASSERT_LT(i, printed.size());
+    EXPECT_EQ(in_readme[i], printed[i].substr(0, in_readme[i].size())) << "README.md's plan example is out of date";
+  }
+  // The memory column is right-aligned under its header.
+  const std::size_t header_at = r.out.find(" rank ");
+  const std::string header = r.out.substr(header_at, r.out.find('\n', header_at) - header_at);
+  const std::size_t mem_end = header.find("mem GiB") + 7;
+  ASSERT_LT(mem_end, printed.front().size());
+  const std::string upto = printed.front().substr(0, mem_end);
+  EXPECT_LE(std::stod(upto.substr(upto.find_last_of(' ') + 1)), 80.0 - 3.1) << "the top layout leaves the reserve free";
 }
 
 }  // namespace

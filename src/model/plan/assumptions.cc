@@ -21,13 +21,26 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
                std::to_string(R) +
                " GPUs per node), then pipeline stages, then DP replicas across nodes; EP groups are "
                "consecutive DP replicas");
-  as.push_back("pricing: each collective by the fastest of " + std::to_string(candidates.size()) +
-               " candidate algorithms on its group's (nodes, ranks per node); groups of one dimension running at "
-               "once share each node's NICs");
+  const bool nccl_choice = candidates.size() == 1 && candidates.front().algorithm == Algorithm::Nccl;
+  const std::string shared =
+      " on its group's (nodes, ranks per node); groups of one dimension running at once share "
+      "each node's NICs";
+  if (nccl_choice)
+    as.push_back(
+        "pricing: each collective as NCCL runs it, NCCL's own choice of algorithm and protocol from NCCL's "
+        "tuning model (NCCL " +
+        (ctx.topo.nccl.machine.version.empty() ? std::string("newest ported release") : ctx.topo.nccl.machine.version) +
+        ")" + shared + "; --algorithms ours prices the fastest of our schedules instead");
+  else
+    as.push_back("pricing: each collective by the fastest of " + std::to_string(candidates.size()) +
+                 " candidate algorithms" + shared);
   as.push_back(std::string("TP: ") + (full ? "6" : "4") + " " +
                (opts.sequence_parallel ? "reduce-scatter + allgather pairs" : "allreduces") +
                " of b*s*h*2 bytes per layer and micro-batch" +
-               (full ? " (full recomputation repeats the forward)" : ""));
+               (full ? " (full recomputation repeats the forward)" : "") +
+               (opts.tp_overlap ? "; overlapped with the GEMMs (--tp-overlap): each hides behind an equal share of "
+                                  "the layer's GEMM time, the excess is exposed"
+                                : ""));
   as.push_back(std::string("PP: 2 send/recv per micro-batch (activation forward, gradient backward) of b*s*h*2") +
                (opts.sequence_parallel   ? "/TP bytes (sequence parallel)"
                 : opts.pp_scatter_gather ? "/TP bytes when TP > 1, then an allgather of b*s*h*2 over the TP group "
@@ -39,16 +52,28 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
                           " virtual stages per GPU where that is faster and fits: VP times the send/recv, bubble "
                           "(PP-1)/(VP*m+PP-1)"
                     : "") +
-               "; where PP does not divide the layers but divides layers + 2, the first and the last stage hold "
-               "one layer fewer");
-  as.push_back(std::string("DP: gradients in the parameter dtype, ") +
+               "; where PP does not divide the layers, the extra layers go to the middle stages first (the first and "
+               "the last stage, which hold the embedding and the output layer, get fewer)");
+  as.push_back("DP: gradients of " + fmt("%.0f", gradient_bytes(model, opts)) + " B each, " +
                (opts.zero == 0  ? "one allreduce"
                 : opts.zero < 3 ? "ZeRO-" + std::to_string(opts.zero) + ": reduce-scatter + allgather of parameters"
-                                : "ZeRO-3: reduce-scatter + 2 allgathers of parameters") +
-               (bucket_params > 0 ? ", buckets of " + fmt("%.0fM", bucket_params / 1e6) + " parameters" : ", whole"));
+                                : "ZeRO-3 (FSDP): per layer and micro-batch an allgather of its parameters before the "
+                                  "forward, another before the backward and a reduce-scatter of its gradients" +
+                                      std::string(ctx.overlap_dp ? ", prefetched: hidden behind the layer's compute "
+                                                                   "except what exceeds it and the first of each pass"
+                                                                 : "")) +
+               (opts.zero >= 3      ? ""
+                : bucket_params > 0 ? ", buckets of " + fmt("%.0fM", bucket_params / 1e6) + " parameters"
+                                    : ", whole"));
   if (model.moe())
     as.push_back(std::string("EP: ") + (full ? "6" : "4") + " alltoalls of top_k*b*s*h*2" +
-                 (opts.sequence_parallel ? "/TP" : "") + " bytes per MoE layer and micro-batch");
+                 (opts.sequence_parallel ? "/TP" : "") + " bytes per MoE layer and micro-batch" +
+                 (model.capacity_factor > 0 ? " x capacity factor " + fmt("%g", model.capacity_factor) +
+                                                  " (dispatch buffers, expert GEMMs and activations padded to it)"
+                                            : " (dropless)") +
+                 (model.shared_experts > 0
+                      ? "; " + std::to_string(model.shared_experts) + " shared expert(s) per layer, dense"
+                      : ""));
   switch (opts.overlap) {
     case Overlap::None: as.push_back("overlap none: every collective is on the critical path (an upper bound)"); break;
     case Overlap::Dp:
@@ -58,9 +83,23 @@ void communication_assumptions(const PlanContext& ctx, std::vector<std::string>&
     case Overlap::All:
       as.push_back(
           "overlap all: DP as with --overlap dp; PP send/recv hidden behind the next micro-batch's compute "
-          "except the 2(PP-1) of pipeline fill and drain; TP and EP stay exposed (each layer waits on them)");
+          "except the 2(PP-1) of pipeline fill and drain; TP (unless --tp-overlap) and EP stay exposed (each layer "
+          "waits on them)");
       break;
   }
+}
+
+// The memory kept free on each GPU, and of what.
+std::string reserve_assumption(const MemoryReserve& r, const PlanResult& result) {
+  const double device = static_cast<double>(result.device_memory_bytes);
+  std::string s = "memory reserve: " + gib(result.memory_reserve_bytes) + " of the " + gib(device) +
+                  " per GPU kept free, layouts use at most " + gib(static_cast<double>(result.memory_limit_bytes));
+  if (result.memory_reserve_bytes == 0) return s + " (no reserve; --memory-reserve default keeps one)";
+  if (r.nccl_bytes > 0 || r.fragmentation > 0)
+    s += " (CUDA context and workspaces " + gib(r.context_bytes) + ", NCCL buffers " + gib(r.nccl_bytes) +
+         ", allocator fragmentation " + format_number("%.0f%%", 100 * r.fragmentation) + " = " +
+         gib(r.fragmentation * device) + ")";
+  return s + "; --memory-reserve SIZE gives your own";
 }
 
 // Memory, ranking, compute and checkpoint.
@@ -69,8 +108,14 @@ void memory_and_time_assumptions(const PlanContext& ctx, const PlanResult& resul
   const LlmModel& model = ctx.model;
   const PlanOptions& opts = ctx.opts;
   auto fmt = format_number;
-  as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters and gradients, Adam " +
-               (model.param_bytes >= 4 ? "8" : "12") + " B/param" +
+  as.push_back("memory: " + std::to_string(model.param_bytes) + "-byte parameters, " +
+               fmt("%.0f", gradient_bytes(model, opts)) + "-byte gradients, optimizer " +
+               fmt("%.0f", optimizer_memory_bytes_per_param(model, opts)) + " B/param (Adam" +
+               (model.param_bytes >= 4 ? "'s 2 moments" : ": fp32 master copy + 2 moments") +
+               (optimizer_memory_bytes_per_param(model, opts) > optimizer_bytes_per_param(model)
+                    ? " + an fp32 copy of the gradient)"
+                    : ")") +
+               (opts.fp8 ? ", FP8 weight copy and transpose 2 B/param" : "") +
                (opts.zero ? ", ZeRO-" + std::to_string(opts.zero) + " sharding over DP" : "") +
                "; activations per Korthikanti et al. 2022 (recompute " + std::string(to_string(opts.recompute)) +
                (opts.sequence_parallel ? ", sequence parallel" : "") +
@@ -80,7 +125,9 @@ void memory_and_time_assumptions(const PlanContext& ctx, const PlanResult& resul
                (opts.recompute == Recompute::None
                     ? "; the attention scores (5as/h per layer) are stored: a fused (flash) attention kernel does not "
                       "store them, which --recompute selective models"
-                    : ""));
+                    : "") +
+               (opts.fp8 ? "; FP8 GEMMs save their inputs as 1-byte casts" : ""));
+  as.push_back(reserve_assumption(opts.memory_reserve, result));
   as.push_back(std::string("ranking: by ") +
                (opts.rank_by == RankBy::Comm ? "exposed communication per iteration (the bubble is shown, not ranked)"
                                              : "estimated step time (compute with bubble + exposed communication)"));

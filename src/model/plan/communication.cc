@@ -62,11 +62,24 @@ class LayoutCollectives {
     const GroupPlacement& g = placements_.get(shape_.tp, 1);
     const double msg = ctx_.activation_bytes;
     double calls = m_ * layers_per_stage_ * (ctx_.full_recompute ? 6 : 4);
+    const std::size_t first = out_.size();
     if (opts_.sequence_parallel) {
       add(Dim::TP, Collective::ReduceScatter, "layer outputs (sequence parallel)", shape_.tp, g, msg, calls, calls);
       add(Dim::TP, Collective::AllGather, "layer inputs (sequence parallel)", shape_.tp, g, msg, calls, calls);
     } else {
       add(Dim::TP, Collective::AllReduce, "layer outputs", shape_.tp, g, msg, calls, calls);
+    }
+    if (!opts_.tp_overlap || !(opts_.gpu_tflops > 0)) return;
+    // Each collective hides behind an equal share of the layer's GEMM time (forward, recomputed
+    // forward and backward of one micro-batch); what exceeds it is exposed.
+    const double per_layer = m_ * layers_per_stage_;
+    const double collectives_per_layer = (out_.size() - first) * calls / per_layer;
+    const double window_s =
+        layout_compute_s(ctx_, shape_) / per_layer * layer_gemm_share(model_, opts_.seq) / collectives_per_layer;
+    for (std::size_t i = first; i < out_.size(); ++i) {
+      PricedCollective& pc = out_[i];
+      pc.exposed_s = pc.calls * std::max(0.0, pc.each_s - window_s);
+      pc.exposed_calls = pc.each_s > 0 ? pc.exposed_s / pc.each_s : 0;
     }
   }
 
@@ -99,34 +112,72 @@ class LayoutCollectives {
   void data_parallel() {
     StageParams first = stage_params(model_, shape_, 0), last = stage_params(model_, shape_, shape_.pp - 1);
     double dense = std::max({first.dense, last.dense, stage_params(model_, shape_, std::min(1, shape_.pp - 1)).dense});
-    gradient_sync(dense, shape_.dp, placements_.get(shape_.dp, shape_.tp * shape_.pp),
-                  model_.moe() ? "dense gradients" : "gradients");
-    int expert_dp = shape_.dp / shape_.ep;
+    const int expert_dp = shape_.dp / shape_.ep;
+    const GroupPlacement& dense_group = placements_.get(shape_.dp, shape_.tp * shape_.pp);
+    if (opts_.zero >= 3) {
+      sharded_layers(dense, shape_.dp, dense_group, model_.moe() ? "dense " : "");
+      if (model_.moe() && expert_dp > 1)
+        sharded_layers(first.expert, expert_dp, placements_.get(expert_dp, shape_.tp * shape_.pp * shape_.ep),
+                       "expert ");
+      return;
+    }
+    gradient_sync(dense, shape_.dp, dense_group, model_.moe() ? "dense gradients" : "gradients");
     if (model_.moe() && expert_dp > 1)
       gradient_sync(first.expert, expert_dp, placements_.get(expert_dp, shape_.tp * shape_.pp * shape_.ep),
                     "expert gradients");
+  }
+
+  // ZeRO-3 / FSDP: on every micro-batch each layer's parameters are gathered before its forward
+  // and again before its backward, and its gradients reduce-scattered after its backward. With
+  // overlap (prefetch), the next layer's gather runs during this layer's forward, and in the
+  // backward the next gather and this layer's reduce-scatter run during its backward: what exceeds
+  // that compute is exposed, and the first gather of each pass and the last reduce-scatter are.
+  // Without a compute estimate only those are.
+  void sharded_layers(double stage_params, int group, const GroupPlacement& g, const std::string& kind) {
+    if (group <= 1 || stage_params <= 0) return;
+    const double layers = layers_per_stage_, layer_params = stage_params / layers, calls = m_ * layers;
+    const std::size_t first = out_.size();
+    add(Dim::DP, Collective::AllGather, kind + "parameters of a layer (forward)", group, g,
+        layer_params * model_.param_bytes, calls, calls);
+    add(Dim::DP, Collective::AllGather, kind + "parameters of a layer (backward)", group, g,
+        layer_params * model_.param_bytes, calls, calls);
+    add(Dim::DP, Collective::ReduceScatter, kind + "gradients of a layer", group, g,
+        layer_params * gradient_bytes(model_, opts_), calls, calls);
+    PricedCollective &fwd = out_[first], &bwd = out_[first + 1], &rs = out_[first + 2];
+    for (PricedCollective* pc : {&fwd, &bwd, &rs}) pc->per_layer = true;
+    if (!ctx_.overlap_dp) return;
+    const bool timed = opts_.gpu_tflops > 0;
+    const double compute_s = timed ? layout_compute_s(ctx_, shape_) : 0;
+    const double passes = ctx_.full_recompute ? 4 : 3;  // forward, (recomputed forward), backward x 2
+    const double forward_s = compute_s / (calls * passes), backward_s = forward_s * (passes - 1);
+    const double ag = fwd.each_s, r = rs.each_s;
+    const double fwd_exposed = m_ * (ag + (timed ? (layers - 1) * std::max(0.0, ag - forward_s) : 0));
+    const double bwd_exposed = m_ * (ag + r + (timed ? (layers - 1) * std::max(0.0, ag + r - backward_s) : 0));
+    fwd.exposed_s = fwd_exposed;
+    bwd.exposed_s = ag + r > 0 ? bwd_exposed * ag / (ag + r) : 0;
+    rs.exposed_s = ag + r > 0 ? bwd_exposed * r / (ag + r) : 0;
+    for (PricedCollective* pc : {&fwd, &bwd, &rs}) pc->exposed_calls = pc->each_s > 0 ? pc->exposed_s / pc->each_s : 0;
   }
 
   void gradient_sync(double params, int group, const GroupPlacement& g, const std::string& what) {
     if (group <= 1 || params <= 0) return;
     const double bucket_params = ctx_.bucket_params;
     double buckets = bucket_params > 0 ? std::ceil(params / bucket_params) : 1.0;
-    double bucket_bytes = params * model_.param_bytes / buckets;
+    double grad_bucket_bytes = params * gradient_bytes(model_, opts_) / buckets;
+    double param_bucket_bytes = params * model_.param_bytes / buckets;
     double exposed = ctx_.overlap_dp ? 1.0 : buckets;
     if (opts_.zero == 0) {
-      add(Dim::DP, Collective::AllReduce, what, group, g, bucket_bytes, buckets, exposed);
+      add(Dim::DP, Collective::AllReduce, what, group, g, grad_bucket_bytes, buckets, exposed);
       return;
     }
-    add(Dim::DP, Collective::ReduceScatter, what, group, g, bucket_bytes, buckets, exposed);
-    double gathers = opts_.zero >= 3 ? 2 : 1;
-    add(Dim::DP, Collective::AllGather, opts_.zero >= 3 ? "parameters (forward and backward)" : "updated parameters",
-        group, g, bucket_bytes, gathers * buckets, gathers * exposed);
+    add(Dim::DP, Collective::ReduceScatter, what, group, g, grad_bucket_bytes, buckets, exposed);
+    add(Dim::DP, Collective::AllGather, "updated parameters", group, g, param_bucket_bytes, buckets, exposed);
   }
 
   // Expert parallel: dispatch and combine of the routed tokens in every MoE layer.
   void expert_parallel() {
     if (!model_.moe() || shape_.ep <= 1) return;
-    double bytes = model_.top_k * ctx_.activation_bytes / (opts_.sequence_parallel ? shape_.tp : 1);
+    double bytes = model_.routed_copies() * ctx_.activation_bytes / (opts_.sequence_parallel ? shape_.tp : 1);
     double calls = m_ * layers_per_stage_ * (ctx_.full_recompute ? 6 : 4);
     add(Dim::EP, Collective::AllToAll, "routed tokens", shape_.ep, placements_.get(shape_.ep, shape_.tp * shape_.pp),
         bytes, calls, calls);

@@ -8,13 +8,23 @@
 
 namespace commsim {
 
+namespace {
+
+// Matrix parameters a token passes through in one layer: attention, then the MLP or its top_k
+// experts and the router.
+double layer_matrix_params(const LlmModel& model) {
+  return model.attention_params_per_layer() +
+         (model.moe() ? (model.routed_copies() + model.shared_experts) * model.expert_params() +
+                            static_cast<double>(model.hidden) * model.experts
+                      : model.expert_params());
+}
+
+}  // namespace
+
 double training_flops_per_iteration(const LlmModel& model, const PlanOptions& opts) {
   const double tokens = static_cast<double>(opts.global_batch) * opts.seq;
   const double h = model.hidden, s = opts.seq;
-  double matrix_params =
-      model.attention_params_per_layer() +
-      (model.moe() ? model.top_k * model.expert_params() + h * model.experts : model.expert_params());
-  double layer_forward = 2 * matrix_params + 4 * s * h;  // 4sh: QK^T and attention x V
+  double layer_forward = 2 * layer_matrix_params(model) + 4 * s * h;  // 4sh: QK^T and attention x V
   double passes = 3 + (opts.recompute == Recompute::Full ? 1 : 0);
   double per_token = passes * model.layers * layer_forward + 3 * 2 * h * model.vocab;
   if (opts.recompute == Recompute::Selective) per_token += model.layers * 4 * s * h;
@@ -47,6 +57,11 @@ std::string apply_compute_rate(const Topology& topo, double mfu, bool rank_by_gi
 
 namespace plan_detail {
 
+double layer_gemm_share(const LlmModel& model, int seq) {
+  const double gemm = 2 * layer_matrix_params(model);
+  return gemm / (gemm + 4.0 * seq * model.hidden);
+}
+
 Seconds layout_compute_s(const PlanContext& ctx, const Shape& shape) {
   const double layers_per_stage = max_stage_layers(ctx.model, shape.pp);
   return ctx.flops_per_iteration / (ctx.gpus * ctx.opts.gpu_tflops * 1e12) * layers_per_stage * shape.pp /
@@ -59,11 +74,11 @@ void expose_dp_beyond_backward(const PlanContext& ctx, LayoutPlan& lp) {
   double backward_s = lp.compute_s * (ctx.full_recompute ? 3.0 / 4.0 : 2.0 / 3.0);
   double dp_total = 0, dp_exposed = 0;
   for (const auto& pc : lp.collectives)
-    if (pc.dim == Dim::DP) dp_total += pc.total_s, dp_exposed += pc.exposed_s;
+    if (pc.dim == Dim::DP && !pc.per_layer) dp_total += pc.total_s, dp_exposed += pc.exposed_s;
   double spill = dp_total - dp_exposed - backward_s;
   if (spill > 0)
     for (auto& pc : lp.collectives)
-      if (pc.dim == Dim::DP && dp_total > dp_exposed) {
+      if (pc.dim == Dim::DP && !pc.per_layer && dp_total > dp_exposed) {
         double extra = spill * (pc.total_s - pc.exposed_s) / (dp_total - dp_exposed);
         pc.exposed_s += extra;
         pc.exposed_calls = pc.each_s > 0 ? pc.exposed_s / pc.each_s : pc.exposed_calls;

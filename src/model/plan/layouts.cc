@@ -38,7 +38,14 @@ void validate_options(const Topology& topo, const PlanOptions& opts) {
     throw Error("--zero must be 0, 1, 2 or 3 (got " + std::to_string(opts.zero) + ")");
   if (opts.dp_bucket_params < 0) throw Error("the DP bucket size must not be negative");
   if (opts.max_virtual_stages < 1) throw Error("--virtual-stages must be at least 1");
+  if (opts.grad_bytes != 0 && opts.grad_bytes != 2 && opts.grad_bytes != 4)
+    throw Error("gradients must be 2 (bf16/fp16) or 4 (fp32) bytes (got " + std::to_string(opts.grad_bytes) + ")");
+  const MemoryReserve& r = opts.memory_reserve;
+  if (r.context_bytes < 0 || r.nccl_bytes < 0 || r.fragmentation < 0 || r.fragmentation >= 1)
+    throw Error("--memory-reserve must not be negative");
   if (opts.checkpoint_every < 0) throw Error("--checkpoint-every must be 0 (none) or a positive number of steps");
+  if (opts.tp_overlap && !(opts.gpu_tflops > 0))
+    throw Error("--tp-overlap needs a compute estimate to overlap with: pass --gpu-tflops");
   if (opts.rank_by == RankBy::Step && !(opts.gpu_tflops > 0))
     throw Error("ranking by step time needs a compute estimate: pass --gpu-tflops");
 }
@@ -53,11 +60,11 @@ std::string Shape::to_string() const {
 }
 
 int stage_layers(const LlmModel& model, int pp, int stage) {
-  if (pp < 1 || stage < 0 || stage >= pp) return 0;
-  if (model.layers % pp == 0) return model.layers / pp;
-  if (pp < 3 || (model.layers + 2) % pp) return 0;
-  const int middle = (model.layers + 2) / pp;
-  return stage == 0 || stage == pp - 1 ? middle - 1 : middle;
+  if (pp < 1 || stage < 0 || stage >= pp || pp > model.layers) return 0;
+  const int base = model.layers / pp, extra = model.layers % pp;
+  // The extra layers go to the middle stages first (1, 2, ...), then to the last, then to the first.
+  const int order = stage == 0 ? pp - 1 : stage - 1;  // place of the stage in that order
+  return base + (order < extra ? 1 : 0);
 }
 
 int max_stage_layers(const LlmModel& model, int pp) {
@@ -147,9 +154,7 @@ std::vector<Shape> enumerate_layouts(const LlmModel& model, const PlanOptions& o
         continue;
       }
       if (stage_layers(model, pp, 0) == 0) {
-        reject(s, "PP=" + std::to_string(pp) + " does not divide the " + std::to_string(model.layers) +
-                      " layers (nor " + std::to_string(model.layers + 2) +
-                      ", with one layer fewer in the first and the last stage)");
+        reject(s, "PP=" + std::to_string(pp) + " is more stages than the " + std::to_string(model.layers) + " layers");
         continue;
       }
       long long per_step = static_cast<long long>(opts.micro_batch) * s.dp;

@@ -1,7 +1,5 @@
 #include "model/plan/llm_model.h"
 
-#include "model/config_dirs.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/config_dirs.h"
 #include "model/error.h"
 
 namespace commsim {
@@ -85,6 +84,19 @@ class Fields {
     return has(key) ? integer(key, min_value) : fallback;
   }
 
+  // A number >= 0 ("1.25").
+  double number_or(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    YAML::Node n = scalar(key);
+    const std::string& s = n.Scalar();
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+      fail(origin_, n.Mark().line, key, "expected a number, got '" + s + "'");
+    if (!(v >= 0)) fail(origin_, n.Mark().line, key, "must not be negative, got " + s);
+    return v;
+  }
+
   bool boolean_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     YAML::Node n = scalar(key);
@@ -135,7 +147,8 @@ double LlmModel::expert_params() const {
 
 double LlmModel::dense_params_per_layer() const {
   double norms = 2.0 * hidden;  // one norm scale before attention, one before the MLP
-  double mlp = moe() ? static_cast<double>(hidden) * experts /* router */ : expert_params();
+  double mlp =
+      moe() ? static_cast<double>(hidden) * experts /* router */ + shared_experts * expert_params() : expert_params();
   return attention_params_per_layer() + norms + mlp;
 }
 
@@ -173,7 +186,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
 
   Fields f(root, origin);
   f.check_known({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                 "tied_embeddings", "position_embeddings", "experts", "top_k", "param_dtype", "dropout"});
+                 "tied_embeddings", "position_embeddings", "experts", "top_k", "shared_experts", "capacity_factor",
+                 "param_dtype", "dropout"});
 
   LlmModel m;
   m.source_path = origin;
@@ -190,6 +204,8 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   m.position_embeddings = f.integer_or("position_embeddings", 0, 0);
   m.experts = f.integer_or("experts", 1, 1);
   m.top_k = f.integer_or("top_k", 1, 1);
+  m.shared_experts = f.integer_or("shared_experts", 0, 0);
+  m.capacity_factor = f.number_or("capacity_factor", 0);
   m.dropout = f.boolean_or("dropout", true);
 
   std::string ffn = lower(f.string_or("ffn", "gelu"));
@@ -217,6 +233,10 @@ LlmModel parse_llm_model(const std::string& yaml_text, const std::string& origin
   if (m.top_k > m.experts)
     fail(origin, f.line("top_k"), "top_k",
          "top_k " + std::to_string(m.top_k) + " exceeds the " + std::to_string(m.experts) + " experts");
+  if (m.shared_experts > 0 && !m.moe())
+    fail(origin, f.line("shared_experts"), "shared_experts", "needs a mixture of experts (experts > 1)");
+  if (m.capacity_factor > 0 && !m.moe())
+    fail(origin, f.line("capacity_factor"), "capacity_factor", "needs a mixture of experts (experts > 1)");
   return m;
 }
 
@@ -231,7 +251,8 @@ std::string resolve_model_path(const std::string& name_or_path) {
 
   if (auto found = find_config("models", name_or_path); !found.empty()) return found.string();
   std::string tried;
-  for (const auto& d : config_dirs("models")) tried += (tried.empty() ? "" : ", ") + (d / (name_or_path + ".yaml")).string();
+  for (const auto& d : config_dirs("models"))
+    tried += (tried.empty() ? "" : ", ") + (d / (name_or_path + ".yaml")).string();
   if (tried.empty()) tried = "no models/ folder found; set COMMSIM_CONFIG_DIR";
   throw Error("no model named '" + name_or_path + "' (looked for " + tried + "); give a path to a model file");
 }

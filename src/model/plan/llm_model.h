@@ -26,6 +26,16 @@ struct LlmModel {
   int position_embeddings = 0;   // rows of a learned position table (0: rotary, no parameters)
   int experts = 1;               // 1 = dense; > 1 = every MLP is a mixture of experts
   int top_k = 1;                 // experts each token is routed to
+  // Experts every token passes besides the routed ones (DeepSeekMoE, Qwen-MoE), each of
+  // ffn_hidden: dense parameters, replicated over expert parallelism. 0 without.
+  int shared_experts = 0;
+  // Tokens an expert takes, as a multiple of its even share (top_k x tokens / experts); the
+  // dispatch buffers, the experts' GEMMs and their activations are padded to it (Switch
+  // Transformer, GShard; Megatron-Core --moe-expert-capacity-factor with padding). 0 = dropless:
+  // as routed.
+  double capacity_factor = 0;
+  // The routed copies of a token that dispatch, compute and keep: top_k, or top_k x capacity_factor.
+  double routed_copies() const { return capacity_factor > 0 ? top_k * capacity_factor : top_k; }
   // Dropout after attention and the MLP (and on the attention probabilities): its masks are kept
   // for the backward pass. GPT-style models train with it; Llama and Mixtral without.
   bool dropout = true;
@@ -39,10 +49,11 @@ struct LlmModel {
   // Parameter counts (weights of matrices plus norm scales; biases are ignored: < 0.01 %).
   double attention_params_per_layer() const;  // Q, K, V, O projections
   double expert_params() const;               // one MLP (one expert)
-  double dense_params_per_layer() const;      // attention + norms (+ the MLP when dense, + router when MoE)
-  double expert_params_per_layer() const;     // experts * expert_params() for MoE, else 0
-  double embedding_params() const;            // input embedding (+ positions)
-  double output_params() const;               // output projection (0 when tied) + final norm
+  double dense_params_per_layer()
+      const;  // attention + norms (+ the MLP when dense, + router and shared experts when MoE)
+  double expert_params_per_layer() const;  // experts * expert_params() for MoE, else 0
+  double embedding_params() const;         // input embedding (+ positions)
+  double output_params() const;            // output projection (0 when tied) + final norm
   double total_params() const;
   // Parameters a token passes through in one forward pass (top_k experts of each MoE layer).
   double active_params() const;

@@ -13,7 +13,11 @@ double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, in
   const double sbh = static_cast<double>(opts.seq) * opts.micro_batch * model.hidden;
   const double g = static_cast<double>(model.kv_heads) / model.heads;
   const double f = static_cast<double>(model.ffn_hidden) / model.hidden;
-  const double k = model.moe() ? model.top_k : 1.0;
+  // MLP inputs: one copy per routed expert, plus the un-routed one the shared experts read; inner
+  // activations: one set per routed and per shared expert.
+  const double k = model.moe() ? model.routed_copies() : 1.0;
+  const double inputs = model.moe() ? k + (model.shared_experts > 0 ? 1 : 0) : 1.0;
+  const double inner = model.moe() ? k + model.shared_experts : 1.0;
   const double a = model.heads, s = opts.seq, h = model.hidden;
   // In units of s*b*h bytes (16-bit activations, 1-byte dropout masks), Korthikanti et al. 2022
   // section 4.1. Kept whole on every TP rank: layer-norm inputs (2+2), the inputs of the QKV and
@@ -21,9 +25,13 @@ double layer_activation_bytes(const LlmModel& model, const PlanOptions& opts, in
   // K, V (2 + 2g + 2g), the input of the output projection (2), the attention scores, softmax and
   // its dropout (5as/h), and the MLP's inner activations (GELU: 2f/h + 2f/h; SwiGLU: 3 x 2f/h).
   // Without dropout the two masks go, and of the attention terms only the softmax output (2as/h).
+  // With FP8 GEMMs the inputs of the four linear layers (QKV, output projection, first and second
+  // MLP projection) are saved as 1-byte casts.
   const double masks = model.dropout ? 1 + 1 : 0;
-  double replicated = 2 + 2 + 2 + masks + 2 * k;
-  double sharded = 2 + 4 * g + 2 + k * (model.ffn == FfnKind::SwiGlu ? 6 * f : 4 * f);
+  const double linear_input = opts.fp8 ? 1 : 2;
+  double replicated = 2 + 2 + linear_input + masks + linear_input * inputs;
+  double sharded = 2 + 4 * g + linear_input +
+                   inner * (model.ffn == FfnKind::SwiGlu ? 4 * f + linear_input * f : 2 * f + linear_input * f);
   if (opts.recompute == Recompute::None) sharded += (model.dropout ? 5 : 2) * a * s / h;
   double units = opts.sequence_parallel ? (replicated + sharded) / tp : replicated + sharded / tp;
   return sbh * units;
@@ -46,8 +54,8 @@ StageParams stage_params(const LlmModel& model, const Shape& shape, int stage) {
 
 MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, const Shape& shape) {
   const int tp = shape.tp, pp = shape.pp, m = shape.micro_batches, vp = std::max(shape.vp, 1);
-  const double pb = model.param_bytes;
-  const double opt_bytes = plan_detail::optimizer_bytes_per_param(model);
+  const double pb = model.param_bytes, gb = plan_detail::gradient_bytes(model, opts);
+  const double opt_bytes = plan_detail::optimizer_memory_bytes_per_param(model, opts);
   const double dense_shard = shape.dp, expert_shard = static_cast<double>(shape.dp) / shape.ep;
   const double sbh = static_cast<double>(opts.seq) * opts.micro_batch * model.hidden;
   const double full_layer = layer_activation_bytes(model, opts, tp);
@@ -65,7 +73,16 @@ MemoryBreakdown memory_per_gpu(const LlmModel& model, const PlanOptions& opts, c
              p.expert * bytes_per_param / (shard ? expert_shard : 1.0);
     };
     mb.params_bytes = sharded(pb, opts.zero >= 3);
-    mb.grads_bytes = sharded(pb, opts.zero >= 2);
+    // FP8: the cached cast of the rank's weights and its transpose (of its shard with ZeRO-3).
+    if (opts.fp8) mb.params_bytes += sharded(2.0, opts.zero >= 3);
+    mb.grads_bytes = sharded(gb, opts.zero >= 2);
+    if (opts.zero >= 3 && layers_per_stage > 0) {
+      // FSDP's working set: the gathered parameters of the layer computing and of the one
+      // prefetched, and the unsharded gradients of one layer before their reduce-scatter.
+      const double layer_params = (p.dense + p.expert) / layers_per_stage;
+      mb.params_bytes += 2 * layer_params * pb;
+      mb.grads_bytes += layer_params * gb;
+    }
     mb.optimizer_bytes = sharded(opt_bytes, opts.zero >= 1);
 
     // 1F1B: stage k holds min(PP-k, m) micro-batches. Interleaved: Megatron-LM warms stage k up with
@@ -146,6 +163,9 @@ std::string nothing_fits_warning(const PlanContext& ctx, const std::vector<Exclu
     if (e.memory && (!smallest || e.memory_breakdown.total_bytes() < smallest->memory_breakdown.total_bytes()))
       smallest = &e;
   std::string w = "no layout fits in " + gib(ctx.memory_limit_bytes) + " per GPU";
+  if (ctx.memory_reserve_bytes > 0)
+    w += " (" + gib(ctx.memory_limit_bytes + ctx.memory_reserve_bytes) + " less the " + gib(ctx.memory_reserve_bytes) +
+         " reserve)";
   if (!smallest) return w;
   // What makes the closest layout fit, one option at a time.
   const Shape& s = smallest->shape;

@@ -89,7 +89,16 @@ CalibrationRange calibration_range(const Topology& topo) {
   return r;
 }
 
+bool prices_with_nccl_choice(const Topology& topo) {
+  return topo.gpu && topo.nccl.present;
+}
+
 std::vector<Candidate> default_candidates(const Topology& topo) {
+  if (prices_with_nccl_choice(topo)) return {{Algorithm::Nccl, Protocol::None}};
+  return our_candidates(topo);
+}
+
+std::vector<Candidate> our_candidates(const Topology& topo) {
   std::vector<Candidate> c;
   for (Algorithm a : hand_written_algorithms()) c.push_back({a, Protocol::None});
   if (topo.nccl.present)
@@ -122,10 +131,14 @@ bool ranks_before(const LayoutPlan& a, const LayoutPlan& b, RankBy rank_by) {
   return std::tie(a.comm_s, a.bubble_fraction) < std::tie(b.comm_s, b.bubble_fraction);
 }
 
+int default_grad_bytes(const LlmModel& model) {
+  return model.param_dtype == "bf16" || model.param_dtype == "bfloat16" ? 4 : model.param_bytes;
+}
+
 namespace plan_detail {
 
 PlanContext::PlanContext(const Topology& topo_, const LlmModel& model_, const PlanOptions& opts_, int gpus_,
-                         double flops_per_iteration_, Bytes memory_limit_bytes_)
+                         double flops_per_iteration_, Bytes memory_limit_bytes_, double memory_reserve_bytes_)
     : topo(topo_),
       model(model_),
       opts(opts_),
@@ -134,6 +147,7 @@ PlanContext::PlanContext(const Topology& topo_, const LlmModel& model_, const Pl
       ranks_per_node(topo_.ranks_per_node),
       flops_per_iteration(flops_per_iteration_),
       memory_limit_bytes(static_cast<double>(memory_limit_bytes_)),
+      memory_reserve_bytes(memory_reserve_bytes_),
       activation_bytes(static_cast<double>(opts_.micro_batch) * opts_.seq * model_.hidden * kActivationBytes),
       full_recompute(opts_.recompute == Recompute::Full),
       overlap_dp(opts_.overlap != Overlap::None),
@@ -195,14 +209,20 @@ PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanO
   PlanResult result;
   result.ranks_per_node = topo.ranks_per_node;
   result.gpus = opts.nodes * topo.ranks_per_node;
-  result.memory_limit_bytes = opts.memory_limit_bytes ? opts.memory_limit_bytes : topo.device_memory_bytes;
-  if (result.memory_limit_bytes == 0)
+  result.device_memory_bytes = opts.memory_limit_bytes ? opts.memory_limit_bytes : topo.device_memory_bytes;
+  if (result.device_memory_bytes == 0)
     throw Error("topology '" + topo.name + "' gives no device memory; pass --memory-limit");
+  const double device = static_cast<double>(result.device_memory_bytes);
+  result.memory_reserve_bytes = opts.memory_reserve.bytes(device);
+  if (!(result.memory_reserve_bytes >= 0 && result.memory_reserve_bytes < device))
+    throw Error("the memory reserve (" + plan_detail::gib(result.memory_reserve_bytes) + ") leaves nothing of the " +
+                plan_detail::gib(device) + " per GPU; give a smaller --memory-reserve");
+  result.memory_limit_bytes = static_cast<Bytes>(device - result.memory_reserve_bytes);
   result.total_params = model.total_params();
   result.flops_per_iteration = training_flops_per_iteration(model, opts);
 
   const plan_detail::PlanContext ctx(topo, model, opts, result.gpus, result.flops_per_iteration,
-                                     result.memory_limit_bytes);
+                                     result.memory_limit_bytes, result.memory_reserve_bytes);
   plan_detail::PriceCache prices(topo, ctx.candidates);
   plan_detail::PlacementCache placements(topo.ranks_per_node, result.gpus);
 

@@ -8,13 +8,14 @@
 // which span nodes. An expert-parallel group is EP consecutive data-parallel replicas (stride
 // TP*PP); expert gradients are reduced over the DP/EP replicas that hold the same experts.
 //
-// Pipeline stages hold L/PP layers each, or, where PP does not divide L but divides L + 2, one
-// layer fewer in the first and the last stage (the embedding and the output layer fill them;
-// Llama 3 405B's 126 layers on PP=16, Dubey et al. 2024, section 3.3.2). The stage with the most
-// layers sets the pace. An interleaved 1F1B schedule (Narayanan et al. 2021, section 2.2.2) runs
-// VP virtual stages (chunks of layers) per GPU: the bubble shrinks to (PP-1)/(VP*m + PP-1), the
-// pipeline send/recv happen VP times as often, and the first stage holds activations of
-// PP + (PP-1)/VP micro-batches (Megatron-LM's interleaved warm-up, Korthikanti et al. 2022).
+// Pipeline stages hold L/PP layers each; where PP does not divide L, the L mod PP extra layers go
+// to the middle stages first, so that the first and the last stage, which also hold the embedding
+// and the output layer, hold fewer (Llama 3 405B's 126 layers on PP=16: 7 in the first and the
+// last, 8 in between, Dubey et al. 2024, section 3.3.2; DeepSeek-V3's 61 on 16: 3 and 4; Megatron-
+// Core's --decoder-first/last-pipeline-num-layers). The stage with the most layers sets the pace. An interleaved 1F1B
+// schedule (Narayanan et al. 2021, section 2.2.2) runs VP virtual stages (chunks of layers) per GPU: the bubble shrinks
+// to (PP-1)/(VP*m + PP-1), the pipeline send/recv happen VP times as often, and the first stage holds activations of PP
+// + (PP-1)/VP micro-batches (Megatron-LM's interleaved warm-up, Korthikanti et al. 2022).
 //
 // Communication per iteration (b = micro-batch, s = sequence, h = hidden, 2-byte activations,
 // m = micro-batches per pipeline = global / (b * DP), l = layers of the largest stage):
@@ -24,24 +25,33 @@
 //   PP  per micro-batch and virtual stage one send/recv of the activation forward and one of its gradient backward,
 //       b*s*h*2 bytes between neighbouring stages; divided by TP with sequence parallelism or
 //       Megatron's scatter/gather (then the receiving TP group allgathers b*s*h*2 bytes).
-//   DP  gradients of the rank's parameters (its largest pipeline stage): one allreduce; with ZeRO
-//       1/2 a reduce-scatter of the gradients plus an allgather of the updated parameters; with
-//       ZeRO 3 a reduce-scatter plus two allgathers (forward and backward). Expert parameters are
-//       reduced over DP/EP ranks. Whole, or split into buckets (PlanOptions::dp_bucket_params).
+//   DP  gradients of the rank's parameters (its largest pipeline stage, in the gradient dtype): one
+//       allreduce; with ZeRO 1/2 a reduce-scatter of the gradients plus an allgather of the updated
+//       parameters (in the parameter dtype). Expert parameters are reduced over DP/EP ranks.
+//       Whole, or split into buckets (PlanOptions::dp_bucket_params). ZeRO 3 (FSDP) per layer and
+//       micro-batch: an allgather of the layer's parameters before its forward and another
+//       before its backward, a reduce-scatter of its gradients after it; with overlap the next
+//       layer's gathers (prefetch) and the reduce-scatter hide behind the layer's compute, and
+//       what exceeds it is exposed (so its share grows as more GPUs split a fixed batch).
 //   EP  per MoE layer and micro-batch 4 alltoalls (dispatch and combine, forward and backward; 6
 //       with full recomputation) of top_k * b*s*h*2 bytes (divided by TP with sequence parallelism).
-// Each collective is priced by the fastest candidate (model/select.h best_candidate) for its
-// group's (nodes, ranks per node); groups of the same dimension that run at the same time on one
+// Each collective is priced by NCCL's choice from NCCL's model (default_candidates), or by the
+// fastest of the candidates given (model/select.h best_candidate), for its group's (nodes, ranks
+// per node); groups of the same dimension that run at the same time on one
 // node share its NICs: each sees the node's aggregate network bandwidth divided by their number
 // (one flow still gets at most one NIC).
 //
 // Memory per GPU (the larger of the first and the last pipeline stage): parameters, gradients
-// (param dtype), Adam state (fp32 master copy + 2 moments = 12 B/param; 8 B when parameters are
-// fp32), sharded over DP by ZeRO stage 1 (optimizer), 2 (+ gradients), 3 (+ parameters); and
+// (PlanOptions::grad_bytes), Adam state (fp32 master copy + 2 moments = 12 B/param; 8 B when parameters are
+// fp32), sharded over DP by ZeRO stage 1 (optimizer), 2 (+ gradients), 3 (+ parameters); bf16
+// parameters with fp32 gradients and ZeRO-1 need 6 + 12/DP bytes per parameter, as Megatron-LM's
+// distributed optimizer states (docs/source/api-guide/dist_optimizer.md); and
 // activations after Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
 // Transformer Models"): per layer and micro-batch s*b*h*(34 + 5*a*s/h) bytes for a GPT layer
 // without TP, generalised to the FFN size, grouped-query attention, SwiGLU and top-k experts; the
-// first stage of a 1F1B pipeline holds min(PP, m) micro-batches in flight.
+// first stage of a 1F1B pipeline holds min(PP, m) micro-batches in flight. A layout fits when
+// this is at most the GPU's memory less a reserve (MemoryReserve) for what training keeps
+// besides: the CUDA context, NCCL's buffers and the allocator's fragmentation.
 //
 // Compute (with PlanOptions::gpu_tflops > 0): the iteration's FLOPs over all GPUs at that rate,
 // scaled by the largest stage's share of the layers; step = compute / (1 - bubble) + exposed
@@ -114,6 +124,21 @@ CalibrationRange calibration_range(const Topology& topo);
 //    interleave);
 //  - a checkpoint every 100 steps.
 inline constexpr double kDefaultMfu = 0.5;
+
+// What a GPU's memory holds besides the training state, kept free when a layout is fitted.
+struct MemoryReserve {
+  double context_bytes = 0;  // CUDA context, cuBLAS/cuDNN workspaces, the framework's own buffers
+  double nccl_bytes = 0;     // NCCL's channel buffers over the job's communicators
+  double fragmentation = 0;  // share of the device memory the caching allocator cannot hand out
+  double bytes(double device_bytes) const { return context_bytes + nccl_bytes + fragmentation * device_bytes; }
+};
+// The reserve `commsim plan` keeps unless told otherwise: 0.5 GiB for the CUDA context and library
+// workspaces (PyTorch with CUDA 12's lazy module loading), 1 GiB of NCCL buffers (NCCL_BUFFSIZE =
+// 4 MiB per channel and peer for the Simple protocol, about as much again for LL128, over the
+// TP, PP and DP communicators) and 2 % of the device memory lost to fragmentation of PyTorch's
+// caching allocator. 3.1 GiB of an 80 GiB GPU; Llama 3 405B's published layout (interleaved,
+// PP 16, 8K tokens) needs 76.5 GiB of the planner's 80 and still fits.
+inline constexpr MemoryReserve kDefaultMemoryReserve{536870912.0, 1073741824.0, 0.02};
 inline constexpr int kDefaultMaxVirtualStages = 8;
 inline constexpr int kDefaultCheckpointEvery = 100;
 
@@ -135,8 +160,21 @@ struct PlanOptions {
   // Parameters per DP gradient bucket; 0 = one collective over all gradients without overlap and
   // Megatron's default of 40M parameters with --overlap dp|all.
   double dp_bucket_params = 0;
-  // Bytes per GPU a layout may use; 0 = the topology's device memory.
+  // Memory of one GPU; 0 = the topology's device memory. A layout may use it less the reserve.
   Bytes memory_limit_bytes = 0;
+  MemoryReserve memory_reserve;  // none in the plain model; `commsim plan` keeps kDefaultMemoryReserve
+  // Bytes of one gradient value (gradient buffers and their reduction over DP); 0 = the parameter
+  // dtype's. Megatron-LM accumulates and reduces the gradients of bf16 parameters in fp32
+  // (default_grad_bytes).
+  int grad_bytes = 0;
+  // GEMMs in FP8 (Transformer Engine): the inputs the linear layers save for the backward pass
+  // are 1-byte casts, and each rank caches an FP8 copy of its weights and its transpose (2 B per
+  // parameter it holds) across micro-batches.
+  bool fp8 = false;
+  // Tensor-parallel communication overlapped with the GEMMs it feeds or drains (Transformer
+  // Engine's userbuffers, NeMo's tp_comm_overlap): each TP collective is hidden behind its share
+  // of the layer's GEMM time and only what exceeds it is exposed. Needs gpu_tflops > 0.
+  bool tp_overlap = false;
   // Algorithms each collective may use; empty = default_candidates(topology).
   std::vector<Candidate> candidates;
   CalibrationRange calibration;
@@ -151,9 +189,15 @@ struct PlanOptions {
   int checkpoint_every = 0;
 };
 
-// Every hand-written algorithm (plain alpha-beta-gamma) plus, when the topology has NCCL
-// constants, NCCL ring and tree under each protocol.
+// How collectives are priced unless the caller names candidates: as training runs them, NCCL's own
+// choice of algorithm and protocol from NCCL's ported tuning model (model/nccl/, the topology's
+// NCCL release) on a GPU topology with an nccl: section; else our_candidates(topo).
 std::vector<Candidate> default_candidates(const Topology& topo);
+// Whether default_candidates(topo) is NCCL's choice.
+bool prices_with_nccl_choice(const Topology& topo);
+// Every hand-written algorithm (plain alpha-beta-gamma) plus, when the topology has NCCL
+// constants, NCCL ring and tree under each protocol: each collective gets the fastest of them.
+std::vector<Candidate> our_candidates(const Topology& topo);
 // The candidates of the algorithms named (hand-written ones as they are, NCCL ring and tree under
 // each protocol), plus direct when none of them runs the pipeline's send/recv. Throws Error for an
 // NCCL algorithm on a topology without NCCL constants.
@@ -167,8 +211,8 @@ struct Shape {
   std::string to_string() const;  // "DP=16 TP=8 PP=1 EP=1", with " VP=2" when interleaved
 };
 
-// Layers of pipeline stage `stage` (0-based) of a model split into `pp` stages: L/PP, or with
-// (L+2)/PP in the middle stages and one fewer in the first and the last. 0 when neither divides.
+// Layers of pipeline stage `stage` (0-based) of a model split into `pp` stages: floor(L/PP), plus
+// one for the first L mod PP stages in the order 1, 2, ..., PP-2, PP-1, 0. 0 when PP > L.
 int stage_layers(const LlmModel& model, int pp, int stage);
 int max_stage_layers(const LlmModel& model, int pp);
 
@@ -230,14 +274,17 @@ struct PricedCollective {
   Seconds total_s = 0;       // calls * each_s
   Seconds exposed_s = 0;     // what counts in the layout's communication time
   bool outside_calibration = false;
+  // ZeRO-3: a per-layer collective whose overlap with the layer's compute is already in exposed_s.
+  bool per_layer = false;
 };
 
 struct MemoryBreakdown {
-  double params_bytes = 0;
+  double params_bytes = 0;  // with FP8, the FP8 weight copies too
   double grads_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;
   int stage = 0;  // the pipeline stage these numbers are for (the larger of first and last)
+  // The training state; the reserve (PlanResult::memory_reserve_bytes) comes on top.
   double total_bytes() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes; }
 };
 
@@ -270,7 +317,9 @@ struct ExcludedLayout {
 struct PlanResult {
   int gpus = 0;
   int ranks_per_node = 0;
-  Bytes memory_limit_bytes = 0;
+  Bytes device_memory_bytes = 0;    // one GPU's memory (PlanOptions::memory_limit_bytes or the topology's)
+  double memory_reserve_bytes = 0;  // kept free of it (PlanOptions::memory_reserve)
+  Bytes memory_limit_bytes = 0;     // what a layout may use: device memory - reserve
   double total_params = 0;
   double flops_per_iteration = 0;
   std::vector<LayoutPlan> ranked;        // valid layouts that fit, best first (PlanOptions::rank_by)
@@ -291,9 +340,14 @@ std::string apply_compute_rate(const Topology& topo, double mfu, bool rank_by_gi
 // Whether layout a ranks before b: by (step, communication) time or by (communication, bubble).
 bool ranks_before(const LayoutPlan& a, const LayoutPlan& b, RankBy rank_by);
 
+// Bytes of a gradient the way Megatron-LM trains a model: fp32 for bf16 parameters (it forces
+// --accumulate-allreduce-grads-in-fp32 with --bf16), else the parameter dtype.
+int default_grad_bytes(const LlmModel& model);
+
 // Enumerates, prices and ranks. Throws Error for options that admit no layout at all (batch not
 // divisible by micro-batch, non-positive sizes, ZeRO stage outside 0..3, a GPU topology without
-// device memory and no memory limit).
+// device memory and no memory limit, a reserve that leaves no memory, a gradient size other than
+// 0, 2 or 4 bytes).
 PlanResult plan_layouts(const Topology& topo, const LlmModel& model, const PlanOptions& opts);
 
 // Every (DP, TP, PP, EP) with DP*TP*PP = gpus, split into valid shapes and excluded ones with the

@@ -10,6 +10,12 @@ const Choice& PriceCache::price(Collective c, const GroupPlacement& g, Bytes byt
   // The groups that use a node's network at once share its NICs: closed_form() gives a group of
   // fewer ranks per node than the node's GPUs only the NICs next to its GPUs (model/cost/shape.h).
   Choice choice = best_candidate(topo_, c, g.nodes, g.ranks_per_node, bytes, candidates_);
+  // NCCL's own choice: name the algorithm and protocol its model picked (send/recv and all-to-all
+  // are point-to-point in NCCL, with no algorithm to name).
+  const bool p2p = c == Collective::SendRecv || c == Collective::AllToAll;
+  if (!p2p && choice.candidate.algorithm == Algorithm::Nccl && is_nccl_algorithm(choice.cost.algorithm) &&
+      choice.cost.algorithm != Algorithm::Nccl)
+    choice.candidate = {choice.cost.algorithm, choice.cost.protocol};
   return cache_.emplace(key, choice).first->second;
 }
 

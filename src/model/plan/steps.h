@@ -16,7 +16,7 @@ namespace commsim::plan_detail {
 // What every step of one plan reads: the job, the cluster and the constants derived from them.
 struct PlanContext {
   PlanContext(const Topology& topo, const LlmModel& model, const PlanOptions& opts, int gpus,
-              double flops_per_iteration, Bytes memory_limit_bytes);
+              double flops_per_iteration, Bytes memory_limit_bytes, double memory_reserve_bytes);
   const Topology& topo;
   const LlmModel& model;
   const PlanOptions& opts;
@@ -24,8 +24,9 @@ struct PlanContext {
   int gpus = 0;
   int ranks_per_node = 0;
   double flops_per_iteration = 0;
-  double memory_limit_bytes = 0;
-  double activation_bytes = 0;  // b*s*h*2: one micro-batch's activations at a layer boundary
+  double memory_limit_bytes = 0;    // what a layout may use
+  double memory_reserve_bytes = 0;  // kept free besides (PlanResult::memory_reserve_bytes)
+  double activation_bytes = 0;      // b*s*h*2: one micro-batch's activations at a layer boundary
   bool full_recompute = false;
   bool overlap_dp = false;   // DP gradient traffic hides behind the backward pass
   bool overlap_pp = false;   // pipeline send/recv hides behind the next micro-batch
@@ -44,6 +45,8 @@ class PlacementCache;
 std::vector<PricedCollective> layout_collectives(const PlanContext& ctx, const Shape& shape, PriceCache& prices,
                                                  PlacementCache& placements);
 
+// The share of a layer's forward FLOPs in its GEMMs (the rest is attention's QK^T and AV).
+double layer_gemm_share(const LlmModel& model, int seq);
 // Per-GPU compute of one iteration without bubble (compute.cc); needs opts.gpu_tflops > 0.
 Seconds layout_compute_s(const PlanContext& ctx, const Shape& shape);
 // With a compute estimate, overlapped DP traffic can only hide behind the backward pass: what
@@ -74,6 +77,20 @@ inline std::string gib(double bytes) {
 // when the parameters are fp32 already.
 inline double optimizer_bytes_per_param(const LlmModel& model) {
   return model.param_bytes >= 4 ? 8.0 : 12.0;
+}
+
+// Bytes of one gradient value: PlanOptions::grad_bytes, or the parameter dtype's.
+inline double gradient_bytes(const LlmModel& model, const PlanOptions& opts) {
+  return opts.grad_bytes > 0 ? opts.grad_bytes : model.param_bytes;
+}
+
+// Optimizer memory per parameter: the Adam state, plus an fp32 copy of the gradient when the
+// gradients are 16-bit and the parameters are not fp32 (the optimizer unscales and clips in
+// fp32). Megatron-LM's bytes per parameter (docs/source/api-guide/dist_optimizer.md): fp16
+// parameters and gradients 2 + 2 + 16, bf16 parameters with fp32 gradients 2 + 4 + 12, fp32 4 + 4 + 8.
+inline double optimizer_memory_bytes_per_param(const LlmModel& model, const PlanOptions& opts) {
+  const bool fp32_copy_of_grads = model.param_bytes < 4 && gradient_bytes(model, opts) < 4;
+  return optimizer_bytes_per_param(model) + (fp32_copy_of_grads ? 4.0 : 0.0);
 }
 
 // A message size in whole bytes, at least one.

@@ -29,8 +29,9 @@ struct PlanArgs {
     opts.max_virtual_stages = kDefaultMaxVirtualStages;
     opts.checkpoint_every = kDefaultCheckpointEvery;
   }
-  std::string topology = "dgx-h100", model_arg, recompute = "selective", overlap = "none", algorithms = "all";
+  std::string topology = "dgx-h100", model_arg, recompute = "selective", overlap = "none", algorithms;
   std::string memory_limit, calibrated_range, layout_filter, rank_by = "step";
+  std::string memory_reserve = "default", grad_dtype = "auto";
   bool no_scatter_gather = false, sequence_parallel = false, no_sequence_parallel = false;
   double mfu = kDefaultMfu;
   PlanOptions opts;
@@ -70,9 +71,24 @@ void add_plan_options(CommandLine& cli, PlanArgs& a) {
       "no-pp-scatter-gather", po::bool_switch(&a.no_scatter_gather),
       "send whole activations between pipeline stages from every TP rank (default: 1/TP each, then an allgather)")(
       "memory-limit", po::value(&a.memory_limit)->value_name("SIZE"),
-      "usable memory per GPU, e.g. 72GiB (default: the topology's device memory)")(
-      "algorithms", po::value(&a.algorithms)->default_value(a.algorithms)->value_name("LIST"),
-      "algorithms the collectives may use (hand-written names, nccl-ring, nccl-tree) or all")(
+      "memory of one GPU, e.g. 141GiB (default: the topology's device memory); layouts use it less --memory-reserve")(
+      "memory-reserve", po::value(&a.memory_reserve)->default_value(a.memory_reserve)->value_name("SIZE|default"),
+      "memory per GPU kept free of the training state, e.g. 4GiB or 0; default = 0.5 GiB CUDA context and "
+      "workspaces + 1 GiB NCCL buffers + 2% of the GPU's memory for allocator fragmentation (3.1 GiB of 80 GiB; "
+      "none on host topologies)")(
+      "grad-dtype", po::value(&a.grad_dtype)->default_value(a.grad_dtype)->value_name("auto|fp32|bf16|fp16"),
+      "gradient buffers and their DP reduction; auto = fp32 for bf16 parameters (Megatron-LM), else the "
+      "parameter dtype")("tp-overlap", po::bool_switch(&a.opts.tp_overlap),
+                         "overlap tensor-parallel communication with the GEMMs (Transformer Engine userbuffers, "
+                         "NeMo's tp_comm_overlap): each TP collective hides behind its share of the layer's GEMM "
+                         "time")(
+      "fp8", po::bool_switch(&a.opts.fp8),
+      "FP8 GEMMs (Transformer Engine), for the memory: linear-layer inputs saved as 1 byte, a cached FP8 copy "
+      "and transpose of the weights (2 B/param); the compute rate stays --gpu-tflops's")(
+      "algorithms", po::value(&a.algorithms)->value_name("nccl|ours|LIST"),
+      "how collectives are priced: nccl = NCCL's own choice of algorithm and protocol from NCCL's model, as "
+      "training runs them (the default on GPU topologies with an nccl: section); ours = the fastest of our "
+      "schedules and NCCL ring/tree (the default elsewhere); or a list of hand-written names, nccl-ring, nccl-tree")(
       "calibrated-range", po::value(&a.calibrated_range)->value_name("FILE.h5"),
       "warn about collectives outside the sizes and node counts measured in this results file "
       "(default: the topology's calibrated section)")(
@@ -118,6 +134,8 @@ OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
   opts.rank_by = *rb;
   opts.pp_scatter_gather = !a.no_scatter_gather;
   if (!a.memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(a.memory_limit);
+  if (a.memory_reserve != "default")
+    opts.memory_reserve = MemoryReserve{static_cast<double>(parse_bytes(a.memory_reserve)), 0, 0};
   if (opts.gpu_tflops < 0) throw Error("--gpu-tflops must not be negative");
   if (!(a.mfu > 0 && a.mfu <= 1)) throw Error("--mfu must be a fraction of the peak in (0, 1], e.g. 0.4");
   if (a.sequence_parallel && a.no_sequence_parallel)
@@ -126,9 +144,15 @@ OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
   return format;
 }
 
-// --algorithms: "all", or a list of hand-written names, nccl-ring and nccl-tree.
+// --algorithms: "nccl", "ours" (or "all"), or a list of hand-written names, nccl-ring and nccl-tree.
 std::vector<Candidate> candidates_from(const std::string& text, const Topology& topo) {
-  if (text == "all") return default_candidates(topo);
+  if (text == "nccl") {
+    if (!prices_with_nccl_choice(topo))
+      throw Error("--algorithms nccl: topology '" + topo.name +
+                  "' has no nccl: section (or no GPUs) for NCCL's model; use --algorithms ours");
+    return default_candidates(topo);
+  }
+  if (text == "ours" || text == "all") return our_candidates(topo);
   std::vector<Algorithm> allowed = hand_written_algorithms();
   allowed.push_back(Algorithm::NcclRing);
   allowed.push_back(Algorithm::NcclTree);
@@ -157,8 +181,9 @@ int cmd_plan(int argc, char** argv) {
                   "rank data/tensor/pipeline/expert-parallel layouts of a training job by estimated step time, with "
                   "the communication, the bubble, the memory and the checkpoint cost of each. Unless told otherwise "
                   "it plans what training runs do: fused attention (--recompute selective), sequence parallelism, "
-                  "ZeRO-1, interleaved 1F1B (--virtual-stages 8), compute at the topology's peak x --mfu 0.5, a "
-                  "checkpoint every 100 steps. The checkpoint is 2 B/param weights + 12 B/param Adam state (fp32 "
+                  "ZeRO-1, fp32 gradients of bf16 parameters, interleaved 1F1B (--virtual-stages 8), compute at the "
+                  "topology's peak x --mfu 0.5, 3.1 GiB of an 80 GiB GPU kept free (--memory-reserve), a checkpoint "
+                  "every 100 steps. The checkpoint is 2 B/param weights + 12 B/param Adam state (fp32 "
                   "master copy + 2 moments); DP rank 0 writes the weights, every DP rank its share of the optimizer "
                   "state (ZeRO >= 1)",
                   "commsim plan --topology dgx-h100 --nodes 64 --model llama3-70b --global-batch 1024 --seq 8192\n"
@@ -175,7 +200,11 @@ int cmd_plan(int argc, char** argv) {
   Topology topo = load_topology(resolve_topology_path(a.topology));
   // The compute estimate: given, or the topology's peak at the stated utilisation.
   const std::string compute_note = apply_compute_rate(topo, a.mfu, !cli.values()["rank-by"].defaulted(), opts);
+  // The default reserve is a GPU's (CUDA context, NCCL buffers); host ranks keep none.
+  if (a.memory_reserve == "default" && topo.gpu) opts.memory_reserve = kDefaultMemoryReserve;
   LlmModel model = load_llm_model(resolve_model_path(a.model_arg));
+  opts.grad_bytes = a.grad_dtype == "auto" ? default_grad_bytes(model) : dtype_bytes(a.grad_dtype);
+  if (a.algorithms.empty()) a.algorithms = prices_with_nccl_choice(topo) ? "nccl" : "ours";
   opts.candidates = candidates_from(a.algorithms, topo);
   opts.calibration =
       a.calibrated_range.empty() ? calibration_range(topo) : calibration_range_from_results(a.calibrated_range);

@@ -183,6 +183,8 @@ void write_plan_group(const std::string& path, const PlanReport& report) {
   h5::set_attribute(g.get(), "nodes", std::int64_t{o.nodes});
   h5::set_attribute(g.get(), "gpus", std::int64_t{r.gpus});
   h5::set_attribute(g.get(), "memory_limit_bytes", static_cast<std::int64_t>(r.memory_limit_bytes));
+  h5::set_attribute(g.get(), "device_memory_bytes", static_cast<std::int64_t>(r.device_memory_bytes));
+  set_double_attribute(g.get(), "memory_reserve_bytes", r.memory_reserve_bytes);
   h5::set_attribute(g.get(), "global_batch", std::int64_t{o.global_batch});
   h5::set_attribute(g.get(), "micro_batch", std::int64_t{o.micro_batch});
   h5::set_attribute(g.get(), "seq", std::int64_t{o.seq});
@@ -190,6 +192,9 @@ void write_plan_group(const std::string& path, const PlanReport& report) {
   h5::set_attribute(g.get(), "zero", std::int64_t{o.zero});
   h5::set_attribute(g.get(), "recompute", to_string(o.recompute));
   h5::set_attribute(g.get(), "overlap", to_string(o.overlap));
+  h5::set_attribute(g.get(), "grad_bytes", std::int64_t{o.grad_bytes});
+  h5::set_attribute(g.get(), "fp8", std::int64_t{o.fp8 ? 1 : 0});
+  h5::set_attribute(g.get(), "tp_overlap", std::int64_t{o.tp_overlap ? 1 : 0});
   set_double_attribute(g.get(), "gpu_tflops", o.gpu_tflops > 0 ? o.gpu_tflops : NAN);
   set_double_attribute(g.get(), "parameters", r.total_params);
   set_double_attribute(g.get(), "flops_per_iteration", r.flops_per_iteration);

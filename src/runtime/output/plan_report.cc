@@ -124,7 +124,8 @@ void print_table_header(std::ostream& os, const PlanReport& report, bool show_ex
   const PlanOptions& o = report.opts;
   os << "# commsim plan: " << report.model.name << " (" << fmt("%.1f", r.total_params / 1e9) << " B parameters) on "
      << o.nodes << " x " << report.topo.name << " (" << r.gpus << " GPUs, "
-     << gib(static_cast<double>(r.memory_limit_bytes)) << " GiB each)\n";
+     << gib(static_cast<double>(r.device_memory_bytes)) << " GiB each, " << gib(r.memory_reserve_bytes)
+     << " GiB kept free)\n";
   os << "# global batch " << o.global_batch << " x " << o.seq << " tokens, micro-batch " << o.micro_batch
      << "; recompute " << to_string(o.recompute) << ", ZeRO-" << o.zero << ", overlap " << to_string(o.overlap)
      << (o.sequence_parallel ? ", sequence parallel" : "")
@@ -328,13 +329,16 @@ void print_plan_json(std::ostream& os, const PlanReport& report, bool show_exclu
      << ",\n  \"parameters\": " << json_number(r.total_params) << ",\n  \"topology\": " << json_string(report.topo.name)
      << ",\n  \"topology_path\": " << json_string(report.topo.source_path) << ",\n  \"nodes\": " << o.nodes
      << ",\n  \"gpus\": " << r.gpus << ",\n  \"memory_limit_bytes\": " << r.memory_limit_bytes
+     << ",\n  \"device_memory_bytes\": " << r.device_memory_bytes
+     << ",\n  \"memory_reserve_bytes\": " << json_number(r.memory_reserve_bytes)
      << ",\n  \"options\": {\"global_batch\": " << o.global_batch << ", \"micro_batch\": " << o.micro_batch
      << ", \"seq\": " << o.seq << ", \"sequence_parallel\": " << json_bool(o.sequence_parallel)
      << ", \"zero\": " << o.zero << ", \"recompute\": " << json_string(to_string(o.recompute))
      << ", \"overlap\": " << json_string(to_string(o.overlap))
      << ", \"gpu_tflops\": " << (o.gpu_tflops > 0 ? json_number(o.gpu_tflops) : "null")
      << ", \"rank_by\": " << json_string(to_string(o.rank_by)) << ", \"max_virtual_stages\": " << o.max_virtual_stages
-     << ", \"checkpoint_every\": " << o.checkpoint_every << "},\n";
+     << ", \"checkpoint_every\": " << o.checkpoint_every << ", \"grad_bytes\": " << o.grad_bytes
+     << ", \"fp8\": " << json_bool(o.fp8) << ", \"tp_overlap\": " << json_bool(o.tp_overlap) << "},\n";
   os << "  \"flops_per_iteration\": " << json_number(r.flops_per_iteration) << ",\n";
   os << "  \"assumptions\": " << json_strings(r.assumptions) << ",\n  \"warnings\": " << json_strings(report.warnings)
      << ",\n";

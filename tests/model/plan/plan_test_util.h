@@ -35,8 +35,9 @@ inline LlmModel gpt_model(int layers, int hidden, int heads, int vocab) {
 
 // The options `commsim plan` starts from on this topology (micro-batch 1, sequence parallelism,
 // ZeRO-1, selective recomputation, the peak at the default utilisation, ranked by step time,
-// interleaving up to the default depth, the default checkpoint interval); the job's sizes are the
-// caller's.
+// interleaving up to the default depth, the default checkpoint interval, the default memory
+// reserve); the job's sizes are the caller's. The gradient dtype is the parameter dtype's unless
+// the model is given (then Megatron's, as `commsim plan --grad-dtype auto`).
 inline PlanOptions plan_command_defaults(const Topology& topo) {
   PlanOptions o;
   o.micro_batch = 1;
@@ -47,6 +48,13 @@ inline PlanOptions plan_command_defaults(const Topology& topo) {
   o.rank_by = RankBy::Step;
   o.max_virtual_stages = kDefaultMaxVirtualStages;
   o.checkpoint_every = kDefaultCheckpointEvery;
+  o.memory_reserve = kDefaultMemoryReserve;
+  return o;
+}
+
+inline PlanOptions plan_command_defaults(const Topology& topo, const LlmModel& model) {
+  PlanOptions o = plan_command_defaults(topo);
+  o.grad_bytes = default_grad_bytes(model);
   return o;
 }
 

@@ -55,20 +55,36 @@ TEST(LlmModel, MoeCountsExpertsAndActiveParameters) {
   EXPECT_DOUBLE_EQ(m.expert_params_per_layer(), 4 * 384);
   EXPECT_DOUBLE_EQ(m.dense_params_per_layer(), 192 + 16 + 8 * 4 /* router */);
   EXPECT_DOUBLE_EQ(m.total_params() - m.active_params(), 2 * 2 * 384);  // 2 idle experts per layer
+
+  // Shared experts: dense (every token passes them), so active as well as counted once.
+  LlmModel shared = parse_llm_model(text + "shared_experts: 1\n", "shared.yaml");
+  EXPECT_EQ(shared.shared_experts, 1);
+  EXPECT_DOUBLE_EQ(shared.dense_params_per_layer(), m.dense_params_per_layer() + 384);
+  EXPECT_DOUBLE_EQ(shared.total_params() - shared.active_params(), 2 * 2 * 384);
+  EXPECT_NE(error_of(std::string(kSmall) + "shared_experts: 1\n").find("shared_experts: needs a mixture of experts"),
+            std::string::npos);
+
+  // A capacity factor pads the routed copies; 0 (the default) is dropless.
+  EXPECT_DOUBLE_EQ(m.routed_copies(), 2);
+  LlmModel padded = parse_llm_model(text + "capacity_factor: 1.25\n", "padded.yaml");
+  EXPECT_DOUBLE_EQ(padded.capacity_factor, 1.25);
+  EXPECT_DOUBLE_EQ(padded.routed_copies(), 2.5);
+  EXPECT_DOUBLE_EQ(padded.total_params(), m.total_params());
+  EXPECT_NE(error_of(text + "capacity_factor: lots\n").find("capacity_factor: expected a number, got 'lots'"),
+            std::string::npos);
+  EXPECT_NE(error_of(text + "capacity_factor: -1\n").find("capacity_factor: must not be negative"), std::string::npos);
 }
 
 // Published totals: Megatron-LM's 174.6B for GPT-3 (Narayanan et al. 2021, Table 2), Meta's model
-// cards for Llama 3 (8.03B, 70.6B, 405B), Mixtral's paper (46.7B total, 12.9B active).
+// cards for Llama 3 (8.03B, 70.6B, 405B), Mixtral's paper (46.7B total, 12.9B active), Qwen's
+// Qwen1.5-MoE-A2.7B (14.3B total, 2.7B active; https://qwenlm.github.io/blog/qwen-moe/).
 TEST(LlmModel, PresetsMatchPublishedParameterCounts) {
   struct Case {
     const char* name;
     double total;
     double active;
-  } cases[] = {{"gpt3-175b", 174.6e9, 174.6e9},
-               {"llama3-8b", 8.03e9, 8.03e9},
-               {"llama3-70b", 70.6e9, 70.6e9},
-               {"llama3-405b", 405e9, 405e9},
-               {"mixtral-8x7b", 46.7e9, 12.9e9}};
+  } cases[] = {{"gpt3-175b", 174.6e9, 174.6e9}, {"llama3-8b", 8.03e9, 8.03e9},    {"llama3-70b", 70.6e9, 70.6e9},
+               {"llama3-405b", 405e9, 405e9},   {"mixtral-8x7b", 46.7e9, 12.9e9}, {"qwen1.5-moe-a2.7b", 14.3e9, 2.7e9}};
   for (const auto& c : cases) {
     LlmModel m = load_llm_model(preset(c.name));
     EXPECT_EQ(m.name, c.name);

@@ -57,7 +57,10 @@ TEST(PlanCandidates, NamedAlgorithmsKeepDirectForThePipeline) {
   EXPECT_TRUE(std::any_of(nccl.begin(), nccl.end(),
                           [](const Candidate& c) { return applies(Collective::SendRecv, c.algorithm); }));
 
-  EXPECT_EQ(default_candidates(topo).size(), kHandWrittenAlgorithms.size() + 2 * kNcclProtocols.size());
+  EXPECT_EQ(our_candidates(topo).size(), kHandWrittenAlgorithms.size() + 2 * kNcclProtocols.size());
+  ASSERT_EQ(default_candidates(topo).size(), 1u);
+  EXPECT_EQ(default_candidates(topo).front().algorithm, Algorithm::Nccl) << "NCCL's choice, as training runs";
+  EXPECT_FALSE(prices_with_nccl_choice(preset_topology("local-cpu")));
 }
 
 TEST(PlanCandidates, NcclNeedsTheTopologysNcclConstants) {

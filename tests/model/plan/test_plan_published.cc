@@ -159,6 +159,7 @@ TEST(PlanPublished, Llama3LayoutRankedAndTimed) {
     o.seq = 8192;
     o.global_batch = 16 * 1024 * 1024 / o.seq;  // 16M tokens per batch
     o.zero = 2;                                 // optimizer state and gradients sharded (section 3.3.2)
+    o.grad_bytes = 2;                           // not published: gradients in bf16, as the parameters
     o.memory_limit_bytes = 80ull << 30;         // H100 80GB: five 16 GiB HBM3 stacks
     // Meta's TFLOP/s count the model's FLOPs (no recomputation): those of the planner without it.
     PlanOptions model_flops = o;
