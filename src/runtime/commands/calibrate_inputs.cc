@@ -226,8 +226,8 @@ ProbeInput probe_input(const ProbeData& d) {
 }  // namespace
 
 namespace {
-// The points of one run file, each with the topology and piece of its run.
-void append_run_points(CalibrateFiles& f, const std::string& path) {
+// The points of one run file, each with the topology and piece of its run; returns what was read.
+ResultsContents append_run_points(CalibrateFiles& f, const std::string& path) {
   ResultsContents c = read_results(path, false);
   for (std::size_t i = 0; i < c.points.size(); ++i) {
     const int r = i < c.run_of_point.size() ? c.run_of_point[i] : -1;
@@ -236,6 +236,7 @@ void append_run_points(CalibrateFiles& f, const std::string& path) {
     f.run_piece.push_back(known ? c.runs[r].piece_bytes : std::nullopt);
   }
   f.points.insert(f.points.end(), c.points.begin(), c.points.end());
+  return c;
 }
 }  // namespace
 
@@ -246,7 +247,7 @@ CalibrateFiles read_calibrate_files(const std::vector<std::string>& inputs) {
       f.probes.push_back(read_probe_group(path));
       continue;
     }
-    append_run_points(f, path);
+    const ResultsContents c = append_run_points(f, path);
     f.run_files.push_back(path);
     for (const RunContext& run : c.runs) {
       if (run.nccl_tuning_table.empty()) continue;
