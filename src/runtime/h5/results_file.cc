@@ -12,6 +12,7 @@
 
 #include "model/error.h"
 #include "runtime/h5/file_lock.h"
+#include "runtime/h5/guarded_read.h"
 #include "runtime/h5/hdf5.h"
 
 namespace commsim {
@@ -612,8 +613,8 @@ bool ResultsFile::is_open() const {
   return impl_ && !impl_->finished && impl_->file.valid();
 }
 
-ResultsContents read_results(const std::string& path, bool with_samples) {
-  check_readable_hdf5(path);
+namespace {
+ResultsContents read_results_here(const std::string& path, bool with_samples) {
   h5::File file = h5::open_file(path, false);
   hid_t f = file.get();
   check_schema(f, path);
@@ -660,6 +661,14 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
     out.run_of_point.push_back(r.run);
   }
   return out;
+}
+
+}  // namespace
+
+ResultsContents read_results(const std::string& path, bool with_samples) {
+  check_readable_hdf5(path);
+  h5::read_in_child_first(path, [&] { (void)read_results_here(path, with_samples); });
+  return read_results_here(path, with_samples);
 }
 
 std::vector<Point> read_points(const std::string& path) {
