@@ -14,6 +14,7 @@
 #include "runtime/h5/file_lock.h"
 #include "runtime/h5/guarded_read.h"
 #include "runtime/h5/hdf5.h"
+#include "runtime/h5/resume_check.h"
 
 namespace commsim {
 namespace fs = std::filesystem;
@@ -492,11 +493,7 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
   // When both exist the .partial is newer (a --force run that did not finish): continue it.
   const std::string source = have_partial ? partial : path;
   if (!h5::is_hdf5(source)) throw Error("cannot resume " + source + ": not an HDF5 file");
-  {
-    h5::File probe = h5::open_file(source, false);
-    check_schema(probe.get(), source);
-    probe.close("closing " + source);
-  }
+  check_resumable(source, ctx);
   if (!have_partial) {
     fs::rename(path, partial, ec);
     if (ec) throw Error("cannot rename " + path + " to " + partial + ": " + ec.message());
