@@ -13,8 +13,8 @@ herr_t collect_frame(unsigned n, const H5E_error2_t* e, void* client) {
   char major[128] = "", minor[128] = "";
   H5Eget_msg(e->maj_num, nullptr, major, sizeof major);
   H5Eget_msg(e->min_num, nullptr, minor, sizeof minor);
-  *out += "\n  #" + std::to_string(n) + " " + (e->func_name ? e->func_name : "?") + "(): " +
-          (e->desc && *e->desc ? e->desc : minor) + " [" + major + ": " + minor + "] (" +
+  *out += "\n  #" + std::to_string(n) + " " + (e->func_name ? e->func_name : "?") +
+          "(): " + (e->desc && *e->desc ? e->desc : minor) + " [" + major + ": " + minor + "] (" +
           (e->file_name ? e->file_name : "?") + " line " + std::to_string(e->line) + ")";
   return 0;
 }
@@ -84,7 +84,15 @@ File create_file(const std::string& path) {
 
 File open_file(const std::string& path, bool writable) {
   init();
-  PropList fapl = file_access(writable);
+  if (!writable) {
+    // Without a lock first; a file this process itself has open for writing is opened by HDF5 only
+    // with the flags it was opened with, so then with the lock.
+    PropList unlocked = file_access(false);
+    const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, unlocked.get());
+    if (id >= 0) return File(id);
+    H5Eclear2(H5E_DEFAULT);
+  }
+  PropList fapl = file_access(true);
   return File(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
               "cannot open HDF5 file " + path);
 }
@@ -96,7 +104,9 @@ bool is_hdf5(const std::string& path) {
   return r > 0;
 }
 
-void flush(const File& f) { check_status(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "H5Fflush"); }
+void flush(const File& f) {
+  check_status(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
 
 Group create_group(hid_t loc, const std::string& name) {
   init();
