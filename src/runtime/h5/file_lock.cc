@@ -41,9 +41,9 @@ bool alive(const Holder& h) {
 
 std::string describe(const std::string& path, const Holder& h) {
   std::string text = path + " is being written by another job: process " + std::to_string(h.pid) + " on host " +
-                     h.host + (h.since.empty() ? "" : " since " + h.since) + "; wait for it to end or write to another file";
-  if (h.host != local_hostname())
-    text += " (if that job has ended, remove " + WriterLock::lock_path(path) + ")";
+                     h.host + (h.since.empty() ? "" : " since " + h.since) +
+                     "; wait for it to end or write to another file";
+  if (h.host != local_hostname()) text += " (if that job has ended, remove " + WriterLock::lock_path(path) + ")";
   return text;
 }
 

@@ -260,7 +260,8 @@ void check_row(const ProbeMeasurement& r, std::size_t i) {
   if (r.iters < 1 || r.reps < 1) bad("iters and reps must be at least 1");
   for (double us : {r.min_us, r.median_us, r.mean_us, r.p95_us, r.max_us})
     if (!std::isfinite(us) || us < 0 || us > kMaxTime_s * 1e6) bad("a time that is not from 0 to 1e6 s");
-  if (!std::isfinite(r.bw_gbps) || r.bw_gbps < 0 || r.bw_gbps > kMaxBandwidth_Bps / 1e9) bad("a bandwidth out of range");
+  if (!std::isfinite(r.bw_gbps) || r.bw_gbps < 0 || r.bw_gbps > kMaxBandwidth_Bps / 1e9)
+    bad("a bandwidth out of range");
 }
 
 ProbeData read_probe_group_here(const std::string& path) {

@@ -8,7 +8,8 @@ namespace commsim {
 
 void check_resumable(const std::string& path, const RunContext& ctx) {
   if (has_probe_group(path))
-    throw Error("cannot resume " + path + ": it is a probe file (it has /probe); --resume continues the results of "
+    throw Error("cannot resume " + path +
+                ": it is a probe file (it has /probe); --resume continues the results of "
                 "commsim run");
   const ResultsContents old = read_results(path, false);
   for (const RunContext& r : old.runs) {

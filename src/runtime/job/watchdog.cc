@@ -115,7 +115,7 @@ struct Watchdog::Impl {
   std::condition_variable cv;
   bool stopping = false;
   bool armed = false;
-  bool local = false;  // a step of this rank alone (begin_local)
+  bool local = false;   // a step of this rank alone (begin_local)
   long generation = 0;  // counts the arms: a wake-up for an earlier one is ignored
   int index = -1;
   std::string label;

@@ -2,9 +2,9 @@
 // Faults around a sweep: a point that hangs (a peer that never arrives) and the signals a batch
 // system sends at its time limit.
 //
-// Watchdog: a thread on every rank, armed from the first point to the last write. Each rank tells rank 0, outside the timed iterations, when it
-// begins and ends a point (small messages on a private communicator). When rank 0's current point
-// has run longer than the timeout, rank 0's watchdog thread reads those reports, prints
+// Watchdog: a thread on every rank, armed from the first point to the last write. Each rank tells rank 0, outside the
+// timed iterations, when it begins and ends a point (small messages on a private communicator). When rank 0's current
+// point has run longer than the timeout, rank 0's watchdog thread reads those reports, prints
 //   point <collective> <algorithm> <size> timed out after N s; ranks that did not arrive: ...
 // calls the timeout handler (which closes the results file as far as it can) and MPI_Aborts the
 // job. The other ranks abort by themselves if rank 0 has not after twice the timeout (rank 0
