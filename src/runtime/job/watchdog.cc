@@ -354,25 +354,6 @@ double Watchdog::timeout_s() const {
 }
 void Watchdog::begin_point(int, const std::string&) {}
 void Watchdog::end_point(int) {}
-void Watchdog::begin_local(const std::string& label) {
-  if (impl_->comm == MPI_COMM_NULL) return;
-  std::lock_guard lock(impl_->mu);
-  impl_->label = label;
-  impl_->local = true;
-  impl_->started = Clock::now();
-  ++impl_->generation;
-  impl_->armed = true;
-  impl_->cv.notify_all();
-}
-
-void Watchdog::end_local() {
-  if (impl_->comm == MPI_COMM_NULL) return;
-  std::lock_guard lock(impl_->mu);
-  impl_->armed = false;
-  impl_->local = false;
-  impl_->cv.notify_all();
-}
-
 void Watchdog::begin_local(const std::string&) {}
 void Watchdog::end_local() {}
 void Watchdog::drain() {}
