@@ -214,7 +214,8 @@ def main():
     ap.add_argument("--cases", type=int, default=1000, help="number of cases (default 1000)")
     ap.add_argument("--seed", type=int, default=50, help="random seed (default 50): the same cases every time")
     ap.add_argument("--workdir", default="fuzz-work", help="scratch folder (emptied first)")
-    ap.add_argument("--case-timeout", type=float, default=20, help="seconds before a case counts as a hang")
+    ap.add_argument("--case-timeout", type=float, default=60,
+                    help="seconds before a case counts as a hang (default 60: a loaded CI machine)")
     ap.add_argument("--jobs", type=int, default=2, help="cases run at once")
     ap.add_argument("--configs", default=os.environ.get("COMMSIM_CONFIG_DIR", "configs"),
                     help="the configs folder (its topologies/*.yaml are the seeds)")

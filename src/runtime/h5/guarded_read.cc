@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "model/error.h"
+#include "runtime/h5/hdf5.h"
 
 namespace commsim::h5 {
 namespace {
@@ -64,6 +65,9 @@ void read_in_child_first(const std::string& path, const std::function<void()>& r
     int code = 0;
     try {
       read_file();
+      // A read can succeed yet leave libhdf5's free lists broken, so that a later write crashes
+      // (merge did): collecting them walks every list, here in the copy.
+      H5garbage_collect();
     } catch (const std::exception& e) {
       const std::string what = e.what();
       (void)!write(pipe_fds[1], what.data(), what.size());

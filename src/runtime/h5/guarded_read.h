@@ -4,8 +4,9 @@
 // /samples, run indices, known names: results_file.cc, probe_file.cc), but some damage (a global
 // heap object whose recorded size is 2^63-1, a B-tree that points into itself) makes libhdf5
 // itself crash or loop. So a reader first runs in a forked copy of this process: when that copy
-// dies of a signal or does not finish in time, the file is reported as damaged and never read
-// here; when it throws, its message is thrown here.
+// dies of a signal (in the read, or when it then collects libhdf5's free lists, which a damaged
+// file can break without a crash at first) or does not finish in time, the file is reported as
+// damaged and never read here; when it throws, its message is thrown here.
 #include <functional>
 #include <string>
 

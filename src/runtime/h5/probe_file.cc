@@ -321,9 +321,12 @@ ProbeData read_probe_group_here(const std::string& path) {
 }  // namespace
 
 ProbeData read_probe_group(const std::string& path) {
+  // Nothing of the file is read here before a forked copy has read all of it (guarded_read.h).
+  h5::read_in_child_first(path, [&] {
+    if (has_probe_group(path)) (void)read_probe_group_here(path);
+  });
   if (!has_probe_group(path))
     throw Error(path + ": not a probe file (no /probe group); make one with `mpirun -np N commsim probe --out FILE.h5`");
-  h5::read_in_child_first(path, [&] { (void)read_probe_group_here(path); });
   return read_probe_group_here(path);
 }
 

@@ -663,8 +663,12 @@ ResultsContents read_results_here(const std::string& path, bool with_samples) {
 }  // namespace
 
 ResultsContents read_results(const std::string& path, bool with_samples) {
+  // Nothing of the file is read here before a forked copy has read all of it (guarded_read.h).
+  h5::read_in_child_first(path, [&] {
+    check_readable_hdf5(path);
+    (void)read_results_here(path, with_samples);
+  });
   check_readable_hdf5(path);
-  h5::read_in_child_first(path, [&] { (void)read_results_here(path, with_samples); });
   return read_results_here(path, with_samples);
 }
 

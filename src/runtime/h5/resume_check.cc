@@ -7,11 +7,11 @@
 namespace commsim {
 
 void check_resumable(const std::string& path, const RunContext& ctx) {
+  const ResultsContents old = read_results(path, false);  // first: it tries the file in a forked copy
   if (has_probe_group(path))
     throw Error("cannot resume " + path +
                 ": it is a probe file (it has /probe); --resume continues the results of "
                 "commsim run");
-  const ResultsContents old = read_results(path, false);
   for (const RunContext& r : old.runs) {
     const std::string run = "cannot resume " + path + ": its run " + std::to_string(r.index) + " used ";
     const std::string advice = "; continue it with the same options, or write a new file";
