@@ -79,8 +79,8 @@ case "$case_name" in
     ;;
 
   two_writers)
-    "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "${sweep[@]}" --sizes 8B:2MiB \
-        --iters 300 --out live.h5 >first.csv 2>first.err &
+    "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "${sweep[@]}" --sizes 8B:4MiB \
+        --iters 1500 --out live.h5 >first.csv 2>first.err &
     first=$!
     for _ in $(seq 1 600); do [ -f live.h5.partial ] && [ "$(csv_points first.csv)" -ge 1 ] && break; sleep 0.1; done
     [ -f live.h5.partial ] || fail "the first job did not start its file"
