@@ -8,6 +8,8 @@
 #include <set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "model/error.h"
 
 namespace commsim {
@@ -156,12 +158,23 @@ std::vector<int> parse_int_list(std::string_view text) {
         std::string t(trim(s));
         long long x = 0;
         auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
-        if (t.empty() || ec != std::errc() || p != t.data() + t.size() || x <= 0 || x > (1 << 24))
+        if (t.empty() || ec != std::errc() || p != t.data() + t.size() || x <= 0 || x > kMaxRanks)
           throw Error("'" + t + "' is not a positive whole number");
         return x;
       },
       "number");
   return {v.begin(), v.end()};
+}
+
+double check_range(double value, double lo, double hi, std::string_view what, std::string_view unit) {
+  if (std::isfinite(value) && value >= lo && value <= hi) return value;
+  const std::string u = unit.empty() ? "" : " " + std::string(unit);
+  throw Error(fmt::format("{} {}{} is outside {:g} to {:g}{}", what, value, u, lo, hi, u));
+}
+
+long long check_range(long long value, long long lo, long long hi, std::string_view what) {
+  if (value >= lo && value <= hi) return value;
+  throw Error(fmt::format("{} {} is outside {} to {}", what, value, lo, hi));
 }
 
 std::string format_bytes(Bytes bytes, int significant) {

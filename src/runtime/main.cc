@@ -41,9 +41,13 @@ int main(int argc, char** argv) {
     try {
       return c.run(argc - 1, argv + 1);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "commsim %s: error: %s\n", argv[1], e.what());
-      // One rank's failure would leave the others waiting in MPI: end the whole job.
-      if (c.needs_mpi) commsim::abort_job_on_error();
+      // One rank's failure would leave the others waiting in MPI: abort_job ends the whole job
+      // with this rank's message.
+      if (c.needs_mpi) {
+        commsim::abort_job(c.name, e.what());
+      } else {
+        std::fprintf(stderr, "commsim %s: error: %s\n", argv[1], e.what());
+      }
       return 1;
     }
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "model/error.h"
@@ -44,6 +45,21 @@ TEST(InputRanges, TimesUpToAMillionSeconds) {
   EXPECT_THROW(parse_time("nan us"), Error);
 }
 
+// Options that are plain numbers: --timeout 4.6e9, inf or nan fired the watchdog at once, and
+// plan --nodes 1000000000 printed a negative GPU count.
+TEST(InputRanges, CheckRangeRefusesWhatIsNotFiniteOrOutside) {
+  EXPECT_DOUBLE_EQ(check_range(300.0, 0, kMaxTime_s, "--timeout", "s"), 300.0);
+  EXPECT_DOUBLE_EQ(check_range(0.0, 0, kMaxTime_s, "--timeout", "s"), 0.0);
+  for (double bad : {4.6e9, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()})
+    EXPECT_NE(error_of([&] { check_range(bad, 0, kMaxTime_s, "--timeout", "s"); }).find("is outside 0 to 1e+06 s"),
+              std::string::npos)
+        << bad;
+  EXPECT_EQ(check_range(64LL, 1, kMaxNodes, "--nodes"), 64);
+  EXPECT_EQ(error_of([] { check_range(1000000000LL, 1, kMaxNodes, "--nodes"); }),
+            "--nodes 1000000000 is outside 1 to 1048576");
+  EXPECT_THROW(parse_int_list("16777217"), Error);  // kMaxRanks + 1
+}
+
 TEST(InputRanges, ATopologyWithAnImpossibleValueNamesItsLine) {
   const std::string text = std::string("name: bad\nranks_per_node: 2\n") +
                            "device: { name: CPU, memory: 1 GiB, memory_bandwidth: 10 GB/s }\n" +
@@ -52,6 +68,18 @@ TEST(InputRanges, ATopologyWithAnImpossibleValueNamesItsLine) {
   const std::string message = error_of([&] { parse_topology(text, "bad.yaml"); });
   EXPECT_NE(message.find("bad.yaml:6"), std::string::npos) << message;
   EXPECT_NE(message.find("1 PB/s"), std::string::npos) << message;
+}
+
+// A plain factor (no unit) is bounded too: oversubscription 1e300 divided every network bandwidth
+// down to nearly nothing and was accepted.
+TEST(InputRanges, AnOversubscriptionBeyondAThousandIsRefused) {
+  const std::string text = std::string("name: bad\nranks_per_node: 2\n") +
+                           "device: { name: CPU, memory: 1 GiB, memory_bandwidth: 10 GB/s }\n" +
+                           "intra_node: { fabric: shared-memory, bandwidth: 5 GB/s, latency: 1 us }\n" +
+                           "network:\n  kind: tcp\n  fabric: single-switch\n  nics_per_node: 1\n" +
+                           "  nic_bandwidth: 10 Gb/s\n  latency: 30 us\n  oversubscription: 1e300\n";
+  const std::string message = error_of([&] { parse_topology(text, "bad.yaml"); });
+  EXPECT_NE(message.find("bad.yaml:11: network.oversubscription: must be from 1"), std::string::npos) << message;
 }
 
 TEST(InputRanges, AFolderIsNotATopologyFile) {

@@ -10,3 +10,10 @@ fail() { echo "FAIL ($case_name, $np ranks): $*" >&2; exit 1; }
 mpirun_commsim() { "$MPIEXEC" ${MPIEXEC_PREFLAGS:-} "$MPIEXEC_NUMPROC_FLAG" "$np" "$COMMSIM" run "$@"; }
 # Data lines of a CSV (the header is the first line).
 csv_points() { tail -n +2 "$1" | grep -c . ; }
+# The commsim processes under a launcher (its children with Open MPI, grandchildren with MPICH's hydra).
+rank_pids() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    if [ "$(cat /proc/$p/comm 2>/dev/null)" = commsim ]; then echo "$p"; else rank_pids "$p"; fi
+  done
+}

@@ -7,13 +7,6 @@ case_name=$1
 np=$2
 # shellcheck source=case_lib.sh
 source "$(dirname "$0")/case_lib.sh"
-# The commsim processes under a launcher (its children with Open MPI, grandchildren with MPICH's hydra).
-rank_pids() {
-  local p
-  for p in $(pgrep -P "$1"); do
-    if [ "$(cat /proc/$p/comm 2>/dev/null)" = commsim ]; then echo "$p"; else rank_pids "$p"; fi
-  done
-}
 # Points stored in a results file.
 points_in() { "$READER" "$1" | sed -n 's/.*: \([0-9]*\) points in .*/\1/p'; }
 

@@ -8,6 +8,7 @@
 #include "model/error.h"
 #include "model/plan/plan.h"
 #include "model/plan/steps.h"
+#include "model/units.h"
 
 namespace commsim {
 namespace plan_detail {
@@ -24,7 +25,9 @@ std::vector<int> divisors(int n) {
 }
 
 void validate_options(const Topology& topo, const PlanOptions& opts) {
-  if (opts.nodes < 1) throw Error("--nodes must be at least 1");
+  check_range(opts.nodes, 1, kMaxNodes, "--nodes");
+  check_range(static_cast<long long>(opts.nodes) * topo.ranks_per_node, 1, kMaxRanks,
+              "--nodes x the topology's ranks per node: GPUs");
   if (topo.max_nodes > 0 && opts.nodes > topo.max_nodes)
     throw Error("topology '" + topo.name + "' has at most " + std::to_string(topo.max_nodes) + " nodes, asked for " +
                 std::to_string(opts.nodes));

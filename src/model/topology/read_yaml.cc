@@ -222,7 +222,8 @@ void read_curve(const Ctx& ctx, const MapReader& top, const std::string& field, 
     point.*member = read_bytes(ctx, e.require(key.c_str()), path + "." + key);
     const YAML::Node sv = e.require("scale");
     point.scale = read_number(ctx, sv, path + ".scale");
-    if (!(point.scale > 0)) fail(ctx, sv.Mark(), path + ".scale", "must be more than 0 (a factor on bandwidth)");
+    if (!(point.scale > 0 && point.scale <= 1e3))
+      fail(ctx, sv.Mark(), path + ".scale", "must be more than 0 and at most 1000 (a factor on bandwidth)");
     if (point.*member == 0 || (!out.empty() && point.*member <= out.back().*member))
       fail(ctx, e.require(key.c_str()).Mark(), path + "." + key, key + " must be more than 0 bytes and ascending");
     out.push_back(point);
@@ -316,8 +317,9 @@ Topology parse_document(const YAML::Node& root, const Ctx& ctx) {
       t.network.latency_s = read_time(ctx, net.require("latency"), "network.latency");
       if (auto os = net.optional("oversubscription")) {
         t.network.oversubscription = read_number(ctx, *os, "network.oversubscription");
-        if (!(t.network.oversubscription >= 1.0))
-          fail(ctx, os->Mark(), "network.oversubscription", "must be at least 1 (1 = non-blocking fabric)");
+        if (!(t.network.oversubscription >= 1.0 && t.network.oversubscription <= 1e3))
+          fail(ctx, os->Mark(), "network.oversubscription",
+               "must be from 1 (a non-blocking fabric) to 1000");
       }
       if (t.network.fabric_shape.empty()) t.network.fabric_shape = "fat-tree";
       read_message_costs(ctx, net, "network", t.network.msg);

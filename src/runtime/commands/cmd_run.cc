@@ -131,7 +131,8 @@ void add_run_options(CommandLine& cli, RunOptions& o) {
       "nccl-tests when an nccl-tests option (-b -e -f -i -n -w -c -d -o -r -a -z -G -N) is given, else "
       "per-iteration");
   add("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s)->value_name("SECONDS"),
-      "abort the job when a point takes longer than this, naming the ranks that did not arrive; 0: never");
+      "abort the job when a point, or rank 0's write of it, takes longer than this (seconds, up to 1e6), naming "
+      "the ranks that did not arrive; 0: never");
   add("pipeline-chunk", po::value(&o.pipeline_chunk)->value_name("BYTES"),
       "chunk size of the pipelined algorithms (tree, ring broadcast/reduce); default: the chunk the model's "
       "closed form assumes");
@@ -247,7 +248,7 @@ RunJob resolve(RunOptions o, const CommandLine& cli, int nranks) {
   if (o.passes > o.iters)
     throw Error("--passes " + std::to_string(o.passes) + " is more than --iters " + std::to_string(o.iters) +
                 ": every pass times at least one iteration");
-  if (o.timeout_s < 0) throw Error("--timeout must not be negative");
+  check_range(o.timeout_s, 0, kMaxTime_s, "--timeout", "s");
   if (o.root < 0 || o.root >= nranks)
     throw Error("--root " + std::to_string(o.root) + " is not a rank (there are " + std::to_string(nranks) + ")");
   if (o.inject_error >= nranks || o.inject_hang >= nranks)

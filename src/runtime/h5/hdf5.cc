@@ -13,11 +13,17 @@ herr_t collect_frame(unsigned n, const H5E_error2_t* e, void* client) {
   char major[128] = "", minor[128] = "";
   H5Eget_msg(e->maj_num, nullptr, major, sizeof major);
   H5Eget_msg(e->min_num, nullptr, minor, sizeof minor);
-  *out += "\n  #" + std::to_string(n) + " " + (e->func_name ? e->func_name : "?") + "(): " +
-          (e->desc && *e->desc ? e->desc : minor) + " [" + major + ": " + minor + "] (" +
+  *out += "\n  #" + std::to_string(n) + " " + (e->func_name ? e->func_name : "?") +
+          "(): " + (e->desc && *e->desc ? e->desc : minor) + " [" + major + ": " + minor + "] (" +
           (e->file_name ? e->file_name : "?") + " line " + std::to_string(e->line) + ")";
   return 0;
 }
+
+// No clean-up at exit: after a close failed (a full disk) HDF5's exit handler closes the same file
+// again and crashes. Every file is closed by its owner before exit; what a failed close could not
+// write is lost either way, and the points flushed before stay readable. Set while the program
+// loads, because it only works before the first HDF5 call of any kind (H5T_NATIVE_* included).
+[[maybe_unused]] const bool kNoExitCleanup = (H5dont_atexit(), true);
 
 }  // namespace
 
@@ -36,16 +42,35 @@ std::string error_stack() {
   return text.empty() ? std::string("\n  (no HDF5 error stack)") : text;
 }
 
+namespace {
+// The operating system's reason at the bottom of an HDF5 error stack ("No space left on device"),
+// or "" when the failure was not a system call's.
+std::string system_cause(const std::string& stack) {
+  const std::string key = "error message = '";
+  const std::size_t at = stack.find(key);
+  if (at == std::string::npos) return "";
+  const std::size_t end = stack.find('\'', at + key.size());
+  return end == std::string::npos ? "" : stack.substr(at + key.size(), end - at - key.size());
+}
+}  // namespace
+
 void fail(std::string_view what) {
-  throw Error(std::string(what) + "; HDF5 error stack:" + error_stack());
+  const std::string stack = error_stack();
+  const std::string cause = system_cause(stack);
+  throw Error(std::string(what) + (cause.empty() ? "" : ": " + cause) + "; HDF5 error stack:" + stack);
 }
 
 namespace {
-PropList file_access() {
+// Writers lock the file where the file system can and carry on where it cannot (some parallel
+// file systems). Readers take no lock, so that a file a running job writes can be read (every
+// append is flushed, and the readers validate what they read); which job writes a file is kept
+// by its "<file>.lock" (file_lock.h).
+PropList file_access(bool writable) {
   PropList fapl(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
 #if H5_VERSION_GE(1, 10, 7)
-  // Lock the file where the file system can, carry on where it cannot (some parallel file systems).
-  check_status(H5Pset_file_locking(fapl.get(), true, true), "H5Pset_file_locking");
+  check_status(H5Pset_file_locking(fapl.get(), writable, true), "H5Pset_file_locking");
+#else
+  (void)writable;
 #endif
   return fapl;
 }
@@ -53,13 +78,21 @@ PropList file_access() {
 
 File create_file(const std::string& path) {
   init();
-  PropList fapl = file_access();
+  PropList fapl = file_access(true);
   return File(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), "cannot create HDF5 file " + path);
 }
 
 File open_file(const std::string& path, bool writable) {
   init();
-  PropList fapl = file_access();
+  if (!writable) {
+    // Without a lock first; a file this process itself has open for writing is opened by HDF5 only
+    // with the flags it was opened with, so then with the lock.
+    PropList unlocked = file_access(false);
+    const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, unlocked.get());
+    if (id >= 0) return File(id);
+    H5Eclear2(H5E_DEFAULT);
+  }
+  PropList fapl = file_access(true);
   return File(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
               "cannot open HDF5 file " + path);
 }
@@ -71,7 +104,9 @@ bool is_hdf5(const std::string& path) {
   return r > 0;
 }
 
-void flush(const File& f) { check_status(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "H5Fflush"); }
+void flush(const File& f) {
+  check_status(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
 
 Group create_group(hid_t loc, const std::string& name) {
   init();

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "model/error.h"
+#include "runtime/h5/guarded_read.h"
 #include "runtime/h5/hdf5.h"
 
 namespace commsim {
@@ -45,6 +46,12 @@ MergeInput load_input(const std::string& given, std::vector<std::string>& foreig
     in.path = given + ".partial";  // a killed job: every point it finished is in there
   }
   try {
+    // A damaged file can crash libhdf5, or upset its state, at any read: every read is tried in a
+    // forked copy first (guarded_read.h), and this process reads only a file that passed.
+    h5::read_in_child_first(in.path, [&] {
+      if (!h5::is_hdf5(in.path)) return;
+      if (auto v = schema_version_of(in.path); v && *v == kResultsSchemaVersion) (void)read_results(in.path, true);
+    });
     if (!h5::is_hdf5(in.path)) {
       in.problem = "not an HDF5 file";
       return in;

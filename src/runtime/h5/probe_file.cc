@@ -1,9 +1,11 @@
 #include "runtime/h5/probe_file.h"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
 #include "model/error.h"
+#include "runtime/h5/guarded_read.h"
 #include "runtime/h5/hdf5.h"
 
 namespace commsim {
@@ -246,9 +248,23 @@ bool has_probe_group(const std::string& path) {
   return h5::exists(file.get(), "probe");
 }
 
-ProbeData read_probe_group(const std::string& path) {
-  if (!has_probe_group(path))
-    throw Error(path + ": not a probe file (no /probe group); make one with `mpirun -np N commsim probe --out FILE.h5`");
+namespace {
+// Values a measurement row can hold: a damaged file is refused here, not fitted (a row of zeros or
+// of 1e300 made calibrate spin for minutes).
+void check_row(const ProbeMeasurement& r, std::size_t i) {
+  auto bad = [&](const std::string& what) {
+    throw Error("/probe/measurements row " + std::to_string(i) + ": " + what + "; the file is damaged");
+  };
+  if (r.bytes > kMaxBytes) bad("bytes " + std::to_string(r.bytes) + " is more than 8 PiB");
+  if (r.ranks < 1 || r.ranks > kMaxRanks) bad("ranks " + std::to_string(r.ranks) + " is out of range");
+  if (r.iters < 1 || r.reps < 1) bad("iters and reps must be at least 1");
+  for (double us : {r.min_us, r.median_us, r.mean_us, r.p95_us, r.max_us})
+    if (!std::isfinite(us) || us < 0 || us > kMaxTime_s * 1e6) bad("a time that is not from 0 to 1e6 s");
+  if (!std::isfinite(r.bw_gbps) || r.bw_gbps < 0 || r.bw_gbps > kMaxBandwidth_Bps / 1e9)
+    bad("a bandwidth out of range");
+}
+
+ProbeData read_probe_group_here(const std::string& path) {
   ProbeData d;
   try {
     h5::File file = h5::open_file(path, false);
@@ -289,15 +305,29 @@ ProbeData read_probe_group(const std::string& path) {
     for (auto sz : {tier.size(), memory.size(), bytes.size(), ranks.size(), iters.size(), reps.size(), mn.size(),
                     med.size(), mean.size(), p95.size(), mx.size(), bw.size()})
       if (sz != n) throw Error("/probe/measurements columns have different lengths; the file is damaged");
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < n; ++i) {
       d.rows.push_back({kind[i], tier[i], memory[i], bytes[i], ranks[i], iters[i], reps[i], mn[i], med[i], mean[i],
                         p95[i], mx[i], bw[i]});
+      check_row(d.rows.back(), i);
+    }
     if (h5::exists(g, "gpu_links")) d.gpu_links = read_gpu_links(g);
     if (h5::exists(g, "storage")) d.storage = read_storage(g);
   } catch (const Error& e) {
     throw Error(path + ": reading the probe group: " + e.what());
   }
   return d;
+}
+
+}  // namespace
+
+ProbeData read_probe_group(const std::string& path) {
+  // Nothing of the file is read here before a forked copy has read all of it (guarded_read.h).
+  h5::read_in_child_first(path, [&] {
+    if (has_probe_group(path)) (void)read_probe_group_here(path);
+  });
+  if (!has_probe_group(path))
+    throw Error(path + ": not a probe file (no /probe group); make one with `mpirun -np N commsim probe --out FILE.h5`");
+  return read_probe_group_here(path);
 }
 
 }  // namespace commsim

@@ -11,7 +11,10 @@
 #include <system_error>
 
 #include "model/error.h"
+#include "runtime/h5/file_lock.h"
+#include "runtime/h5/guarded_read.h"
 #include "runtime/h5/hdf5.h"
+#include "runtime/h5/resume_check.h"
 
 namespace commsim {
 namespace fs = std::filesystem;
@@ -357,6 +360,7 @@ std::string to_string(const PointKey& k) {
 }
 
 struct ResultsFile::Impl {
+  WriterLock lock;  // first: released after the file is closed
   std::string path;
   bool created_here = false;  // by create/create_empty (not resume)
   bool finished = false;
@@ -440,33 +444,42 @@ ResultsFile ResultsFile::create_empty(const std::string& path, bool force, const
   impl->path = path;
   std::error_code ec;
   const std::string partial = impl->partial();
+  fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw Error("cannot create " + path + ": directory " + parent.string() + " does not exist");
+  // First the lock: neither --force nor anything below touches a file another job writes.
+  impl->lock = WriterLock::acquire(path);
   if (!force) {
     if (fs::exists(path, ec)) throw Error(path + " exists; pass --force to overwrite or --resume to continue it");
     if (fs::exists(partial, ec))
       throw Error(partial + " exists (a run that did not finish); pass --resume " + path +
                   " to continue it or --force to start over");
   }
-  fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw Error("cannot create " + path + ": directory " + parent.string() + " does not exist");
   // With force the old <path> stays until finish() replaces it: a run that fails early does not
   // destroy the previous results.
   fs::remove(partial, ec);
   if (ec) throw Error("cannot remove " + partial + ": " + ec.message());
 
   impl->types = row_types();
-  impl->file = h5::create_file(partial);
-  impl->created_here = true;
-  hid_t f = impl->file.get();
-  h5::set_attribute(f, "schema_version", static_cast<std::int64_t>(kResultsSchemaVersion));
-  h5::set_attribute(f, "commsim_version", COMMSIM_VERSION);
-  h5::set_attribute(f, "created", iso8601_utc_now());
-  h5::set_attribute(f, "command_line", command_line);
-  impl->runs = h5::create_group(f, "runs");
-  impl->points = h5::create_table(f, "points", impl->types.file.get(), kPointsChunkRows);
-  impl->samples = h5::create_table(f, "samples", H5T_IEEE_F64LE, kSamplesChunkRows);
-  h5::set_attribute(impl->samples.get(), "units", "us");
-  h5::flush(impl->file);
+  try {
+    impl->file = h5::create_file(partial);
+    impl->created_here = true;
+    hid_t f = impl->file.get();
+    h5::set_attribute(f, "schema_version", static_cast<std::int64_t>(kResultsSchemaVersion));
+    h5::set_attribute(f, "commsim_version", COMMSIM_VERSION);
+    h5::set_attribute(f, "created", iso8601_utc_now());
+    h5::set_attribute(f, "command_line", command_line);
+    impl->runs = h5::create_group(f, "runs");
+    impl->points = h5::create_table(f, "points", impl->types.file.get(), kPointsChunkRows);
+    impl->samples = h5::create_table(f, "samples", H5T_IEEE_F64LE, kSamplesChunkRows);
+    h5::set_attribute(impl->samples.get(), "units", "us");
+    h5::flush(impl->file);
+  } catch (...) {
+    // A failed create (a full disk) leaves nothing that would block the next run.
+    impl->close_all();
+    fs::remove(partial, ec);
+    throw;
+  }
   return ResultsFile(std::move(impl));
 }
 
@@ -480,6 +493,7 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const std::string partial = impl->partial();
+  impl->lock = WriterLock::acquire(path);
   std::error_code ec;
   bool have_partial = fs::exists(partial, ec);
   bool have_final = fs::exists(path, ec);
@@ -488,11 +502,7 @@ ResultsFile ResultsFile::resume(const std::string& path, const RunContext& ctx) 
   // When both exist the .partial is newer (a --force run that did not finish): continue it.
   const std::string source = have_partial ? partial : path;
   if (!h5::is_hdf5(source)) throw Error("cannot resume " + source + ": not an HDF5 file");
-  {
-    h5::File probe = h5::open_file(source, false);
-    check_schema(probe.get(), source);
-    probe.close("closing " + source);
-  }
+  check_resumable(source, ctx);
   if (!have_partial) {
     fs::rename(path, partial, ec);
     if (ec) throw Error("cannot rename " + path + " to " + partial + ": " + ec.message());
@@ -581,6 +591,7 @@ void ResultsFile::finish_as_is() {
   m.file.close("closing " + m.partial());
   std::error_code ec;
   fs::rename(m.partial(), m.path, ec);
+  m.lock.release();
   if (ec) throw Error("cannot rename " + m.partial() + " to " + m.path + ": " + ec.message());
 }
 
@@ -608,8 +619,8 @@ bool ResultsFile::is_open() const {
   return impl_ && !impl_->finished && impl_->file.valid();
 }
 
-ResultsContents read_results(const std::string& path, bool with_samples) {
-  check_readable_hdf5(path);
+namespace {
+ResultsContents read_results_here(const std::string& path, bool with_samples) {
   h5::File file = h5::open_file(path, false);
   hid_t f = file.get();
   check_schema(f, path);
@@ -656,6 +667,18 @@ ResultsContents read_results(const std::string& path, bool with_samples) {
     out.run_of_point.push_back(r.run);
   }
   return out;
+}
+
+}  // namespace
+
+ResultsContents read_results(const std::string& path, bool with_samples) {
+  // Nothing of the file is read here before a forked copy has read all of it (guarded_read.h).
+  h5::read_in_child_first(path, [&] {
+    check_readable_hdf5(path);
+    (void)read_results_here(path, with_samples);
+  });
+  check_readable_hdf5(path);
+  return read_results_here(path, with_samples);
 }
 
 std::vector<Point> read_points(const std::string& path) {

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "model/error.h"
+#include "runtime/job/watchdog.h"
 #include "runtime/output/run_context.h"
 
 #ifdef COMMSIM_HAVE_MPI
@@ -26,17 +28,39 @@ bool mpi_active() {
   return init && !fin;
 }
 
-void abort_job_on_error() {
-  int init = 0, fin = 0, size = 1;
+namespace {
+// This rank and the job's size; size 1 when MPI is not running (or cannot say).
+std::pair<int, int> rank_and_size() noexcept {
+  int init = 0, fin = 0, rank = 0, size = 1;
   // Called while handling an error: report and carry on rather than throw from here.
-  if (!COMMSIM_MPI_CHECK_NOTHROW(MPI_Initialized(&init)) || !COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin))) return;
-  if (!init || fin) return;
-  if (!COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_size(MPI_COMM_WORLD, &size))) return;
-  if (size > 1) {
+  if (!COMMSIM_MPI_CHECK_NOTHROW(MPI_Initialized(&init)) || !COMMSIM_MPI_CHECK_NOTHROW(MPI_Finalized(&fin)))
+    return {0, 1};
+  if (!init || fin) return {0, 1};
+  if (!COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_size(MPI_COMM_WORLD, &size)) ||
+      !COMMSIM_MPI_CHECK_NOTHROW(MPI_Comm_rank(MPI_COMM_WORLD, &rank)))
+    return {0, 1};
+  return {rank, size};
+}
+}  // namespace
+
+void abort_job_on_error() {
+  if (rank_and_size().second > 1) {
     std::fflush(stdout);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);  // does not return
   }
+}
+
+void abort_job(std::string_view command, const std::string& cause, int exit_code) {
+  const auto [rank, size] = rank_and_size();
+  const std::string who = size > 1 ? "rank " + std::to_string(rank) + " (" + local_hostname() + "): " : "";
+  std::fprintf(stderr, "commsim %.*s: error: %s%s\n", static_cast<int>(command.size()), command.data(), who.c_str(),
+               cause.c_str());
+  std::fflush(stderr);
+  if (size <= 1) return;
+  run_abort_hooks();
+  std::fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);  // does not return
 }
 
 std::vector<std::string> gather_strings(const std::string& mine) {
@@ -95,6 +119,10 @@ bool mpi_active() {
   return false;
 }
 void abort_job_on_error() {}
+void abort_job(std::string_view command, const std::string& cause, int) {
+  std::fprintf(stderr, "commsim %.*s: error: %s\n", static_cast<int>(command.size()), command.data(), cause.c_str());
+  std::fflush(stderr);
+}
 std::vector<std::string> gather_strings(const std::string& mine) {
   return {mine};
 }

@@ -6,6 +6,7 @@
 // the others waiting. Without MPI support the session is one rank and the helpers work on it alone.
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace commsim {
@@ -17,6 +18,11 @@ bool mpi_active();
 // On an error in a command running under MPI with more than one rank: MPI_Abort so the job does
 // not hang waiting for this rank. Does nothing otherwise.
 void abort_job_on_error();
+// The one way a rank-local failure ends a command: prints "commsim <command>: error: <cause>" on
+// stderr, naming this rank and its host when the job has more than one rank, runs the abort hooks
+// (watchdog.h) and MPI_Aborts the job with `exit_code` so no rank waits for this one. Returns
+// (after printing) only when there is no job of several ranks to end.
+void abort_job(std::string_view command, const std::string& cause, int exit_code = 1);
 // Every rank's `mine`, in rank order, on every rank (collective over MPI_COMM_WORLD; {mine} without
 // MPI or before MPI_Init).
 std::vector<std::string> gather_strings(const std::string& mine);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "runtime/output/run_context.h"
 
 #ifdef COMMSIM_HAVE_MPI
 #include <mpi.h>
@@ -77,11 +78,18 @@ std::vector<std::function<void()>>& abort_hooks() {
   static std::vector<std::function<void()>> hooks;
   return hooks;
 }
-[[maybe_unused]] void run_abort_hooks() {
-  std::lock_guard lock(abort_hooks_mutex());
-  for (const auto& hook : abort_hooks()) hook();
-}
 }  // namespace
+
+void run_abort_hooks() noexcept {
+  std::lock_guard lock(abort_hooks_mutex());
+  for (const auto& hook : abort_hooks()) {
+    try {
+      hook();
+    } catch (...) {
+      // A hook must not throw; one that does must not keep the job from ending.
+    }
+  }
+}
 
 void add_abort_hook(std::function<void()> hook) {
   std::lock_guard lock(abort_hooks_mutex());
@@ -107,6 +115,8 @@ struct Watchdog::Impl {
   std::condition_variable cv;
   bool stopping = false;
   bool armed = false;
+  bool local = false;   // a step of this rank alone (begin_local)
+  long generation = 0;  // counts the arms: a wake-up for an earlier one is ignored
   int index = -1;
   std::string label;
   Clock::time_point started;
@@ -190,15 +200,21 @@ struct Watchdog::Impl {
         continue;
       }
       // Rank 0 decides; the others wait longer so that rank 0's message names the culprits.
-      const double limit_s = rank == 0 ? timeout_s : 2 * timeout_s + 10;
+      const double limit_s = rank == 0 || local ? timeout_s : 2 * timeout_s + 10;
       const auto deadline =
           started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
-      const int watched = index;
+      const long watched = generation;
       if (cv.wait_until(lock, deadline) != std::cv_status::timeout) continue;
-      if (stopping || !armed || index != watched) continue;
+      if (stopping || !armed || generation != watched) continue;
       // Timed out. Keep mu: end_point() blocks until the job is gone.
       std::string msg;
-      if (rank == 0) {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", limit_s);
+      if (local) {
+        // This rank alone is stuck (a write to a hung file system): it ends the job itself.
+        msg = "rank " + std::to_string(rank) + " (" + local_hostname() + "): " + label + " did not finish within " +
+              secs + " s";
+      } else if (rank == 0) {
         // This thread must not throw: a failed MPI call while naming the culprits still ends the job.
         try {
           msg = timeout_message();
@@ -206,14 +222,12 @@ struct Watchdog::Impl {
           msg = "point " + label + " timed out (" + e.what() + ")";
         }
       } else {
-        char secs[32];
-        std::snprintf(secs, sizeof secs, "%g", limit_s);
         msg = "rank " + std::to_string(rank) + ": point " + label + " did not finish within " + secs +
               " s and rank 0 did not end the job";
       }
       std::fprintf(stderr, "commsim run: %s; aborting the job\n", msg.c_str());
       std::fflush(stderr);
-      if (rank == 0 && on_timeout) {
+      if (rank == 0 && !local && on_timeout) {
         try {
           on_timeout(msg);
         } catch (const std::exception& e) {
@@ -267,6 +281,8 @@ void Watchdog::begin_point(int index, const std::string& label) {
   impl_->label = label;
   if (impl_->rank == 0) impl_->labels[index] = label;
   impl_->started = Clock::now();
+  impl_->local = false;
+  ++impl_->generation;
   impl_->armed = true;
   impl_->send_report(kBegin, index);
   impl_->cv.notify_all();
@@ -277,6 +293,25 @@ void Watchdog::end_point(int index) {
   std::lock_guard lock(impl_->mu);
   impl_->armed = false;
   impl_->send_report(kEnd, index);
+  impl_->cv.notify_all();
+}
+
+void Watchdog::begin_local(const std::string& label) {
+  if (impl_->comm == MPI_COMM_NULL) return;
+  std::lock_guard lock(impl_->mu);
+  impl_->label = label;
+  impl_->local = true;
+  impl_->started = Clock::now();
+  ++impl_->generation;
+  impl_->armed = true;
+  impl_->cv.notify_all();
+}
+
+void Watchdog::end_local() {
+  if (impl_->comm == MPI_COMM_NULL) return;
+  std::lock_guard lock(impl_->mu);
+  impl_->armed = false;
+  impl_->local = false;
   impl_->cv.notify_all();
 }
 
@@ -319,6 +354,8 @@ double Watchdog::timeout_s() const {
 }
 void Watchdog::begin_point(int, const std::string&) {}
 void Watchdog::end_point(int) {}
+void Watchdog::begin_local(const std::string&) {}
+void Watchdog::end_local() {}
 void Watchdog::drain() {}
 void Watchdog::finish() {}
 

@@ -2,9 +2,9 @@
 // Faults around a sweep: a point that hangs (a peer that never arrives) and the signals a batch
 // system sends at its time limit.
 //
-// Watchdog: a thread on every rank. Each rank tells rank 0, outside the timed iterations, when it
-// begins and ends a point (small messages on a private communicator). When rank 0's current point
-// has run longer than the timeout, rank 0's watchdog thread reads those reports, prints
+// Watchdog: a thread on every rank, armed from the first point to the last write. Each rank tells rank 0, outside the
+// timed iterations, when it begins and ends a point (small messages on a private communicator). When rank 0's current
+// point has run longer than the timeout, rank 0's watchdog thread reads those reports, prints
 //   point <collective> <algorithm> <size> timed out after N s; ranks that did not arrive: ...
 // calls the timeout handler (which closes the results file as far as it can) and MPI_Aborts the
 // job. The other ranks abort by themselves if rank 0 has not after twice the timeout (rank 0
@@ -36,6 +36,8 @@ int stop_signal();
 // the watchdog thread while the main thread may be blocked: they must be thread-safe and must not
 // throw. They stay registered for the life of the process.
 void add_abort_hook(std::function<void()> hook);
+// Runs the hooks added so far (abort_job and the watchdog call it just before MPI_Abort).
+void run_abort_hooks() noexcept;
 
 class Watchdog {
  public:
@@ -54,6 +56,11 @@ class Watchdog {
   // or has ended on this rank.
   void begin_point(int index, const std::string& label);
   void end_point(int index);
+  // This rank alone, between points: a step only it takes (rank 0 writing a point, closing the
+  // file) starts or has ended. Taking longer than the timeout ends the job naming this rank, its
+  // host and `label` ("writing point allreduce ring 1MiB to r.h5"). No reports are sent.
+  void begin_local(const std::string& label);
+  void end_local();
   // Rank 0: reads the reports that have arrived (call between points to keep the queue short).
   void drain();
   // Collective, on the normal path at the end: completes the reports and frees the communicator.

@@ -228,7 +228,12 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   callbacks.point_done = [&](const Point& p) {
     std::lock_guard lock(report_mu);
     current = nullptr;
-    if (to_file) to_file->point(p);
+    if (to_file) {
+      // A write that hangs (a stuck file system) is this rank's alone: the watchdog ends the job.
+      watchdog->begin_local("writing point " + point_label(p) + " to " + file->partial_path());
+      to_file->point(p);
+      watchdog->end_local();
+    }
     finished.push_back(p);
     finished.back().samples_us.clear();
     if (stop_signal()) return;
@@ -237,15 +242,20 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
   };
   progress.start();
   const SweepOutcome outcome = run_sweep(todo, s.settings, *s.backend, *watchdog, callbacks);
-  watchdog->finish();
   s.backend.reset();
+  // Rank 0 closes the file under the watchdog: it covers the run from the first point to the last write.
+  auto finish_file = [&](RunStatus status) {
+    watchdog->begin_local("closing " + file->partial_path());
+    file->finish(status);
+    watchdog->end_local();
+  };
 
   int exit_code = 0;
   if (outcome.stop_signal != 0) {
     const int sig = stop_signal() != 0 ? stop_signal() : SIGTERM;
     exit_code = 128 + sig;
     if (rank == 0) {
-      if (file) file->finish(RunStatus::Interrupted);  // before any output that might block
+      if (file) finish_file(RunStatus::Interrupted);  // before any output that might block
       // A launcher that stopped reading our output would block the writes below and at exit.
       detach_if_blocked(STDOUT_FILENO);
       detach_if_blocked(STDERR_FILENO);
@@ -260,7 +270,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     }
   } else {
     if (rank == 0) {
-      if (file) file->finish(RunStatus::Complete);
+      if (file) finish_file(RunStatus::Complete);
       progress.finish(/*complete=*/true);
       console->finalize();
       const std::vector<std::string> noisy = noisy_point_lines(finished);
@@ -275,6 +285,7 @@ int run_job(const RunJob& job, RunContext local, int rank, int nranks) {
     COMMSIM_MPI_CHECK(MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (failed) exit_code = kRunExitFailed;
   }
+  watchdog->finish();
   std::fflush(stdout);
   std::fflush(stderr);
   return exit_code;

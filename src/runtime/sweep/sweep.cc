@@ -14,6 +14,7 @@
 #include "model/price.h"
 #include "model/select.h"
 #include "model/units.h"
+#include "runtime/job/fault_inject.h"
 #include "runtime/sweep/stats.h"
 
 #ifdef COMMSIM_HAVE_MPI
@@ -506,6 +507,7 @@ SweepOutcome run_sweep(const std::vector<PlannedPoint>& plan, const SweepSetting
       if (rank == 0 && callbacks.progress) callbacks.progress(rows[i], ordinal, total, pass + 1, passes);
       if (ordinal == 2 && rank == settings.inject_hang_rank)
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      inject_fault_if_asked(rank, ordinal);
       Point& row = rows[i];
       if (run_pass(pp, static_cast<int>(i), iters, settings.check && pass == 0, settings, backend, watchdog, comm, rank,
                    row) == PointEnd::Abandoned) {

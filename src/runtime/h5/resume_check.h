@@ -1,0 +1,14 @@
+#pragma once
+// What `run --resume` checks before it appends to a file (ResultsFile::resume).
+#include <string>
+
+#include "runtime/output/run_context.h"
+
+namespace commsim {
+
+// Throws Error naming the difference unless `path` is a results file of the same job as `ctx`: not
+// a probe file, every point readable (read_results), and every run measured with the same backend,
+// transport, piece size and topology (name and text) as ctx.
+void check_resumable(const std::string& path, const RunContext& ctx);
+
+}  // namespace commsim
