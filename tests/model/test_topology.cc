@@ -198,7 +198,7 @@ TEST_F(TopologyFile, WrongType) {
   expect_error(with_line(16, "  kind: carrier-pigeon"), 16, "network.kind", "infiniband");
   // Out of range.
   expect_error(with_line(3, "gpus_per_node: 0"), 3, "gpus_per_node", "out of range");
-  expect_error(with_line(21, "  oversubscription: 0.5"), 21, "network.oversubscription", "at least 1");
+  expect_error(with_line(21, "  oversubscription: 0.5"), 21, "network.oversubscription", "must be from 1");
   // The whole file is a list, not a map.
   expect_error("- a\n- b\n", 1, "(top level)", "expected a map");
 }
