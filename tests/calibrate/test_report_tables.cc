@@ -245,7 +245,8 @@ TEST(ReportTables, AnEmptyBandSaysNoPoints) {
   print_report_table(table, r, false, pts);
   const std::string s = table.str();
   EXPECT_NE(s.find("10.0% below 64 KiB, no points from 64 KiB"), std::string::npos) << s;
-  EXPECT_EQ(s.find("0.0%"), std::string::npos) << s;
+  EXPECT_EQ(s.find("0.0% from 64 KiB"), std::string::npos) << s;
+  EXPECT_EQ(s.find("0 points   median |err|     0.0%"), std::string::npos) << s;
   EXPECT_NE(s.find("median |err| no points"), std::string::npos) << s;
 }
 
