@@ -22,6 +22,11 @@ namespace {
 
 constexpr int kChildThrew = 3;
 
+// True in a checking child. A guarded read inside another (merge checks an input whose reader,
+// read_results, guards itself) reads directly: a grandchild would outlive the child killed at its
+// deadline, keep the pipe open, and the parent would wait for its end for ever.
+bool in_checking_child = false;
+
 // Everything the child had to say (its error message), read until it closes the pipe.
 std::string drain(int fd) {
   std::string text;
@@ -59,6 +64,10 @@ Version version_of(const std::string& path) {
 }  // namespace
 
 void read_in_child_first(const std::string& path, const std::function<void()>& read_file) {
+  if (in_checking_child) {
+    read_file();
+    return;
+  }
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   const double limit_s = 10.0 + (ec ? 0.0 : static_cast<double>(size) / 1e7);
@@ -75,6 +84,7 @@ void read_in_child_first(const std::string& path, const std::function<void()>& r
   }
   if (pid == 0) {
     // The child: read, report, and leave without running the parent's exit handlers.
+    in_checking_child = true;
     close(pipe_fds[0]);
     // Silent: a crash handler a library installed (UCX's) would print its backtrace for the parent.
     const int null_fd = open("/dev/null", O_WRONLY);
