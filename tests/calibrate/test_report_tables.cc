@@ -31,13 +31,13 @@ Point make(Algorithm a, Bytes bytes, double measured_us, double predicted_us, st
 std::vector<Point> crafted() {
   const Bytes k1 = 1024, m1 = 1 << 20, m32 = Bytes{32} << 20;
   return {
-      make(Algorithm::Ring, k1, 10.0, 11.0),     // +10%
-      make(Algorithm::Tree, k1, 8.0, 8.8),       // +10%
-      make(Algorithm::Ring, m1, 200.0, 160.0),   // -20%
-      make(Algorithm::Tree, m1, 190.0, 171.0),   // -10%
+      make(Algorithm::Ring, k1, 10.0, 11.0),       // +10%
+      make(Algorithm::Tree, k1, 8.0, 8.8),         // +10%
+      make(Algorithm::Ring, m1, 200.0, 160.0),     // -20%
+      make(Algorithm::Tree, m1, 190.0, 171.0),     // -10%
       make(Algorithm::Ring, m32, 5000.0, 5250.0),  // +5%
       make(Algorithm::Tree, m32, 6000.0, 6600.0),  // +10%
-      make(Algorithm::Mpi, m1, 150.0, 300.0),    // +100%, a baseline: in the tables, not in the winners
+      make(Algorithm::Mpi, m1, 150.0, 300.0),      // +100%, a baseline: in the tables, not in the winners
       make(Algorithm::Ring, 4096, kNaN, 20.0, "wrong"),
   };
 }
@@ -115,10 +115,10 @@ TEST(ReportTables, IdenticalSchedulesAreOneContender) {
   EXPECT_EQ(r.winners[0].candidates, 2);
   EXPECT_EQ(r.winners[0].measured_winner, "rabenseifner=ring=tree");
   EXPECT_EQ(r.winners[0].predicted_winner, "recursive-doubling");
-  EXPECT_TRUE(r.winners[0].clear);        // 10..19 against 60..69
+  EXPECT_TRUE(r.winners[0].clear);  // 10..19 against 60..69
   EXPECT_EQ(r.winners[2].measured_winner, "recursive-doubling");
-  EXPECT_TRUE(r.winners[2].clear);  // 5..14 against the contender's fastest member, ring's 10..19
-  ASSERT_EQ(r.crossovers.size(), 3u);     // each of ring, rabenseifner, tree against recursive doubling
+  EXPECT_TRUE(r.winners[2].clear);     // 5..14 against the contender's fastest member, ring's 10..19
+  ASSERT_EQ(r.crossovers.size(), 3u);  // each of ring, rabenseifner, tree against recursive doubling
   for (const CrossoverRow& c : r.crossovers) {
     EXPECT_EQ(c.sizes.size(), 3u);
     EXPECT_TRUE(c.a == "recursive-doubling" || c.b == "recursive-doubling") << c.a << " " << c.b;
@@ -128,7 +128,8 @@ TEST(ReportTables, IdenticalSchedulesAreOneContender) {
 TEST(ReportTables, TiedPredictionsOfDifferentSchedulesAreTwoContenders) {
   // The model prices ring and recursive doubling the same here, but they are two schedules: a
   // contest the model calls a tie ("a | b"), whichever measures fastest agrees.
-  std::vector<Point> pts = {ran(Algorithm::Ring, 4096, 2, 10, 5.0), ran(Algorithm::RecursiveDoubling, 4096, 2, 30, 5.0)};
+  std::vector<Point> pts = {ran(Algorithm::Ring, 4096, 2, 10, 5.0),
+                            ran(Algorithm::RecursiveDoubling, 4096, 2, 30, 5.0)};
   Report r = build_report(pts);
   ASSERT_EQ(r.winners.size(), 1u);
   EXPECT_TRUE(r.winners[0].agree);
@@ -143,9 +144,9 @@ TEST(MannWhitney, OneSidedPValuesAsScipyGivesThem) {
     for (int i = 0; i < n; ++i) v.push_back(first + step * i);
     return v;
   };
-  EXPECT_NEAR(mann_whitney_p_less(seq(1, 1, 10), seq(11, 1, 10)), 9.133589555477501e-05, 1e-12);  // a all faster
-  EXPECT_NEAR(mann_whitney_p_less(seq(11, 1, 10), seq(1, 1, 10)), 0.9999325785388228, 1e-12);     // a all slower
-  EXPECT_NEAR(mann_whitney_p_less(seq(1, 2, 10), seq(2, 2, 10)), 0.3668649978481236, 1e-12);      // interleaved
+  EXPECT_NEAR(mann_whitney_p_less(seq(1, 1, 10), seq(11, 1, 10)), 9.133589555477501e-05, 1e-12);       // a all faster
+  EXPECT_NEAR(mann_whitney_p_less(seq(11, 1, 10), seq(1, 1, 10)), 0.9999325785388228, 1e-12);          // a all slower
+  EXPECT_NEAR(mann_whitney_p_less(seq(1, 2, 10), seq(2, 2, 10)), 0.3668649978481236, 1e-12);           // interleaved
   EXPECT_NEAR(mann_whitney_p_less({1, 1, 2, 2, 3}, {2, 3, 3, 4, 4, 4}), 0.015211892074231353, 1e-12);  // ties
   EXPECT_EQ(mann_whitney_p_less({5, 5, 5}, {5, 5, 5}), 1.0);
   EXPECT_EQ(mann_whitney_p_less({}, {1, 2}), 1.0);
@@ -160,14 +161,17 @@ TEST(ReportTables, WinnerJudgedByTheSamples) {
   const Bytes a = 1024, b = 2048, c = 4096;
   std::vector<Point> pts = {
       // a: ring clearly fastest (10..19 against 30..39 and 50..59), the model picks it.
-      with(make(Algorithm::Ring, a, 14.5, 10), 10), with(make(Algorithm::Tree, a, 34.5, 20), 30),
+      with(make(Algorithm::Ring, a, 14.5, 10), 10),
+      with(make(Algorithm::Tree, a, 34.5, 20), 30),
       with(make(Algorithm::RecursiveDoubling, a, 54.5, 30), 50),
       // b: ring and recursive doubling within the noise (10..19, 11..20); the model picks the latter.
-      with(make(Algorithm::Ring, b, 14.5, 20), 10), with(make(Algorithm::Tree, b, 34.5, 30), 30),
+      with(make(Algorithm::Ring, b, 14.5, 20), 10),
+      with(make(Algorithm::Tree, b, 34.5, 30), 30),
       with(make(Algorithm::RecursiveDoubling, b, 15.5, 10), 11),
       // c: as b, but the model picks tree, measurably slower; and recursive doubling has too few
       // samples to be tested (its median is the winner's, so it cannot be the winner).
-      with(make(Algorithm::Ring, c, 14.5, 20), 10), with(make(Algorithm::Tree, c, 34.5, 10), 30),
+      with(make(Algorithm::Ring, c, 14.5, 20), 10),
+      with(make(Algorithm::Tree, c, 34.5, 10), 30),
       with(make(Algorithm::RecursiveDoubling, c, 16.5, 30), 15, 3),
   };
   Report r = build_report(pts);
@@ -196,7 +200,8 @@ TEST(ReportTables, WinnerJudgedByTheSamples) {
   EXPECT_NE(table.str().find("beyond the noise (p < 0.05) in 1 of 3 cases"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("<- differs (within the noise)"), std::string::npos);
   EXPECT_NE(table.str().find("## Verdict\n  the model is "), std::string::npos) << table.str();
-  EXPECT_NE(table.str().find("it picked the measured fastest algorithm in " + std::to_string(r.winner_agree) + " of 3 cases; "
+  EXPECT_NE(table.str().find("it picked the measured fastest algorithm in " + std::to_string(r.winner_agree) +
+                             " of 3 cases; "
                              "its pick was slower beyond the noise in 1\n"),
             std::string::npos)
       << table.str();
@@ -229,6 +234,20 @@ TEST(ReportTables, OutliersAndFailedPoints) {
   ASSERT_EQ(r.failed.size(), 1u);
   EXPECT_EQ(r.failed[0].point.bytes, 4096u);
   EXPECT_NE(r.failed[0].why.find("wrong"), std::string::npos);
+}
+
+// Only small sizes measured: the band from 64 KiB has no point, which is not a 0.0% error.
+TEST(ReportTables, AnEmptyBandSaysNoPoints) {
+  std::vector<Point> pts = {make(Algorithm::Ring, 1024, 10.0, 11.0), make(Algorithm::Tree, 1024, 8.0, 8.8)};
+  Report r = build_report(pts, 3);
+  ASSERT_EQ(r.from_64KiB.n, 0u);
+  std::ostringstream table;
+  print_report_table(table, r, false, pts);
+  const std::string s = table.str();
+  EXPECT_NE(s.find("10.0% below 64 KiB, no points from 64 KiB"), std::string::npos) << s;
+  EXPECT_EQ(s.find("0.0% from 64 KiB"), std::string::npos) << s;
+  EXPECT_EQ(s.find("0 points   median |err|     0.0%"), std::string::npos) << s;
+  EXPECT_NE(s.find("median |err| no points"), std::string::npos) << s;
 }
 
 TEST(ReportTables, PrintedFormatsCarryTheNumbers) {

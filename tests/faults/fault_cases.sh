@@ -117,6 +117,17 @@ case "$case_name" in
     mpirun_commsim "${sweep[@]}" --sizes 1KiB --iters 1 --resume pred.h5 >/dev/null 2>pred.err &&
         fail "--resume took a file of predictions"
     grep -q "backend" pred.err || { cat pred.err; fail "the refusal does not name the backend"; }
+    # Other measuring options: each refused, naming them.
+    # (base.h5: --iters 1 --warmup 0, float32, sum)
+    measure=(--collectives allreduce --algorithms ring,recursive-doubling --format csv)
+    for opt in "--warmup 0 --iters 2" "--warmup 3 --iters 1" "--warmup 0 --iters 1 --dtype float64" \
+               "--warmup 0 --iters 1 --op max"; do
+      cp base.h5 opts.h5
+      # shellcheck disable=SC2086
+      mpirun_commsim "${measure[@]}" --sizes 1KiB,2KiB $opt --resume opts.h5 >/dev/null 2>opts.err &&
+          fail "--resume took a file measured without $opt"
+      grep -q -- "--iters/--warmup/--dtype/--op" opts.err || { cat opts.err; fail "$opt: the refusal does not name it"; }
+    done
     mpirun_commsim "${sweep[@]}" --sizes 1KiB,2KiB --iters 1 --resume base.h5 >/dev/null 2>same.err ||
         { cat same.err; fail "--resume of its own file"; }
     ;;

@@ -221,6 +221,7 @@ def main():
                     help="the configs folder (its topologies/*.yaml are the seeds)")
     args = ap.parse_args()
     args.commsim = os.path.abspath(args.commsim)
+    args.workdir = os.path.abspath(args.workdir)  # cases run the binary inside it
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     topo_dir = os.path.join(args.configs, "topologies")
@@ -230,7 +231,9 @@ def main():
 
     def one(i):
         rng = random.Random(args.seed * 1000003 + i)
-        work = os.path.join(args.workdir, str(i % (args.jobs * 4)))
+        # A folder of its own: a slow case (a read the guard stops after 10 s) must not have its
+        # files rewritten or its lock removed by a later case running beside it.
+        work = os.path.join(args.workdir, str(i))
         os.makedirs(work, exist_ok=True)
         if args.kind == "hdf5":
             for name, data in seeds.items():
@@ -239,11 +242,11 @@ def main():
                     with open(target, "wb") as f:
                         f.write(data)
         cmd, verdict = case(rng, args, work, seeds)
+        if verdict.ok:
+            shutil.rmtree(work, ignore_errors=True)  # a failed case's files stay to reproduce it
         return i, cmd, verdict
 
     failed = accepted = 0
-    # Cases that share a folder must not run at once: a pool of `jobs` over folders i % (4 jobs)
-    # runs case i only after case i - 4 jobs has ended, since results come back in order.
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for i, cmd, verdict in pool.map(one, range(args.cases)):
             accepted += verdict.accepted

@@ -51,6 +51,12 @@ int cmd_merge(int argc, char** argv) {
       std::printf("note: %s is missing; read %s, left by a run that did not finish\n", in.given.c_str(),
                   in.path.c_str());
   std::fflush(stdout);
+  for (const MergeInput& in : inputs)
+    if (in.has_probe)
+      std::fprintf(stderr,
+                   "commsim merge: warning: %s is a probe file: its runs and points were merged, its /probe "
+                   "measurements were not; calibrate them from %s itself\n",
+                   in.path.c_str(), in.path.c_str());
   if (duplicated_points > 0) {
     const std::string what =
         count_of(duplicated_points, "point") + (duplicated_points == 1 ? " was" : " were") + " measured more than once";

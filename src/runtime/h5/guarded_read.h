@@ -15,7 +15,9 @@ namespace commsim::h5 {
 // Runs `read` in a forked child, which reads `path` and exits. Returns when the child finished
 // without an error (the caller then reads the file for real); throws Error naming `path` when the
 // child threw (its message), died of a signal, or ran longer than a limit that grows with the
-// file's size (10 s + 1 s per 10 MB).
+// file's size (10 s + 1 s per 10 MB), or when the file changed (inode, size or modification time)
+// while the child read it. Called inside such a child (a guarded read within a guarded read), it
+// runs `read` directly: the outer child is the one checked.
 void read_in_child_first(const std::string& path, const std::function<void()>& read);
 
 }  // namespace commsim::h5

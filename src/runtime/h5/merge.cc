@@ -8,6 +8,7 @@
 #include "model/error.h"
 #include "runtime/h5/guarded_read.h"
 #include "runtime/h5/hdf5.h"
+#include "runtime/h5/probe_file.h"
 
 namespace commsim {
 
@@ -67,6 +68,7 @@ MergeInput load_input(const std::string& given, std::vector<std::string>& foreig
       return in;
     }
     in.contents = read_results(in.path, /*with_samples=*/true);
+    in.has_probe = has_probe_group(in.path);
   } catch (const Error& e) {
     in.problem = std::string("unreadable: ") + e.what();
   }

@@ -32,6 +32,9 @@ struct MergeInput {
   std::string path;   // the file read: `given`, or `given`.partial when only that exists
   std::optional<ResultsContents> contents;
   std::string problem;  // why it was not read ("" when read)
+  // It has /probe (a `commsim probe` file): its runs and points are merged, its probe measurements
+  // are not (calibrate reads them from this file).
+  bool has_probe = false;
 };
 
 struct MergeSummary {

@@ -156,6 +156,7 @@ void write_context(hid_t g, const RunContext& c, int index, RunStatus status) {
   h5::set_attribute(g, "topology_name", c.topology_name);
   h5::set_attribute(g, "topology_path", c.topology_path);
   h5::set_attribute(g, "topology_text", c.topology_text);
+  if (!c.measure_settings.empty()) h5::set_attribute(g, "measure_settings", c.measure_settings);
   if (c.piece_bytes) h5::set_attribute(g, "piece_bytes", static_cast<std::int64_t>(*c.piece_bytes));
   h5::set_attribute(g, "cpu_binding", c.cpu_binding);
   h5::write_string_list(g, "hostnames", c.hostnames);
@@ -194,6 +195,7 @@ RunContext read_context(hid_t g) {
   c.topology_name = attr_or_empty(g, "topology_name");
   c.topology_path = attr_or_empty(g, "topology_path");
   c.topology_text = attr_or_empty(g, "topology_text");
+  c.measure_settings = attr_or_empty(g, "measure_settings");
   if (h5::has_attribute(g, "piece_bytes"))
     c.piece_bytes = static_cast<std::uint64_t>(h5::get_int_attribute(g, "piece_bytes"));
   c.cpu_binding = attr_or_empty(g, "cpu_binding");

@@ -22,6 +22,11 @@ std::string pct(double v) {
   return std::isfinite(v) ? fmt::format("{:.1f}%", 100.0 * v) : "-";
 }
 
+// A band's error, or "no points" when no point fell in it (its zeros are not a 0.0% error).
+std::string band_pct(const ErrorStats& s, double v) {
+  return s.n == 0 ? "no points" : pct(v);
+}
+
 std::string size_list(const std::vector<double>& sizes) {
   if (sizes.empty()) return "none";
   std::string s;
@@ -55,7 +60,7 @@ std::string point_label(const Point& p) {
 
 void stats_line(std::ostream& out, const char* label, const ErrorStats& s) {
   out << fmt::format("  {:<22} {:>6} points   median |err| {:>8}   geomean |err| {:>8}   max |err| {:>8}\n", label, s.n,
-                     pct(s.median_abs), pct(s.geomean_abs), pct(s.max_abs));
+                     band_pct(s, s.median_abs), band_pct(s, s.geomean_abs), band_pct(s, s.max_abs));
 }
 
 }  // namespace
@@ -138,8 +143,8 @@ void print_verdict(std::ostream& out, const Report& r) {
   if (r.compared == 0) return;
   out << "\n## Verdict\n";
   out << "  the model is " << pct(r.all.median_abs) << " off at the median over " << r.compared
-      << " points: " << pct(r.below_64KiB.median_abs) << " below 64 KiB, " << pct(r.from_64KiB.median_abs)
-      << " from 64 KiB\n";
+      << " points: " << band_pct(r.below_64KiB, r.below_64KiB.median_abs) << " below 64 KiB, "
+      << band_pct(r.from_64KiB, r.from_64KiB.median_abs) << " from 64 KiB\n";
   if (r.per_file.size() == r.files.size() && r.per_file.size() > 1) {
     out << "  per file:";
     for (std::size_t i = 0; i < r.files.size(); ++i)

@@ -12,10 +12,21 @@
 namespace commsim {
 namespace {
 
+// Width of the time columns (us): 99,999,999.99 us (100 s, a GiB over a slow network) still fits.
+constexpr int kTimeWidth = 13;
+
+// `cell` right-aligned in `width`, always with a space before it: a value wider than its column
+// pushes the row right rather than run into the column before it.
+std::string cell(const std::string& cell_text, int width) {
+  std::string s = fmt::format("{:>{}}", cell_text, width);
+  if (s.size() >= static_cast<std::size_t>(width) && (s.empty() || s.front() != ' ')) s.insert(0, " ");
+  return s;
+}
+
 // A right-aligned number, or "N/A" (as nccl-tests prints) when there is none.
 std::string num(double v, int width, int precision) {
-  if (!std::isfinite(v)) return fmt::format("{:>{}}", "N/A", width);
-  return fmt::format("{:>{}.{}f}", v, width, precision);
+  if (!std::isfinite(v)) return cell("N/A", width);
+  return cell(fmt::format("{:.{}f}", v, precision), width);
 }
 
 bool has_root(Collective c) {
@@ -23,7 +34,7 @@ bool has_root(Collective c) {
 }
 
 std::string text(std::string_view s, int width) {
-  return fmt::format("{:>{}}", s, width);
+  return cell(std::string(s), width);
 }
 
 }  // namespace
@@ -74,18 +85,19 @@ void TableReporter::group_header(const Point& p) {
   out_ << '\n';
   if (columns_ == Columns::Predicted) {
     out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7)
-         << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
-         << "  winner\n";
+         << text("algorithm", 20) << text("proto", 7) << text("time", kTimeWidth) << text("algbw", 9)
+         << text("busbw", 9) << "  winner\n";
     out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 20)
-         << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9) << "  (predicted)\n";
+         << text("", 7) << text("(us)", kTimeWidth) << text("(GB/s)", 9) << text("(GB/s)", 9) << "  (predicted)\n";
   } else {
     out_ << "#" << text("size", 12) << text("count", 14) << text("type", 10) << text("redop", 7) << text("root", 6)
-         << text("algorithm", 20) << text("proto", 7) << text("time", 11) << text("algbw", 9) << text("busbw", 9)
-         << text("spread", 8) << text("#wrong", 8) << text("predicted", 11) << text("rel.err", 9)
-         << "  winner               status\n";
+         << text("algorithm", 20) << text("proto", 7) << text("time", kTimeWidth) << text("algbw", 9)
+         << text("busbw", 9) << text("spread", 8) << text("#wrong", 8) << text("predicted", kTimeWidth)
+         << text("rel.err", 9) << "  winner               status\n";
     out_ << "#" << text("(B)", 12) << text("(elements)", 14) << text("", 10) << text("", 7) << text("", 6)
-         << text("", 20) << text("", 7) << text("(us)", 11) << text("(GB/s)", 9) << text("(GB/s)", 9)
-         << text("p95/med", 8) << text("", 8) << text("(us)", 11) << text("(%)", 9) << "  (predicted|fastest)\n";
+         << text("", 20) << text("", 7) << text("(us)", kTimeWidth) << text("(GB/s)", 9) << text("(GB/s)", 9)
+         << text("p95/med", 8) << text("", 8) << text("(us)", kTimeWidth) << text("(%)", 9)
+         << "  (predicted|fastest)\n";
   }
 }
 
@@ -103,12 +115,12 @@ void TableReporter::point(const Point& p) {
   line += text(proto.empty() ? "-" : proto, 7);
   if (columns_ == Columns::Predicted) {
     double algbw = p.predicted_us > 0 ? static_cast<double>(p.bytes) / p.predicted_us / 1e3 : kNaN;
-    line +=
-        num(p.predicted_us, 11, 2) + num(algbw, 9, 2) + num(p.predicted_busbw_gbps, 9, 2) + "  " + p.predicted_winner;
+    line += num(p.predicted_us, kTimeWidth, 2) + num(algbw, 9, 2) + num(p.predicted_busbw_gbps, 9, 2) + "  " +
+            p.predicted_winner;
   } else {
-    line += num(p.measured_median_us, 11, 2) + num(p.algbw_gbps, 9, 2) + num(p.busbw_gbps, 9, 2) +
+    line += num(p.measured_median_us, kTimeWidth, 2) + num(p.algbw_gbps, 9, 2) + num(p.busbw_gbps, 9, 2) +
             text(spread_text(spread_of(p)), 8) + text(p.wrong < 0 ? "N/A" : std::to_string(p.wrong), 8) +
-            num(p.predicted_us, 11, 2) +
+            num(p.predicted_us, kTimeWidth, 2) +
             (std::isfinite(p.rel_error) ? text(fmt::format("{:+.1f}", p.rel_error * 100.0), 9) : text("N/A", 9));
     if (p.measured()) {
       if (p.wrong < 0)

@@ -52,15 +52,18 @@ struct RunContext {
   std::string topology_name;  // the topology's `name`
   std::string topology_path;  // the file it was read from
   std::string topology_text;  // the YAML text as read
+  // How `run` measured: "iters 20, warmup 5, dtypes float32, ops sum" (--resume refuses a file
+  // measured otherwise); "" for predictions and files written before commsim recorded it.
+  std::string measure_settings;
   // The piece the host executor cut transfers into, bytes (0: not cut; commsim run --piece-size),
   // which the predictions priced (Topology::piece_bytes); unset for other backends and in files
   // written before commsim recorded it (all of which ran with the default, kHostPieceBytes).
   std::optional<std::uint64_t> piece_bytes;
 
   // Read back from a results file (set by ResultsFile, ignored when writing a new run):
-  int index = -1;          // N of /runs/<NNNN>
-  std::string status;      // "running", "complete", "interrupted", "failed"
-  std::string finished;    // ISO 8601 UTC; empty while running
+  int index = -1;        // N of /runs/<NNNN>
+  std::string status;    // "running", "complete", "interrupted", "failed"
+  std::string finished;  // ISO 8601 UTC; empty while running
 
   // Fills what this process can see by itself: command line (from argv as main() received it,
   // argv[0] being the binary, or as a command received it, argv[0] being the command's name:

@@ -141,6 +141,15 @@ bool set_up(const RunJob& job, int rank, int nranks, Setup& s) {
 }
 
 // The run's context: this rank's, completed with the job's hosts, binding, backend and topology.
+// What a resumed run must share with the file it continues (check_resumable compares it).
+std::string measure_settings_text(const SweepSettings& st) {
+  std::string text = "iters " + std::to_string(st.iters) + ", warmup " + std::to_string(st.warmup) + ", dtypes";
+  for (std::size_t i = 0; i < st.dtypes.size(); ++i) text += (i ? "," : " ") + std::string(to_string(st.dtypes[i]));
+  text += ", ops";
+  for (std::size_t i = 0; i < st.ops.size(); ++i) text += (i ? "," : " ") + std::string(to_string(st.ops[i]));
+  return text;
+}
+
 RunContext run_context(const RunJob& job, const Setup& s, RunContext ctx, int nranks, std::string& oversubscribed) {
   ctx.hostnames = s.hosts;
   const BindingSummary binding = gather_binding(s.hosts, ctx.cpus);
@@ -155,6 +164,7 @@ RunContext run_context(const RunJob& job, const Setup& s, RunContext ctx, int nr
   ctx.topology_path = job.topology.source_path;
   ctx.topology_text = job.topology.text;
   if (job.backend == "host") ctx.piece_bytes = job.topology.piece();
+  ctx.measure_settings = measure_settings_text(job.settings);
   return ctx;
 }
 

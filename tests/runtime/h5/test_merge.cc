@@ -159,6 +159,23 @@ TEST(Merge, MissingAndUnreadableInputsAreReportedAndTheRestIsMerged) {
   EXPECT_EQ(m.points.size(), 2u);
 }
 
+// A probe file's runs and points are merged; its /probe measurements are not, and merge says so.
+TEST(Merge, SaysWhenAProbeFilesMeasurementsAreLeftOut) {
+  TempDir dir;
+  const std::string a = dir.file("probe.h5"), b = dir.file("nodes2-job32.h5"), out = dir.file("all.h5");
+  write_file(a, {{job_context("31", 1, "2026-01-01T10:00:00Z"), {point_of(1, 8)}}});
+  h5::create_group(h5::open_file(a, true).get(), "probe");
+  write_file(b, {{job_context("32", 2, "2026-01-01T11:00:00Z"), {point_of(2, 8)}}});
+
+  Outcome o = merge({a, b, "--out", out});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.err.find(a + " is a probe file: its runs and points were merged, its /probe measurements were not"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find(b + " is a probe file"), std::string::npos) << o.err;
+  EXPECT_EQ(read_results(out).points.size(), 2u);
+}
+
 TEST(Merge, RefusesMixedSchemaVersionsAndWritesNothing) {
   TempDir dir;
   const std::string a = dir.file("a.h5"), b = dir.file("b.h5"), out = dir.file("all.h5");

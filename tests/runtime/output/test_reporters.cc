@@ -9,9 +9,9 @@
 #include <sstream>
 #include <variant>
 
+#include "runtime/h5/results_file.h"
 #include "runtime/output/caveats.h"
 #include "runtime/output/reporter.h"
-#include "runtime/h5/results_file.h"
 #include "test_util.h"
 #include "text_formats.h"
 
@@ -22,7 +22,9 @@ using test::Json;
 using test::JsonParser;
 using test::parse_csv;
 
-double cell_number(const std::string& s) { return s.empty() ? kNaN : std::stod(s); }
+double cell_number(const std::string& s) {
+  return s.empty() ? kNaN : std::stod(s);
+}
 
 std::vector<Point> sample_points() {
   std::vector<Point> v = {test::measured_point(1024), test::predicted_point(Collective::AllGather, 4096),
@@ -49,11 +51,23 @@ TEST(CsvReporter, HeaderAndCellsReadBack) {
   }
   auto rows = parse_csv(out.str());
   ASSERT_EQ(rows.size(), 1 + points.size());
-  const std::vector<std::string> required = {
-      "collective", "algorithm",   "backend",    "protocol",  "dtype",
-      "nodes",      "ranks",       "bytes",      "predicted_us", "predicted_busbw_gbps",
-      "measured_median_us", "measured_p95_us", "algbw_gbps", "busbw_gbps", "rel_error",
-      "wrong",      "status"};
+  const std::vector<std::string> required = {"collective",
+                                             "algorithm",
+                                             "backend",
+                                             "protocol",
+                                             "dtype",
+                                             "nodes",
+                                             "ranks",
+                                             "bytes",
+                                             "predicted_us",
+                                             "predicted_busbw_gbps",
+                                             "measured_median_us",
+                                             "measured_p95_us",
+                                             "algbw_gbps",
+                                             "busbw_gbps",
+                                             "rel_error",
+                                             "wrong",
+                                             "status"};
   const auto& header = rows[0];
   ASSERT_GE(header.size(), required.size());
   for (std::size_t i = 0; i < required.size(); ++i) EXPECT_EQ(header[i], required[i]) << "column " << i;
@@ -71,14 +85,14 @@ TEST(CsvReporter, HeaderAndCellsReadBack) {
     EXPECT_EQ(std::stoull(row[col["bytes"]]), p.bytes);
     EXPECT_EQ(std::stoi(row[col["ranks"]]), p.ranks);
     EXPECT_EQ(std::stoull(row[col["pipeline_chunk_bytes"]]), p.pipeline_chunk_bytes);
-    for (auto [name, value] : std::vector<std::pair<std::string, double>>{
-             {"predicted_us", p.predicted_us},
-             {"predicted_busbw_gbps", p.predicted_busbw_gbps},
-             {"measured_median_us", p.measured_median_us},
-             {"measured_p95_us", p.measured_p95_us},
-             {"algbw_gbps", p.algbw_gbps},
-             {"busbw_gbps", p.busbw_gbps},
-             {"rel_error", p.rel_error}}) {
+    for (auto [name, value] :
+         std::vector<std::pair<std::string, double>>{{"predicted_us", p.predicted_us},
+                                                     {"predicted_busbw_gbps", p.predicted_busbw_gbps},
+                                                     {"measured_median_us", p.measured_median_us},
+                                                     {"measured_p95_us", p.measured_p95_us},
+                                                     {"algbw_gbps", p.algbw_gbps},
+                                                     {"busbw_gbps", p.busbw_gbps},
+                                                     {"rel_error", p.rel_error}}) {
       double got = cell_number(row[col[name]]);
       if (std::isnan(value))
         EXPECT_TRUE(row[col[name]].empty()) << name << " should be an empty cell";
@@ -181,6 +195,34 @@ TEST(TableReporter, PredictedTableHasUnitsAndDerivedBandwidth) {
   EXPECT_NEAR(std::stod(row[7]), (1 << 20) / 50e-6 / 1e9, 0.01);  // algbw = bytes / time
   EXPECT_NEAR(std::stod(row[8]), 99.0, 0.01);
   EXPECT_NE(s.find("tree beats ring below 2 MiB"), std::string::npos);
+}
+
+// A GiB over a slow network takes tens of seconds: the time must stay a word of its own.
+TEST(TableReporter, LongTimesDoNotRunIntoTheColumnBefore) {
+  for (const auto columns : {TableReporter::Columns::Predicted, TableReporter::Columns::Measured}) {
+    std::ostringstream out;
+    Point p = test::predicted_point(Collective::AllReduce, 1ull << 30);
+    p.predicted_us = 57445220.58;    // recursive doubling, 1 GiB on 2 nodes of local-cpu
+    p.measured_median_us = 1.23e10;  // wider than any column
+    {
+      TableReporter r(out, columns);
+      r.point(p);
+      r.finalize();
+    }
+    const std::string s = out.str();
+    std::vector<std::string> row;
+    for (const auto& l : lines_of(s))
+      if (!l.empty() && l[0] != '#') {
+        row = words(l);
+        break;
+      }
+    ASSERT_GE(row.size(), 8u) << s;
+    // The measured table has a root column after the reduction: one word more before the protocol.
+    const std::size_t proto = columns == TableReporter::Columns::Predicted ? 5 : 6;
+    EXPECT_EQ(row[proto], "LL128") << s;  // not "LL12857445220.58"
+    EXPECT_DOUBLE_EQ(std::stod(row[proto + 1]), columns == TableReporter::Columns::Predicted ? 57445220.58 : 1.23e10)
+        << s;
+  }
 }
 
 TEST(TableReporter, MeasuredTableShowsWrongPredictionAndError) {
