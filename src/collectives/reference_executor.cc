@@ -36,8 +36,8 @@ class ReferenceRun : public ScheduleVisitor {
     const Op& recv = s_.ranks[t.recv.rank].rounds[t.recv.round].ops[t.recv.op];
     if (recv.kind == OpKind::RecvReduce)
       reduce_into(at(t.recv.rank, recv.dst), at(t.send.rank, send.src), recv.dst.count, dtype_, op_);
-    else
-      std::memcpy(at(t.recv.rank, recv.dst), at(t.send.rank, send.src), s_.bytes(recv.dst));
+    else if (const std::size_t n = s_.bytes(recv.dst); n > 0)  // an empty span may have no buffer
+      std::memcpy(at(t.recv.rank, recv.dst), at(t.send.rank, send.src), n);
   }
 
   std::vector<std::vector<std::uint8_t>> take_outputs() { return std::move(outputs_); }

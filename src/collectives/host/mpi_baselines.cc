@@ -149,11 +149,11 @@ void MpiBaseline::run_in_place(void* buffer) {
 void MpiBaseline::load_in_place(const void* input, void* buffer) const {
   const std::uint64_t elem = dtype_size(dtype_);
   const BufferCounts bc = buffer_counts(collective_, count_, size_);
-  if (collective_ == Collective::AllGather) {
+  if (bc.input == 0) return;  // nothing to place (and the buffers of an empty call may be null)
+  if (collective_ == Collective::AllGather)
     std::memcpy(static_cast<char*>(buffer) + static_cast<std::uint64_t>(rank_) * block_ * elem, input, bc.input * elem);
-  } else if (collective_ != Collective::Broadcast || rank_ == root_) {
-    if (bc.input > 0) std::memcpy(buffer, input, bc.input * elem);
-  }
+  else if (collective_ != Collective::Broadcast || rank_ == root_)
+    std::memcpy(buffer, input, bc.input * elem);
 }
 
 void MpiBaseline::finish_root_output(const void* input, void* output) const {

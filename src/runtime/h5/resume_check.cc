@@ -24,7 +24,7 @@ void check_resumable(const std::string& path, const RunContext& ctx) {
     if (r.topology_text != ctx.topology_text)
       throw Error(run + "another version of topology '" + r.topology_name + "' (" + r.topology_path + ")" + advice);
     // Files written before commsim recorded the settings cannot be checked for them.
-    if (!r.measure_settings.empty()) differ("--iters/--warmup/--dtype/--op", r.measure_settings, ctx.measure_settings);
+    if (!r.measure_settings.empty()) differ("--dtype/--op", r.measure_settings, ctx.measure_settings);
     differ("--piece-size", std::to_string(r.piece_bytes.value_or(0)), std::to_string(ctx.piece_bytes.value_or(0)));
   }
 }

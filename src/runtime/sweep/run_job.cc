@@ -143,7 +143,10 @@ bool set_up(const RunJob& job, int rank, int nranks, Setup& s) {
 // The run's context: this rank's, completed with the job's hosts, binding, backend and topology.
 // What a resumed run must share with the file it continues (check_resumable compares it).
 std::string measure_settings_text(const SweepSettings& st) {
-  std::string text = "iters " + std::to_string(st.iters) + ", warmup " + std::to_string(st.warmup) + ", dtypes";
+  // What the rows measure, beyond their own columns: the element types and reductions of the sweep.
+  // Iterations and warm-up are not part of it: each row records its own `iters`, and a preempted
+  // sweep may be finished with fewer of them.
+  std::string text = "dtypes";
   for (std::size_t i = 0; i < st.dtypes.size(); ++i) text += (i ? "," : " ") + std::string(to_string(st.dtypes[i]));
   text += ", ops";
   for (std::size_t i = 0; i < st.ops.size(); ++i) text += (i ? "," : " ") + std::string(to_string(st.ops[i]));
