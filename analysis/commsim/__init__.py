@@ -133,14 +133,18 @@ def predict(topology: str = "dgx-h100", collective: str | Sequence[str] = "allre
 
 def plan(topology: str, model: str, nodes: int, global_batch: int, seq: int, micro_batch: int = 1,
          zero: int = 0, sequence_parallel: bool = False, recompute: str = "none", overlap: str = "none",
-         gpu_tflops: float = 0.0, memory_limit: str = "") -> pd.DataFrame:
+         gpu_tflops: float = 0.0, memory_limit: str = "", memory_reserve: str = "default",
+         grad_dtype: str = "auto") -> pd.DataFrame:
     """The planner's ranked (DP, TP, PP, EP) layouts of a training job, best first, as a DataFrame.
 
     The plain model (`commsim plan` adds its defaults for fused attention, ZeRO-1 and the compute
     rate on top): model is a name from configs/models (llama3-70b, gpt3-175b, ...) or a model
     file; global_batch sequences per iteration, seq tokens per sequence; gpu_tflops > 0 adds the
     compute estimate (step_s, comm_share) and ranks by step time, else by communication;
-    memory_limit bytes per GPU with units ("80GB"; "" = the device's).
+    memory_limit bytes per GPU with units ("80GB"; "" = the device's); memory_reserve and
+    grad_dtype as `commsim plan --memory-reserve/--grad-dtype` ("default": a GPU keeps 0.5 GiB for
+    the CUDA context, 1 GiB for NCCL and 2% for fragmentation; "auto": fp32 gradients for bf16
+    parameters, as Megatron-LM).
 
     Columns: dp, tp, pp, ep, vp, micro_batches, comm_s (exposed communication per iteration),
     comm_total_s, tp_comm_s, pp_comm_s, dp_comm_s, ep_comm_s, bubble_fraction, memory_bytes (per
@@ -150,7 +154,8 @@ def plan(topology: str, model: str, nodes: int, global_batch: int, seq: int, mic
     cols, excluded, assumptions, warnings = _model().plan(
         topology=str(topology), model=str(model), nodes=int(nodes), global_batch=int(global_batch), seq=int(seq),
         micro_batch=int(micro_batch), zero=int(zero), sequence_parallel=bool(sequence_parallel),
-        recompute=recompute, overlap=overlap, gpu_tflops=float(gpu_tflops), memory_limit=str(memory_limit))
+        recompute=recompute, overlap=overlap, gpu_tflops=float(gpu_tflops), memory_limit=str(memory_limit),
+        memory_reserve=str(memory_reserve), grad_dtype=str(grad_dtype))
     df = pd.DataFrame(cols)
     df.attrs["excluded"] = list(excluded)
     df.attrs["assumptions"] = list(assumptions)

@@ -91,3 +91,13 @@ def test_plan_ranks_layouts_by_communication():
     with_compute = commsim.plan(topology="dgx-h100", model="llama3-70b", nodes=16, global_batch=1024, seq=8192,
                                 zero=1, sequence_parallel=True, recompute="selective", gpu_tflops=400)
     assert with_compute["step_s"].notna().all() and with_compute["step_s"].iloc[0] == with_compute["step_s"].min()
+
+
+def test_plan_keeps_the_memory_reserve_of_commsim_plan():
+    # As `commsim plan` (apply_training_defaults): a GPU keeps 0.5 GiB + 1 GiB + 2% free by default.
+    kw = dict(topology="dgx-h100", model="llama3-70b", nodes=16, global_batch=1024, seq=8192, zero=1,
+              sequence_parallel=True, recompute="selective")
+    gib = 2.0**30
+    assert commsim.plan(**kw)["memory_bytes"].max() <= 80 * gib * 0.98 - 1.5 * gib
+    none, big = commsim.plan(memory_reserve="0", **kw), commsim.plan(memory_reserve="20GiB", **kw)
+    assert big["memory_bytes"].max() <= 60 * gib < none["memory_bytes"].max(), "a reserve leaves layouts out"

@@ -143,7 +143,8 @@ py::tuple predict(const std::string& topology, const std::vector<std::string>& c
 
 py::tuple plan(const std::string& topology, const std::string& model_name, int nodes, int global_batch, int seq,
                int micro_batch, int zero, bool sequence_parallel, const std::string& recompute,
-               const std::string& overlap, double gpu_tflops, const std::string& memory_limit) {
+               const std::string& overlap, double gpu_tflops, const std::string& memory_limit,
+               const std::string& memory_reserve, const std::string& grad_dtype) {
   PlanOptions opts;
   opts.nodes = nodes;
   opts.global_batch = global_batch;
@@ -159,6 +160,7 @@ py::tuple plan(const std::string& topology, const std::string& model_name, int n
   if (!memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(memory_limit);
   const Topology topo = load_topology(resolve_topology_path(topology));
   const LlmModel model = load_llm_model(resolve_model_path(model_name));
+  apply_training_defaults(opts, topo, model, memory_reserve, grad_dtype);
   opts.candidates = default_candidates(topo);
   opts.calibration = calibration_range(topo);
   const PlanResult result = plan_layouts(topo, model, opts);
@@ -197,7 +199,7 @@ PYBIND11_MODULE(_core, m) {
         "(columns, crossover lines, skipped lines) of commsim predict's sweep; see commsim.predict");
   m.def("plan", &plan, py::arg("topology"), py::arg("model"), py::arg("nodes"), py::arg("global_batch"), py::arg("seq"),
         py::arg("micro_batch"), py::arg("zero"), py::arg("sequence_parallel"), py::arg("recompute"), py::arg("overlap"),
-        py::arg("gpu_tflops"), py::arg("memory_limit"),
+        py::arg("gpu_tflops"), py::arg("memory_limit"), py::arg("memory_reserve"), py::arg("grad_dtype"),
         "(columns of the ranked layouts, excluded (layout, reason), assumptions, warnings); see commsim.plan");
   m.def("version", [] { return std::string(COMMSIM_VERSION); });
 }

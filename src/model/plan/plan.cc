@@ -11,6 +11,7 @@
 #include "model/error.h"
 #include "model/plan/price_cache.h"
 #include "model/plan/steps.h"
+#include "model/units.h"
 
 namespace commsim {
 namespace {
@@ -133,6 +134,16 @@ bool ranks_before(const LayoutPlan& a, const LayoutPlan& b, RankBy rank_by) {
 
 int default_grad_bytes(const LlmModel& model) {
   return model.param_dtype == "bf16" || model.param_dtype == "bfloat16" ? 4 : model.param_bytes;
+}
+
+void apply_training_defaults(PlanOptions& opts, const Topology& topo, const LlmModel& model,
+                             const std::string& memory_reserve, const std::string& grad_dtype) {
+  // The default reserve is a GPU's (CUDA context, NCCL buffers); host ranks keep none.
+  if (memory_reserve != "default")
+    opts.memory_reserve = MemoryReserve{static_cast<double>(parse_bytes(memory_reserve)), 0, 0};
+  else if (topo.gpu)
+    opts.memory_reserve = kDefaultMemoryReserve;
+  opts.grad_bytes = grad_dtype == "auto" ? default_grad_bytes(model) : dtype_bytes(grad_dtype);
 }
 
 namespace plan_detail {

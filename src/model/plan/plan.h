@@ -162,7 +162,7 @@ struct PlanOptions {
   double dp_bucket_params = 0;
   // Memory of one GPU; 0 = the topology's device memory. A layout may use it less the reserve.
   Bytes memory_limit_bytes = 0;
-  MemoryReserve memory_reserve;  // none in the plain model; `commsim plan` keeps kDefaultMemoryReserve
+  MemoryReserve memory_reserve;  // none in the plain model; see apply_training_defaults
   // Bytes of one gradient value (gradient buffers and their reduction over DP); 0 = the parameter
   // dtype's. Megatron-LM accumulates and reduces the gradients of bf16 parameters in fp32
   // (default_grad_bytes).
@@ -343,6 +343,13 @@ bool ranks_before(const LayoutPlan& a, const LayoutPlan& b, RankBy rank_by);
 // Bytes of a gradient the way Megatron-LM trains a model: fp32 for bf16 parameters (it forces
 // --accumulate-allreduce-grads-in-fp32 with --bf16), else the parameter dtype.
 int default_grad_bytes(const LlmModel& model);
+
+// The defaults `commsim plan` and the Python commsim.plan() add to the plain model, in one place:
+// memory_reserve "default" keeps kDefaultMemoryReserve on a GPU topology (none on host ranks), a
+// size ("2GiB", "0") keeps that much; grad_dtype "auto" is default_grad_bytes(model), else a dtype
+// name (dtype_bytes). Throws Error for a malformed size or dtype.
+void apply_training_defaults(PlanOptions& opts, const Topology& topo, const LlmModel& model,
+                             const std::string& memory_reserve, const std::string& grad_dtype);
 
 // Enumerates, prices and ranks. Throws Error for options that admit no layout at all (batch not
 // divisible by micro-batch, non-positive sizes, ZeRO stage outside 0..3, a GPU topology without

@@ -134,8 +134,6 @@ OutputFormat check_plan_args(const CommandLine& cli, PlanArgs& a) {
   opts.rank_by = *rb;
   opts.pp_scatter_gather = !a.no_scatter_gather;
   if (!a.memory_limit.empty()) opts.memory_limit_bytes = parse_bytes(a.memory_limit);
-  if (a.memory_reserve != "default")
-    opts.memory_reserve = MemoryReserve{static_cast<double>(parse_bytes(a.memory_reserve)), 0, 0};
   if (opts.gpu_tflops < 0) throw Error("--gpu-tflops must not be negative");
   if (!(a.mfu > 0 && a.mfu <= 1)) throw Error("--mfu must be a fraction of the peak in (0, 1], e.g. 0.4");
   if (a.sequence_parallel && a.no_sequence_parallel)
@@ -200,10 +198,8 @@ int cmd_plan(int argc, char** argv) {
   Topology topo = load_topology(resolve_topology_path(a.topology));
   // The compute estimate: given, or the topology's peak at the stated utilisation.
   const std::string compute_note = apply_compute_rate(topo, a.mfu, !cli.values()["rank-by"].defaulted(), opts);
-  // The default reserve is a GPU's (CUDA context, NCCL buffers); host ranks keep none.
-  if (a.memory_reserve == "default" && topo.gpu) opts.memory_reserve = kDefaultMemoryReserve;
   LlmModel model = load_llm_model(resolve_model_path(a.model_arg));
-  opts.grad_bytes = a.grad_dtype == "auto" ? default_grad_bytes(model) : dtype_bytes(a.grad_dtype);
+  apply_training_defaults(opts, topo, model, a.memory_reserve, a.grad_dtype);
   if (a.algorithms.empty()) a.algorithms = prices_with_nccl_choice(topo) ? "nccl" : "ours";
   opts.candidates = candidates_from(a.algorithms, topo);
   opts.calibration =
